@@ -1,0 +1,109 @@
+"""The one settings object of every service: environment variables with the ``LB_`` prefix.
+
+Nested sections use a double underscore: ``LB_KAFKA__BOOTSTRAP_SERVERS``, ``LB_INTAKE__PORT``.
+Each ``__main__`` loads it once with :func:`load_settings` and passes it down. Defaults work on a
+developer machine; ``LB_MODE=production`` refuses the development secrets.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Self
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEV_AWARD_KEY_ID = "dev"
+DEV_AWARD_SECRET = "dev-secret"
+DEV_ADMIN_TOKEN = "dev-admin-token"
+
+
+class Mode(StrEnum):
+    DEVELOPMENT = "development"
+    PRODUCTION = "production"
+
+
+class UnsafeSettingsError(ValueError):
+    """Production mode was asked to run with a development default."""
+
+
+class KafkaSettings(BaseModel):
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers, host:port,...")
+    topic_prefix: str = Field("lb", description="Prefix of every topic this deployment owns.")
+    partitions: int = Field(6, ge=1, description="Partitions of the awards and totals topics.")
+    replication_factor: int = Field(1, ge=1, description="Replication of created topics (3 in production).")
+    min_insync_replicas: int = Field(1, ge=1, description="min.insync.replicas of topics (2 in production).")
+    request_timeout_ms: int = Field(10_000, ge=100, description="Producer request timeout.")
+    delivery_timeout_s: float = Field(15.0, gt=0, description="Longest wait for an ack before 503.")
+    transaction_timeout_ms: int = Field(60_000, ge=1000, description="Processor transaction timeout.")
+    linger_ms: int = Field(2, ge=0, description="Producer batching delay.")
+
+    def topic(self, name: str) -> str:
+        """Full name of one of the platform's topics (``awards``, ``totals``, ``reconciliation``)."""
+        return f"{self.topic_prefix}.{name}.v1"
+
+
+class RedisSettings(BaseModel):
+    url: str = Field("redis://127.0.0.1:6379/0", description="Redis holding the ranking projection.")
+    key_prefix: str = Field("lb", description="Prefix of every Redis key this deployment owns.")
+
+
+class CassandraSettings(BaseModel):
+    contact_points: list[str] = Field(["127.0.0.1"], description="Cassandra nodes.")
+    port: int = Field(9042, description="CQL native port.")
+    keyspace: str = Field("leaderboard", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace.")
+    replication_factor: int = Field(1, ge=1, description="SimpleStrategy replication (3 in production).")
+    local_dc: str = Field("datacenter1", description="Local data center for the load-balancing policy.")
+    request_timeout_s: float = Field(5.0, gt=0, description="Per-request timeout.")
+
+
+class IntakeSettings(BaseModel):
+    host: str = Field("127.0.0.1", description="Listen address.")
+    port: int = Field(8081, description="Listen port of POST /internal/awards.")
+    award_keys: dict[str, SecretStr] = Field(
+        {DEV_AWARD_KEY_ID: SecretStr(DEV_AWARD_SECRET)},
+        description="HMAC secrets per key id (JSON object).",
+    )
+    max_clock_skew_s: int = Field(300, ge=1, description="Accepted |now - X-Award-Timestamp|.")
+    max_batch: int = Field(500, ge=1, description="Most awards in one request.")
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body.")
+
+
+class GatewaySettings(BaseModel):
+    host: str = Field("127.0.0.1", description="Listen address.")
+    port: int = Field(8080, description="Listen port of /graphql.")
+    admin_token: SecretStr = Field(SecretStr(DEV_ADMIN_TOKEN), description="Admin bearer token.")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LB_", env_nested_delimiter="__", extra="ignore")
+
+    mode: Mode = Field(Mode.DEVELOPMENT, description="production refuses development secrets.")
+    region: str = Field("local", pattern=r"^[a-z][a-z0-9-]{0,31}$", description="This region's name.")
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
+    cassandra: CassandraSettings = Field(default_factory=CassandraSettings)
+    intake: IntakeSettings = Field(default_factory=IntakeSettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+
+    @model_validator(mode="after")
+    def _refuse_unsafe_production(self) -> Self:
+        if self.mode is not Mode.PRODUCTION:
+            return self
+        problems = []
+        if any(s.get_secret_value() == DEV_AWARD_SECRET for s in self.intake.award_keys.values()):
+            problems.append("LB_INTAKE__AWARD_KEYS still holds the development secret")
+        if self.gateway.admin_token.get_secret_value() == DEV_ADMIN_TOKEN:
+            problems.append("LB_GATEWAY__ADMIN_TOKEN is the development token")
+        if problems:
+            raise UnsafeSettingsError(
+                "production mode refuses unsafe defaults: "
+                + "; ".join(problems)
+                + ". Set real secrets in the environment."
+            )
+        return self
+
+
+def load_settings() -> Settings:
+    """Read the settings from the environment; call once per process, in ``__main__``."""
+    return Settings()

@@ -1,0 +1,22 @@
+"""Redis key layout of the ranking projection.
+
+All keys of one board share the hash tag ``{<prefix>:<board>}`` so a board lives in one Redis
+Cluster slot and its scripts run atomically there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class BoardKeys:
+    ranking: str
+    records: str
+
+
+def board_keys(prefix: str, board_id: str, generation: str = "") -> BoardKeys:
+    """Keys of one board's projection; a non-empty ``generation`` names a rebuild's fresh keys."""
+    tag = f"{prefix}:{{{prefix}:{board_id}}}"
+    suffix = f":{generation}" if generation else ""
+    return BoardKeys(ranking=f"{tag}:rank{suffix}", records=f"{tag}:rec{suffix}")

@@ -1,0 +1,102 @@
+"""Fixtures shared by every test: settings isolated per test, and the real servers.
+
+Integration-level tests talk to the Kafka, Redis and Cassandra started by ``ops/services up``.
+When one is missing the test errors with what to do; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlparse
+
+import pytest
+from cassandra.cluster import Cluster, Session
+from redis.asyncio import Redis
+
+from regions.cassandra_store import apply_migrations, connect
+from regions.kafka_clients import ensure_topics
+from regions.redis_projection import connect_redis
+from regions.settings import Settings, load_settings
+
+
+def _require(name: str, host: str, port: int) -> None:
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as exc:
+        raise RuntimeError(
+            f"{name} is not reachable at {host}:{port} ({exc}). Start the servers with "
+            "'ops/services up' (or run the whole suite with 'ops/test')."
+        ) from exc
+
+
+@pytest.fixture(scope="session")
+def base_settings() -> Settings:
+    return load_settings()
+
+
+@pytest.fixture(scope="session")
+def session_tag() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def settings(base_settings: Settings, session_tag: str) -> Settings:
+    """Settings whose topics and Redis keys are unique to this test; keyspace unique to the run."""
+    tag = uuid.uuid4().hex[:10]
+    return base_settings.model_copy(
+        update={
+            "kafka": base_settings.kafka.model_copy(update={"topic_prefix": f"t{tag}"}),
+            "redis": base_settings.redis.model_copy(update={"key_prefix": f"t{tag}"}),
+            "cassandra": base_settings.cassandra.model_copy(update={"keyspace": f"lbtest_{session_tag}"}),
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_ready(base_settings: Settings) -> None:
+    host, port = base_settings.kafka.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    _require("Kafka", host, int(port))
+
+
+@pytest.fixture(scope="session")
+def redis_ready(base_settings: Settings) -> None:
+    url = urlparse(base_settings.redis.url)
+    _require("Redis", url.hostname or "127.0.0.1", url.port or 6379)
+
+
+@pytest.fixture(scope="session")
+def cassandra_ready(base_settings: Settings) -> None:
+    cfg = base_settings.cassandra
+    _require("Cassandra", cfg.contact_points[0], cfg.port)
+
+
+@pytest.fixture
+async def topics(settings: Settings, kafka_ready: None) -> Settings:
+    """This test's own platform topics, created on the real broker."""
+    await ensure_topics(settings.kafka)
+    return settings
+
+
+@pytest.fixture
+async def redis_client(settings: Settings, redis_ready: None) -> AsyncIterator[Redis]:
+    client = connect_redis(settings.redis)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def cassandra_session(base_settings: Settings, session_tag: str, cassandra_ready: None) -> Iterator[Session]:
+    """A session on a keyspace made for this test run, migrated by the project's migrator."""
+    cfg = base_settings.cassandra.model_copy(update={"keyspace": f"lbtest_{session_tag}"})
+    apply_migrations(cfg)
+    cluster: Cluster
+    cluster, session = connect(cfg)
+    try:
+        yield session
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {cfg.keyspace}")
+        cluster.shutdown()
