@@ -6,12 +6,14 @@ auto-commits (offsets are committed inside the processor's transaction or explic
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from regions.settings import KafkaSettings
 
@@ -30,6 +32,7 @@ def platform_topics(kafka: KafkaSettings) -> list[TopicSpec]:
     return [
         TopicSpec(kafka.topic("awards"), False, "accepted awards, key boardId|userId"),
         TopicSpec(kafka.topic("totals"), True, "versioned absolute totals and processor state"),
+        TopicSpec(kafka.topic("applied"), False, "applied awards with their totals: the audit feed"),
         TopicSpec(kafka.topic("reconciliation"), False, "conflicting repeats and rejected awards"),
     ]
 
@@ -95,3 +98,98 @@ def make_consumer(
         enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest",
     )
+
+
+class AcceptanceUnavailable(Exception):
+    """Kafka did not acknowledge with the configured policy in time; the caller may retry."""
+
+
+class AwardPublisher:
+    """Sends awards with acks=all and returns their (partition, offset) once all are acknowledged."""
+
+    def __init__(self, producer: AIOKafkaProducer, topic: str, timeout_s: float) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._timeout_s = timeout_s
+
+    async def publish(self, records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        """Publish (key, value) pairs; raises AcceptanceUnavailable unless every one is acknowledged."""
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                futures = [await self._producer.send(self._topic, value, key=key) for key, value in records]
+                metadata = await asyncio.gather(*futures)
+        except (KafkaError, TimeoutError) as exc:
+            raise AcceptanceUnavailable(f"Kafka did not acknowledge: {exc!r}") from exc
+        return [(m.partition, m.offset) for m in metadata]
+
+
+async def _behind(consumer: AIOKafkaConsumer, end: dict[TopicPartition, int]) -> int:
+    """Records still to read before ``end`` (0 when every partition reached it)."""
+    left = 0
+    for tp, offset in end.items():
+        left += max(0, offset - await consumer.position(tp))
+    return left
+
+
+async def replay(
+    kafka: KafkaSettings,
+    tps: list[TopicPartition],
+    handle: Callable[[list[ConsumerRecord]], Awaitable[None]],
+    *,
+    start: dict[TopicPartition, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[TopicPartition, int]:
+    """Read committed records of ``tps`` from ``start`` (default: the beginning) to the end offsets
+    taken when the call begins, handing each batch to ``handle``; returns those end offsets."""
+    consumer = make_consumer(kafka, group_id=None)
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        for tp in tps:
+            if start and tp in start:
+                consumer.seek(tp, start[tp])
+            else:
+                await consumer.seek_to_beginning(tp)
+        end: dict[TopicPartition, int] = await consumer.end_offsets(tps)
+        total = await _behind(consumer, end)
+        read = 0
+        while await _behind(consumer, end):
+            batch = await consumer.getmany(*tps, timeout_ms=500, max_records=20_000)
+            for tp, records in batch.items():
+                records = [r for r in records if r.offset < end[tp]]
+                read += len(records)
+                if records:
+                    await handle(records)
+            if progress is not None:
+                progress(read, total)
+        return end
+    finally:
+        await consumer.stop()
+
+
+async def assign_from_committed(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> None:
+    """Assign ``tps`` and continue from the group's committed offsets (the beginning if none)."""
+    consumer.assign(tps)
+    for tp in tps:
+        committed = await consumer.committed(tp)
+        if committed is None:
+            await consumer.seek_to_beginning(tp)
+        else:
+            consumer.seek(tp, committed)
+
+
+async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict[int, int]:
+    """Records between the consumer's position and the end, per partition."""
+    end = await consumer.end_offsets(tps)
+    return {tp.partition: max(0, end[tp] - await consumer.position(tp)) for tp in tps}
+
+
+async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:
+    """The topic's partitions, from the brokers (empty when the topic does not exist)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        described = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    return sorted(p["partition"] for t in described if t.get("error_code", 0) == 0 for p in t["partitions"])

@@ -1,15 +1,15 @@
-"""Redis projection adapter: applies versioned totals with the Lua script of schema/lua."""
+"""Redis projection adapter: versioned apply, positions (asOf), atomic window reads, hints."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from redis.asyncio import Redis
 
 from regions.settings import RedisSettings
-from schema.redis_keys import BoardKeys
+from schema.redis_keys import BoardKeys, hints_channel, positions_key
 from schema.resources import lua_script
 
 
@@ -29,19 +29,98 @@ class ProjectedTotal:
     member: str
 
 
-class RedisProjection:
-    def __init__(self, redis: Redis) -> None:
-        self._redis = redis
-        self._apply = redis.register_script(lua_script("apply_totals"))
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    sequence: int
+    users: list[str]
 
-    async def apply(self, keys: BoardKeys, totals: Sequence[ProjectedTotal]) -> int:
-        """Apply totals newer than the recorded versions, atomically; returns how many applied."""
+
+@dataclass(frozen=True, slots=True)
+class Positions:
+    """What the projection reflects: per source partition, the last offset included."""
+
+    epoch: str | None
+    offsets: dict[int, int]
+    newest_accepted_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """An atomic read: ``rank`` (0-based, -1 for a top read), ``first`` rank, board size, and the
+    (member, record) pairs in rank order; a record is ``version|total|member``."""
+
+    rank: int
+    first: int
+    count: int
+    rows: list[tuple[str, str]]
+
+
+class RedisProjection:
+    def __init__(self, redis: Redis, key_prefix: str) -> None:
+        self.redis = redis
+        self._prefix = key_prefix
+        self._positions = positions_key(key_prefix)
+        self._apply = redis.register_script(lua_script("apply_totals"))
+        self._advance = redis.register_script(lua_script("advance_positions"))
+        self._window = redis.register_script(lua_script("read_window"))
+
+    @staticmethod
+    def _args(totals: Sequence[ProjectedTotal]) -> list[str | int | float]:
         args: list[str | int | float] = []
         for t in totals:
             args += [t.user_id, t.version, t.total, t.score, t.member]
-        return int(await self._apply(keys=[keys.ranking, keys.records], args=args))
+        return args
+
+    async def apply(self, keys: BoardKeys, totals: Sequence[ProjectedTotal]) -> ApplyResult:
+        """Apply totals newer than the recorded versions, atomically."""
+        reply = await self._apply(keys=[keys.ranking, keys.records, keys.sequence], args=self._args(totals))
+        return ApplyResult(int(reply[0]), list(reply[1:]))
+
+    async def apply_many(
+        self, work: Sequence[tuple[BoardKeys, Sequence[ProjectedTotal]]]
+    ) -> list[ApplyResult]:
+        """Apply several boards' totals in one round trip (each board atomically)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for keys, totals in work:
+            await self._apply(
+                keys=[keys.ranking, keys.records, keys.sequence], args=self._args(totals), client=pipe
+            )
+        replies = await pipe.execute()
+        return [ApplyResult(int(r[0]), list(r[1:])) for r in replies]
+
+    async def start_epoch(self, epoch: str) -> None:
+        """Begin a new life of the projection: positions restart from nothing."""
+        await self.redis.delete(self._positions)
+        await self.redis.hset(self._positions, "epoch", epoch)
+
+    async def advance(self, epoch: str, accepted_ms: int, offsets: dict[int, int]) -> bool:
+        """Move positions forward; False when Redis no longer holds this epoch (data was lost)."""
+        args: list[str | int] = [epoch, accepted_ms]
+        for partition, offset in offsets.items():
+            args += [str(partition), offset]
+        return bool(await self._advance(keys=[self._positions], args=args))
+
+    async def positions(self) -> Positions:
+        raw = cast(dict[str, str], await self.redis.hgetall(self._positions))
+        epoch = raw.pop("epoch", None)
+        accepted = raw.pop("accepted_at", None)
+        return Positions(epoch, {int(p): int(o) for p, o in raw.items()}, int(accepted) if accepted else None)
+
+    async def window(self, keys: BoardKeys, user_id: str, n: int, strip: int) -> Window | None:
+        """Top ``n`` (``user_id`` empty) or the player with ``n`` neighbours each side, atomically."""
+        reply: Any = await self._window(keys=[keys.ranking, keys.records], args=[user_id, n, strip])
+        if not reply:
+            return None
+        rows = [(reply[i], reply[i + 1]) for i in range(3, len(reply), 2)]
+        return Window(int(reply[0]), int(reply[1]), int(reply[2]), rows)
+
+    async def count(self, keys: BoardKeys) -> int:
+        return int(await self.redis.zcard(keys.ranking))
 
     async def version_of(self, keys: BoardKeys, user_id: str) -> int | None:
         """The recorded version of one player's total, or None when the player is absent."""
-        record = cast(str | None, await self._redis.hget(keys.records, user_id))
+        record = cast(str | None, await self.redis.hget(keys.records, user_id))
         return None if record is None else int(record.split("|", 1)[0])
+
+    async def publish_hint(self, board_id: str, payload: bytes) -> None:
+        await self.redis.publish(hints_channel(self._prefix, board_id), payload)

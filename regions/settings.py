@@ -67,6 +67,29 @@ class IntakeSettings(BaseModel):
     max_clock_skew_s: int = Field(300, ge=1, description="Accepted |now - X-Award-Timestamp|.")
     max_batch: int = Field(500, ge=1, description="Most awards in one request.")
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body.")
+    rate_per_key: float = Field(20_000, gt=0, description="Awards per second per key id.")
+    burst_per_key: float = Field(40_000, gt=0, description="Burst of awards per key id.")
+    catalog_ttl_s: float = Field(2.0, ge=0, description="How long a board lookup is cached.")
+
+
+class ProcessorSettings(BaseModel):
+    instance: int = Field(0, ge=0, description="This instance's index (owns partitions p % instances).")
+    instances: int = Field(1, ge=1, description="Number of processor instances in the region.")
+    dedupe_horizon_s: int = Field(86_400, ge=1, description="How long an event id is remembered.")
+    dedupe_max_recent: int = Field(64, ge=1, description="Most event ids remembered per player.")
+    max_batch: int = Field(2000, ge=1, description="Most awards in one transaction.")
+    health_port: int = Field(8082, description="Port of /healthz, /readyz and /metrics.")
+
+
+class ProjectorSettings(BaseModel):
+    max_batch: int = Field(5000, ge=1, description="Most totals applied per Redis round.")
+    health_port: int = Field(8083, description="Port of /healthz, /readyz and /metrics.")
+
+
+class AuditSettings(BaseModel):
+    retry_initial_s: float = Field(0.2, gt=0, description="First retry delay after a Cassandra error.")
+    retry_max_s: float = Field(10.0, gt=0, description="Longest retry delay.")
+    health_port: int = Field(8084, description="Port of /healthz, /readyz and /metrics.")
 
 
 class GatewaySettings(BaseModel):
@@ -85,6 +108,9 @@ class Settings(BaseSettings):
     cassandra: CassandraSettings = Field(default_factory=CassandraSettings)
     intake: IntakeSettings = Field(default_factory=IntakeSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    processor: ProcessorSettings = Field(default_factory=ProcessorSettings)
+    projector: ProjectorSettings = Field(default_factory=ProjectorSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Self:

@@ -6,6 +6,7 @@ msgspec Structs: frozen, compact, and decoded without per-field Python code on h
 from __future__ import annotations
 
 import msgspec
+import msgspec.msgpack
 
 
 class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,6 +25,9 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     occurred_at_ms: int | None
     region: str
     accepted_at_ms: int
+    aggregation: str
+    sort_order: str
+    tie_policy: str
 
 
 class SeenEvent(msgspec.Struct, frozen=True, array_like=True):
@@ -34,7 +38,7 @@ class SeenEvent(msgspec.Struct, frozen=True, array_like=True):
     at_ms: int
 
 
-class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True):
+class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     """Versioned absolute total of one player on one board: the totals topic value.
 
     The totals topic is also the processor's compacted changelog, so the record carries the whole
@@ -47,6 +51,59 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     reached: str
     recent: tuple[SeenEvent, ...]
+    sort_order: str
+    tie_policy: str
     source_partition: int
     source_offset: int
     event_id: str
+
+
+class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):
+    """Written to a totals partition at the end of each processor transaction: every award of the
+    source partition up to ``source_offset`` (inclusive) is reflected in the totals before it."""
+
+    source_partition: int
+    source_offset: int
+    accepted_at_ms: int
+
+
+class AppliedAward(msgspec.Struct, frozen=True, kw_only=True):
+    """An award the processor applied, with the total it produced: the audit feed."""
+
+    award: AwardEvent
+    total: int
+    version: int
+    source_partition: int
+    source_offset: int
+
+
+class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
+    """An award that was not applied and needs a person: a conflicting repeat, an out-of-range total,
+    a late award, or a record that could not be decoded (``award`` is then None)."""
+
+    reason: str
+    detail: str
+    award: AwardEvent | None
+    source_partition: int
+    source_offset: int
+
+
+TotalsRecord = PlayerTotal | Watermark
+
+WATERMARK_KEY = b"\x00watermark"
+
+
+def totals_key(board_id: str, user_id: str) -> bytes:
+    """Kafka key of awards and totals: one (board, player) always lands on one partition."""
+    return f"{board_id}|{user_id}".encode()
+
+
+class Codec:
+    """msgpack encoders and decoders of the internal topics, built once per process."""
+
+    def __init__(self) -> None:
+        self.encode = msgspec.msgpack.Encoder().encode
+        self.award = msgspec.msgpack.Decoder(AwardEvent).decode
+        self.totals = msgspec.msgpack.Decoder(TotalsRecord).decode
+        self.applied = msgspec.msgpack.Decoder(AppliedAward).decode
+        self.reconciliation = msgspec.msgpack.Decoder(Reconciliation).decode

@@ -1,14 +1,15 @@
 -- Applies versioned absolute totals to one board's projection, atomically.
 -- The only rule here is the one that must be atomic: a total is applied only when its version is
--- newer than the recorded one, together with that record. Ordering is decided by the caller's
+-- newer than the recorded one, together with that record. Rank order is decided by the caller's
 -- encoding of score and member.
 --
 -- KEYS[1]  sorted set: member -> score (ascending order is rank order)
 -- KEYS[2]  hash: userId -> "version|total|member"
+-- KEYS[3]  the board's hint sequence (incremented when anything was applied)
 -- ARGV     groups of 5: userId, version, total, score, member
--- Returns  the number of totals applied (older or equal versions are skipped).
+-- Returns  {sequence or 0, userId of each applied total...}
 local zkey, rkey = KEYS[1], KEYS[2]
-local applied = 0
+local result = {0}
 for i = 1, #ARGV, 5 do
   local user, version = ARGV[i], tonumber(ARGV[i + 1])
   local member = ARGV[i + 4]
@@ -16,8 +17,7 @@ for i = 1, #ARGV, 5 do
   local newer = true
   if current then
     local bar = string.find(current, '|', 1, true)
-    local current_version = tonumber(string.sub(current, 1, bar - 1))
-    newer = version > current_version
+    newer = version > tonumber(string.sub(current, 1, bar - 1))
     if newer then
       local rest = string.sub(current, bar + 1)
       local old_member = string.sub(rest, string.find(rest, '|', 1, true) + 1)
@@ -27,7 +27,8 @@ for i = 1, #ARGV, 5 do
   if newer then
     redis.call('ZADD', zkey, ARGV[i + 3], member)
     redis.call('HSET', rkey, user, ARGV[i + 1] .. '|' .. ARGV[i + 2] .. '|' .. member)
-    applied = applied + 1
+    result[#result + 1] = user
   end
 end
-return applied
+if #result > 1 then result[1] = redis.call('INCR', KEYS[3]) end
+return result

@@ -1,0 +1,85 @@
+"""The audit sink: applied awards into Cassandra history, one row per event id.
+
+At-least-once from Kafka plus ``INSERT ... IF NOT EXISTS`` gives exactly one row per applied award.
+Offsets are committed only after every row of a batch is written, so a Cassandra outage only delays
+the audit: it never blocks intake or projection, and the sink catches up when Cassandra returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka import TopicPartition
+
+from regions.cassandra_audit import AuditRow, CassandraAudit
+from regions.health import Health
+from regions.kafka_clients import assign_from_committed, consumer_lag, make_consumer, partitions_of
+from regions.settings import Settings
+from schema.records import AppliedAward, Codec
+
+log = logging.getLogger(__name__)
+CONCURRENCY = 64
+
+
+def audit_row(applied: AppliedAward) -> AuditRow:
+    a = applied.award
+    return AuditRow(
+        event_id=a.event_id, board_id=a.board_id, user_id=a.user_id, match_id=a.match_id,
+        award_type=a.award_type, amount=a.amount, occurred_at_ms=a.occurred_at_ms, region=a.region,
+        source_partition=applied.source_partition, source_offset=applied.source_offset,
+        total=applied.total, version=applied.version,
+    )  # fmt: skip
+
+
+class AuditSink:
+    def __init__(self, settings: Settings, audit: CassandraAudit, health: Health) -> None:
+        self._settings = settings
+        self._audit = audit
+        self._health = health
+        self._group = f"{settings.kafka.topic_prefix}.audit.{settings.region}"
+        self._codec = Codec()
+        self.written = 0
+        self.cassandra_ok = True
+
+    async def _write(self, rows: list[AuditRow]) -> None:
+        """Write every row, retrying failures with capped exponential backoff until all succeed."""
+        cfg = self._settings.audit
+        delay = cfg.retry_initial_s
+        pending = rows
+        limiter = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(row: AuditRow) -> None:
+            async with limiter:
+                await self._audit.record(row)
+
+        while pending:
+            results = await asyncio.gather(*(one(r) for r in pending), return_exceptions=True)
+            failed = [
+                row for row, result in zip(pending, results, strict=True) if isinstance(result, Exception)
+            ]
+            self.written += len(pending) - len(failed)
+            self.cassandra_ok = not failed
+            if failed:
+                first = next(r for r in results if isinstance(r, Exception))
+                log.warning("audit: %d rows not written (%r); retrying in %.1fs", len(failed), first, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, cfg.retry_max_s)
+            pending = failed
+
+    async def run(self, stop: asyncio.Event) -> None:
+        consumer = make_consumer(self._settings.kafka, group_id=self._group)
+        await consumer.start()
+        try:
+            topic = self._settings.kafka.topic("applied")
+            tps = [TopicPartition(topic, p) for p in await partitions_of(self._settings.kafka, topic)]
+            await assign_from_committed(consumer, tps)
+            while not stop.is_set():
+                polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
+                rows = [audit_row(self._codec.applied(r.value)) for rs in polled.values() for r in rs]
+                if rows:
+                    await self._write(rows)
+                    await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})
+                self._health.report_lag(topic, await consumer_lag(consumer, tps))
+        finally:
+            await consumer.stop()

@@ -1,0 +1,62 @@
+"""Board catalog in Cassandra."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cassandra.cluster import Session
+
+from regions.cassandra_store import execute
+from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
+
+_COLUMNS = "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status"
+
+
+def _board(row: Any) -> Board:
+    return Board(
+        id=row.board_id,
+        name=row.name,
+        home_region=row.home_region,
+        sort_order=SortOrder(row.sort_order),
+        aggregation=Aggregation(row.aggregation),
+        tie_policy=TiePolicy(row.tie_policy),
+        window=row.time_window,
+        status=BoardStatus(row.status),
+    )
+
+
+class CassandraCatalog:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._get = session.prepare(f"SELECT {_COLUMNS} FROM boards WHERE board_id = ?")
+        self._create = session.prepare(
+            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
+            "IF NOT EXISTS"
+        )
+
+    async def get(self, board_id: str) -> Board | None:
+        rows = await execute(self._session, self._get, (board_id,))
+        row = rows.one()
+        return None if row is None else _board(row)
+
+    async def create(self, board: Board) -> bool:
+        """Create the board; False when a board with this id already exists (it is left unchanged)."""
+        result = await execute(
+            self._session,
+            self._create,
+            (
+                board.id,
+                board.name,
+                board.home_region,
+                board.sort_order.value,
+                board.aggregation.value,
+                board.tie_policy.value,
+                board.window,
+                board.status.value,
+            ),
+        )
+        return bool(result.was_applied)
+
+    async def all(self) -> list[Board]:
+        rows = await execute(self._session, f"SELECT {_COLUMNS} FROM boards")
+        return [_board(row) for row in rows]

@@ -1,0 +1,151 @@
+"""Validation of untrusted award input at the intake edge. Every rejection names field and rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from regions.core.boards import BOARD_ID, Board
+
+MAX_EXACT = 2**53
+AWARD_FIELDS = frozenset({"matchId", "leaderboardId", "userId", "awardType", "delta", "score", "occurredAt"})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    field: str
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class AwardInput:
+    leaderboard_id: str
+    match_id: str
+    user_id: str
+    award_type: str
+    delta: int | None
+    score: int | None
+    occurred_at_ms: int | None
+
+    @property
+    def amount(self) -> int:
+        value = self.delta if self.delta is not None else self.score
+        if value is None:
+            raise ValueError("award has neither delta nor score; validation should have refused it")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class BatchTooLarge:
+    size: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    errors: tuple[FieldError, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    awards: tuple[AwardInput, ...]
+    field_prefixes: tuple[str, ...]
+
+
+def _text(raw: dict[str, object], name: str, limit: int, errors: list[FieldError], at: str) -> str:
+    value = raw.get(name)
+    if not isinstance(value, str):
+        errors.append(FieldError(at + name, "is required and must be a string"))
+        return ""
+    if not 1 <= len(value) <= limit:
+        errors.append(FieldError(at + name, f"must be 1..{limit} characters, got {len(value)}"))
+    elif not value.isprintable():
+        errors.append(FieldError(at + name, "must contain printable characters only"))
+    return value
+
+
+def _integer(raw: dict[str, object], name: str, errors: list[FieldError], at: str) -> int | None:
+    value = raw.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        errors.append(FieldError(at + name, "must be an integer"))
+        return None
+    if not -MAX_EXACT < value < MAX_EXACT:
+        errors.append(FieldError(at + name, "must be an exact integer with |value| < 2^53"))
+        return None
+    return value
+
+
+def _time(raw: dict[str, object], errors: list[FieldError], at: str) -> int | None:
+    value = raw.get("occurredAt")
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        errors.append(FieldError(at + "occurredAt", "must be an RFC 3339 time such as 2026-01-31T12:00:00Z"))
+        return None
+    if parsed.tzinfo is None:
+        errors.append(FieldError(at + "occurredAt", "must include a time zone offset (Z or +hh:mm)"))
+        return None
+    return int(parsed.timestamp() * 1000)
+
+
+def parse_award(raw: object, at: str = "") -> AwardInput | list[FieldError]:
+    """One award object into a core value, or every field error found in it."""
+    if not isinstance(raw, dict):
+        return [FieldError(at.rstrip(".") or "body", "must be a JSON object")]
+    errors = [FieldError(at + name, "is not a known field") for name in sorted(set(raw) - AWARD_FIELDS)]
+    board = _text(raw, "leaderboardId", 128, errors, at)
+    if board and not BOARD_ID.match(board) and not any(e.field == at + "leaderboardId" for e in errors):
+        errors.append(FieldError(at + "leaderboardId", "must be a board id (letters, digits, . _ : -)"))
+    award = AwardInput(
+        leaderboard_id=board,
+        match_id=_text(raw, "matchId", 128, errors, at),
+        user_id=_text(raw, "userId", 128, errors, at),
+        award_type=_text(raw, "awardType", 64, errors, at),
+        delta=_integer(raw, "delta", errors, at),
+        score=_integer(raw, "score", errors, at),
+        occurred_at_ms=_time(raw, errors, at),
+    )
+    has_delta, has_score = "delta" in raw, "score" in raw
+    if has_delta == has_score:
+        errors.append(FieldError(at + "delta", "exactly one of delta or score is required"))
+    return errors or award
+
+
+def parse_request(body: object, max_batch: int) -> Parsed | Invalid | BatchTooLarge:
+    """A request body (one award, or ``{"awards": [...]}``) into awards in request order."""
+    if isinstance(body, dict) and "awards" in body:
+        items = body["awards"]
+        if set(body) != {"awards"}:
+            extra = sorted(set(body) - {"awards"})
+            return Invalid(tuple(FieldError(name, "is not a known field") for name in extra))
+        if not isinstance(items, list) or not items:
+            return Invalid((FieldError("awards", "must be a non-empty array of awards"),))
+        if len(items) > max_batch:
+            return BatchTooLarge(len(items), max_batch)
+        prefixes = tuple(f"awards[{i}]." for i in range(len(items)))
+    else:
+        items, prefixes = [body], ("",)
+    awards: list[AwardInput] = []
+    errors: list[FieldError] = []
+    for raw, prefix in zip(items, prefixes, strict=True):
+        result = parse_award(raw, prefix)
+        if isinstance(result, list):
+            errors += result
+        else:
+            awards.append(result)
+    return Invalid(tuple(errors)) if errors else Parsed(tuple(awards), prefixes)
+
+
+def check_against_board(award: AwardInput, board: Board, at: str = "") -> list[FieldError]:
+    """Rules that depend on the board: SUM boards take ``delta``, best-of boards take ``score``."""
+    wanted = board.amount_field
+    if getattr(award, wanted) is None:
+        other = "score" if wanted == "delta" else "delta"
+        return [FieldError(at + other, f"board {board.id} is {board.aggregation}: send {wanted} instead")]
+    return []

@@ -1,0 +1,63 @@
+"""Health, readiness, lag and Prometheus metrics endpoints shared by every region process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import msgspec
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, Gauge, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+CONSUMER_LAG = Gauge("lb_consumer_lag", "Records not yet processed", ["service", "topic", "partition"])
+
+
+@dataclass(slots=True)
+class Health:
+    """What a process reports: readiness checks by name and its consumer lag per partition."""
+
+    service: str
+    checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    lag: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    def report_lag(self, topic: str, lag: dict[int, int]) -> None:
+        self.lag[topic] = lag
+        for partition, value in lag.items():
+            CONSUMER_LAG.labels(self.service, topic, str(partition)).set(value)
+
+    def status(self) -> tuple[bool, dict[str, object]]:
+        results = {name: bool(check()) for name, check in self.checks.items()}
+        ready = all(results.values())
+        return ready, {"service": self.service, "ready": ready, "checks": results, "lag": self.lag}
+
+
+def _json(body: object, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(body), status, media_type="application/json")
+
+
+def health_routes(health: Health) -> list[Route]:
+    async def healthz(_: Request) -> Response:
+        return _json({"service": health.service, "alive": True, "lag": health.lag})
+
+    async def readyz(_: Request) -> Response:
+        ready, body = health.status()
+        return _json(body, 200 if ready else 503)
+
+    async def metrics(_: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
+
+
+async def serve_health(health: Health, host: str, port: int) -> asyncio.Task[None]:
+    """Serve the health routes of a worker process in the background."""
+    config = uvicorn.Config(
+        Starlette(routes=health_routes(health)), host=host, port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    return asyncio.create_task(server.serve())

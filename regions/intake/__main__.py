@@ -1,0 +1,68 @@
+"""``python -m regions.intake``: the award intake of one region."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import uvicorn
+from starlette.applications import Starlette
+
+from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import connect
+from regions.core.boards import Board
+from regions.health import Health
+from regions.intake.app import create_app
+from regions.kafka_clients import AcceptanceUnavailable, AwardPublisher, make_producer
+from regions.settings import Settings, load_settings
+
+
+def build(settings: Settings) -> Starlette:
+    """The intake app; Kafka and Cassandra are opened in its lifespan and closed after it."""
+    cluster, session = connect(settings.cassandra)
+    catalog = CassandraCatalog(session)
+    publisher: AwardPublisher | None = None
+
+    async def publish(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        if publisher is None:
+            raise AcceptanceUnavailable("the Kafka producer is not started yet")
+        return await publisher.publish(records)
+
+    async def boards(board_id: str) -> Board | None:
+        return await catalog.get(board_id)
+
+    health = Health("intake", {"kafka": lambda: publisher is not None})
+    app = create_app(settings, boards, publish, health)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        nonlocal publisher
+        producer = make_producer(settings.kafka)
+        await producer.start()
+        publisher = AwardPublisher(
+            producer, settings.kafka.topic("awards"), settings.kafka.delivery_timeout_s
+        )
+        try:
+            yield
+        finally:
+            publisher = None
+            await producer.stop()
+            cluster.shutdown()
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s intake %(message)s")
+    settings = load_settings()
+    config = uvicorn.Config(
+        build(settings), host=settings.intake.host, port=settings.intake.port, access_log=False
+    )
+    asyncio.run(uvicorn.Server(config).serve())
+
+
+if __name__ == "__main__":
+    main()

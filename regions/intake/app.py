@@ -1,0 +1,193 @@
+"""Award intake: ``POST /internal/awards``. Answers 202 only after Kafka acknowledged (acks=all).
+
+Order of checks: body size, signature, JSON, fields, boards, rate; then publish. Every rejection
+is JSON ``{"error": {"code", "message", "fields"?}}`` and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from regions.core.boards import Board, BoardStatus
+from regions.core.rate_limit import TokenBuckets
+from regions.core.signing import Denied, verify
+from regions.core.validation import (
+    AwardInput,
+    BatchTooLarge,
+    FieldError,
+    Invalid,
+    check_against_board,
+    parse_request,
+)
+from regions.health import Health, health_routes
+from regions.kafka_clients import AcceptanceUnavailable
+from regions.settings import Settings
+from schema.event_id import event_id, payload_digest
+from schema.records import AwardEvent, totals_key
+
+BoardLookup = Callable[[str], Awaitable[Board | None]]
+Publish = Callable[[list[tuple[bytes, bytes]]], Awaitable[list[tuple[int, int]]]]
+
+
+class Rejection(Exception):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        fields: tuple[FieldError, ...] = (),
+        retry_after: float = 0,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.fields, self.retry_after = fields, retry_after
+
+    def response(self) -> Response:
+        body: dict[str, object] = {"code": self.code, "message": self.message}
+        if self.fields:
+            body["fields"] = [{"field": f.field, "rule": f.rule} for f in self.fields]
+        headers = {"Retry-After": str(max(1, round(self.retry_after)))} if self.retry_after else None
+        return Response(
+            msgspec.json.encode({"error": body}), self.status, headers=headers, media_type="application/json"
+        )
+
+
+@dataclass(slots=True)
+class CachedBoards:
+    """Board lookups cached for a short time: intake must not hit Cassandra per award."""
+
+    lookup: BoardLookup
+    ttl_s: float
+    clock: Callable[[], float] = time.monotonic
+    _cache: dict[str, tuple[float, Board | None]] | None = None
+
+    async def get(self, board_id: str) -> Board | None:
+        cache = self._cache if self._cache is not None else {}
+        self._cache = cache
+        hit = cache.get(board_id)
+        now = self.clock()
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        board = await self.lookup(board_id)
+        cache[board_id] = (now, board)
+        return board
+
+
+class Intake:
+    def __init__(self, settings: Settings, boards: BoardLookup, publish: Publish) -> None:
+        self._settings = settings
+        self._boards = CachedBoards(boards, settings.intake.catalog_ttl_s)
+        self._publish = publish
+        self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
+        self._buckets = TokenBuckets(settings.intake.rate_per_key, settings.intake.burst_per_key)
+
+    async def _body(self, request: Request) -> bytes:
+        limit = self._settings.intake.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise Rejection(413, "body_too_large", f"request body is over {limit} bytes")
+        body = await request.body()
+        if len(body) > limit:
+            raise Rejection(413, "body_too_large", f"request body is over {limit} bytes")
+        return body
+
+    def _authenticate(self, request: Request, body: bytes) -> str:
+        h = request.headers
+        result = verify(
+            h.get("x-award-key-id"), h.get("x-award-timestamp"), h.get("x-award-signature"), body,
+            self._secrets, int(time.time()), self._settings.intake.max_clock_skew_s,
+        )  # fmt: skip
+        if isinstance(result, Denied):
+            raise Rejection(result.status, f"auth_{result.reason}", result.message)
+        return result
+
+    async def _check_boards(
+        self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...]
+    ) -> dict[str, Board]:
+        boards: dict[str, Board] = {}
+        errors: list[FieldError] = []
+        for award, prefix in zip(awards, prefixes, strict=True):
+            board = boards.get(award.leaderboard_id) or await self._boards.get(award.leaderboard_id)
+            if board is None:
+                raise Rejection(404, "unknown_board", f"leaderboard {award.leaderboard_id!r} does not exist",
+                                (FieldError(prefix + "leaderboardId", "must name an existing board"),))  # fmt: skip
+            if board.status is not BoardStatus.OPEN:
+                raise Rejection(409, "board_not_open", f"leaderboard {board.id!r} is {board.status}",
+                                (FieldError(prefix + "leaderboardId", "must name an open board"),))  # fmt: skip
+            boards[board.id] = board
+            errors += check_against_board(award, board, prefix)
+        if errors:
+            raise Rejection(400, "invalid_field", "some fields are invalid", tuple(errors))
+        return boards
+
+    def _event(self, award: AwardInput, board: Board, now_ms: int) -> AwardEvent:
+        return AwardEvent(
+            event_id=event_id(award.leaderboard_id, award.match_id, award.user_id, award.award_type),
+            digest=payload_digest(award.amount, award.occurred_at_ms),
+            board_id=award.leaderboard_id,
+            match_id=award.match_id,
+            user_id=award.user_id,
+            award_type=award.award_type,
+            amount=award.amount,
+            occurred_at_ms=award.occurred_at_ms,
+            region=self._settings.region,
+            accepted_at_ms=now_ms,
+            aggregation=board.aggregation.value,
+            sort_order=board.sort_order.value,
+            tie_policy=board.tie_policy.value,
+        )
+
+    async def accept(self, request: Request) -> Response:
+        body = await self._body(request)
+        key_id = self._authenticate(request, body)
+        try:
+            raw = msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise Rejection(400, "invalid_json", f"body is not valid JSON: {exc}") from exc
+        parsed = parse_request(raw, self._settings.intake.max_batch)
+        if isinstance(parsed, BatchTooLarge):
+            raise Rejection(
+                413, "batch_too_large", f"{parsed.size} awards in one request; at most {parsed.limit}"
+            )
+        if isinstance(parsed, Invalid):
+            raise Rejection(400, "invalid_field", "some fields are invalid", parsed.errors)
+        boards = await self._check_boards(parsed.awards, parsed.field_prefixes)
+        wait = self._buckets.take(key_id, len(parsed.awards), time.monotonic())
+        if wait:
+            raise Rejection(429, "rate_limited", f"key {key_id!r} is over its award rate", retry_after=wait)
+        now_ms = int(time.time() * 1000)
+        events = [self._event(a, boards[a.leaderboard_id], now_ms) for a in parsed.awards]
+        encode = msgspec.msgpack.encode
+        try:
+            positions = await self._publish([(totals_key(e.board_id, e.user_id), encode(e)) for e in events])
+        except AcceptanceUnavailable as exc:
+            raise Rejection(
+                503, "kafka_unavailable", f"{exc}; retry with the same awards", retry_after=1
+            ) from exc
+        accepted = [
+            {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
+            for e, (p, o) in zip(events, positions, strict=True)
+        ]
+        return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
+
+
+def create_app(settings: Settings, boards: BoardLookup, publish: Publish, health: Health) -> Starlette:
+    intake = Intake(settings, boards, publish)
+
+    async def post_awards(request: Request) -> Response:
+        try:
+            return await intake.accept(request)
+        except Rejection as rejection:
+            return rejection.response()
+
+    return Starlette(
+        routes=[Route("/internal/awards", post_awards, methods=["POST"]), *health_routes(health)]
+    )

@@ -1,0 +1,42 @@
+"""A small client of the award intake for game services, tools and tests: signs and sends awards."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import msgspec
+
+from regions.core.signing import sign
+
+
+def signed_request(
+    key_id: str, secret: str, payload: Any, now_s: int | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of a signed award request."""
+    body = msgspec.json.encode(payload)
+    timestamp = int(time.time()) if now_s is None else now_s
+    headers = {
+        "content-type": "application/json",
+        "x-award-key-id": key_id,
+        "x-award-timestamp": str(timestamp),
+        "x-award-signature": sign(secret, timestamp, body),
+    }
+    return body, headers
+
+
+class AwardClient:
+    def __init__(
+        self, base_url: str, key_id: str = "dev", secret: str = "dev-secret", timeout_s: float = 10
+    ) -> None:
+        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout_s)
+        self._key_id, self._secret = key_id, secret
+
+    async def send(self, payload: Any) -> httpx.Response:
+        """POST one award or ``{"awards": [...]}``; returns the raw response."""
+        body, headers = signed_request(self._key_id, self._secret, payload)
+        return await self._http.post("/internal/awards", content=body, headers=headers)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

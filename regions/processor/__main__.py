@@ -1,0 +1,32 @@
+"""``python -m regions.processor``: the stateful processor of one region."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka.errors import KafkaError
+
+from regions.health import Health, serve_health
+from regions.processor.loop import Processor
+from regions.settings import load_settings
+from regions.worker import run_until_stopped
+
+
+async def amain() -> None:
+    settings = load_settings()
+    health = Health("processor")
+    processor = Processor(settings, health)
+    health.checks["restored"] = processor.restored.is_set
+    await serve_health(health, settings.intake.host, settings.processor.health_port)
+    # The state in memory may be ahead of Kafka after an error: each run restores it from the changelog.
+    await run_until_stopped("processor", processor.run, (KafkaError,))
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s processor %(message)s")
+    asyncio.run(amain())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""``python -m regions.projector``: totals into this region's Redis projection."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka.errors import KafkaError
+from redis.exceptions import RedisError
+
+from regions.health import Health, serve_health
+from regions.projector.loop import Projector
+from regions.redis_projection import RedisProjection, connect_redis
+from regions.settings import load_settings
+from regions.worker import run_until_stopped
+
+
+async def amain() -> None:
+    settings = load_settings()
+    health = Health("projector")
+    projector = Projector(
+        settings, RedisProjection(connect_redis(settings.redis), settings.redis.key_prefix), health
+    )
+    health.checks["running"] = projector.running.is_set
+    await serve_health(health, settings.intake.host, settings.projector.health_port)
+    await run_until_stopped("projector", projector.run, (KafkaError, RedisError))
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s projector %(message)s")
+    asyncio.run(amain())
+
+
+if __name__ == "__main__":
+    main()

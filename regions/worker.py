@@ -1,0 +1,31 @@
+"""Running a worker loop until SIGTERM/SIGINT, restarting it after errors it can recover from."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+
+async def run_until_stopped(
+    name: str, run: Callable[[asyncio.Event], Awaitable[None]], recoverable: tuple[type[BaseException], ...]
+) -> None:
+    """Call ``run(stop)`` until a signal sets ``stop``; after a recoverable error, back off and rerun.
+
+    Each run starts from durable state (Kafka offsets, the changelog), never from memory.
+    """
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    delay = 1.0
+    while not stop.is_set():
+        try:
+            await run(stop)
+            delay = 1.0
+        except recoverable as exc:
+            log.warning("%s failed (%r); restarting from durable state in %.0fs", name, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)

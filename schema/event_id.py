@@ -1,0 +1,31 @@
+"""The canonical event id and payload digest of an award. Golden vectors in the tests pin both.
+
+The event id identifies *which* award this is (board, match, player, award type), so a retry of the
+same award carries the same id in every region. The digest covers the rest of the payload, so a
+repeat that differs is detected as a conflict instead of silently deduplicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def _framed(*parts: str) -> bytes:
+    # Length-prefixed UTF-8 fields: no separator inside a field can make two tuples collide.
+    out = bytearray()
+    for part in parts:
+        raw = part.encode("utf-8")
+        out += len(raw).to_bytes(4, "big") + raw
+    return bytes(out)
+
+
+def event_id(leaderboard_id: str, match_id: str, user_id: str, award_type: str) -> str:
+    """32 hex characters: SHA-256 over the framed identity fields, truncated to 128 bits."""
+    framed = _framed("award.v1", leaderboard_id, match_id, user_id, award_type)
+    return hashlib.sha256(framed).hexdigest()[:32]
+
+
+def payload_digest(amount: int, occurred_at_ms: int | None) -> str:
+    """16 hex characters over the non-identity payload (the amount and the event time)."""
+    framed = _framed("payload.v1", str(amount), "" if occurred_at_ms is None else str(occurred_at_ms))
+    return hashlib.sha256(framed).hexdigest()[:16]

@@ -1,0 +1,55 @@
+"""The Redis encoding preserves rank order, and rank order is a strict total order."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from regions.core.boards import SortOrder, TiePolicy
+from regions.core.ordering import encode, rank_key, reached_position, total_of, user_of
+from regions.core.validation import MAX_EXACT
+from tests.unit.regions.core.strategies import users
+
+totals = st.integers(min_value=-(MAX_EXACT - 1), max_value=MAX_EXACT - 1)
+positions = st.builds(
+    reached_position,
+    st.integers(0, 2**43),
+    st.integers(0, 2**15),
+    st.integers(0, 2**47),
+)
+players = st.dictionaries(users, st.tuples(totals | st.integers(-3, 3), positions), min_size=1, max_size=40)
+
+
+def _redis_order(score: float, member: str) -> tuple[float, bytes]:
+    # Redis orders a sorted set by score, then by the member's bytes.
+    return score, member.encode("utf-8")
+
+
+@given(players, st.sampled_from(SortOrder), st.sampled_from(TiePolicy))
+def test_redis_encoding_sorts_like_rank_order(
+    entries: dict[str, tuple[int, str]], sort_order: SortOrder, tie: TiePolicy
+) -> None:
+    by_rank = sorted(entries, key=lambda u: rank_key(sort_order, tie, u, *entries[u]))
+    by_redis = sorted(entries, key=lambda u: _redis_order(*encode(sort_order, tie, u, *entries[u])))
+    assert by_rank == by_redis
+
+
+@given(players, st.sampled_from(SortOrder), st.sampled_from(TiePolicy))
+def test_rank_order_is_strict_and_encoding_round_trips(
+    entries: dict[str, tuple[int, str]], sort_order: SortOrder, tie: TiePolicy
+) -> None:
+    keys = {rank_key(sort_order, tie, u, *entries[u]) for u in entries}
+    assert len(keys) == len(entries)
+    for user, (total, reached) in entries.items():
+        score, member = encode(sort_order, tie, user, total, reached)
+        assert (user_of(tie, member), total_of(sort_order, score)) == (user, total)
+
+
+def test_first_reached_beats_user_id_on_equal_totals() -> None:
+    early, late = reached_position(1000, 0, 5), reached_position(2000, 0, 1)
+    zed = rank_key(SortOrder.DESC, TiePolicy.FIRST_REACHED, "zed", 10, early)
+    amy = rank_key(SortOrder.DESC, TiePolicy.FIRST_REACHED, "amy", 10, late)
+    assert zed < amy
+    assert rank_key(SortOrder.DESC, TiePolicy.USER_ID, "amy", 10, late) < rank_key(
+        SortOrder.DESC, TiePolicy.USER_ID, "zed", 10, early
+    )
