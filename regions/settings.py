@@ -96,6 +96,41 @@ class GatewaySettings(BaseModel):
     host: str = Field("127.0.0.1", description="Listen address.")
     port: int = Field(8080, description="Listen port of /graphql.")
     admin_token: SecretStr = Field(SecretStr(DEV_ADMIN_TOKEN), description="Admin bearer token.")
+    allowed_origins: list[str] = Field(
+        [],
+        description="Origins (scheme://host[:port]) allowed by CORS and WebSocket handshakes; same origin always is.",
+    )
+    max_top_k: int = Field(100, ge=1, le=1000, description="Largest k of top(k); over it is an error.")
+    max_context_range: int = Field(
+        50, ge=0, le=500, description="Largest range of context(); over it is an error."
+    )
+    max_query_depth: int = Field(8, ge=2, description="Deepest selection an operation may have.")
+    max_query_tokens: int = Field(2000, ge=50, description="Most tokens in one GraphQL document.")
+    max_aliases: int = Field(15, ge=1, description="Most aliases in one GraphQL document.")
+    introspection: bool = Field(True, description="Answer introspection queries (turn off in production).")
+    graphiql: bool = Field(True, description="Serve the GraphiQL page on GET /graphql from a browser.")
+    top_cache_ttl_s: float = Field(
+        0.5, ge=0, le=1, description="How long a top-K answer is reused (0: never)."
+    )
+    board_cache_ttl_s: float = Field(2.0, ge=0, description="How long a board definition is reused.")
+    profile_timeout_s: float = Field(0.15, gt=0, description="Budget of one batched profile lookup.")
+    profile_breaker_failures: int = Field(
+        3, ge=1, description="Failed lookups in a row that open the breaker."
+    )
+    profile_breaker_reset_s: float = Field(5.0, gt=0, description="How long an open breaker skips profiles.")
+    connection_init_timeout_s: float = Field(10.0, gt=0, description="WebSocket connection_init deadline.")
+    max_subscriptions_per_connection: int = Field(
+        20, ge=1, description="Subscriptions one WebSocket may hold."
+    )
+    hint_min_interval_s: float = Field(
+        0.05, ge=0, description="Shortest gap between two reads of one board's changes."
+    )
+    resync_after_coalesced: int = Field(
+        32, ge=1, description="Undelivered updates a subscriber may have overwritten before it gets a Resync."
+    )
+    max_tracked_players: int = Field(
+        5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."
+    )
 
 
 class Settings(BaseSettings):

@@ -1,0 +1,55 @@
+"""The user-facing errors of the API; every other error is masked as "Unexpected error.".
+
+Each carries ``extensions.code``:
+
+| code | when |
+|---|---|
+| LIMIT_EXCEEDED | ``k`` or ``range`` is over its cap (settings ``gateway.max_top_k`` / ``max_context_range``) |
+| UNAUTHORIZED | an admin operation without ``Authorization: Bearer <admin token>`` |
+| NOT_FOUND | a subscription names a board that does not exist |
+| ALREADY_EXISTS | ``createLeaderboard`` with an id already taken |
+| BAD_USER_INPUT | an argument or input field breaks a rule (the message names it) |
+| SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
+
+GraphQL syntax and validation errors (including the depth, token and alias limits) are shown as is.
+"""
+
+from __future__ import annotations
+
+from graphql import GraphQLError
+
+
+class UserError(GraphQLError):
+    code = "BAD_USER_INPUT"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, extensions={"code": self.code})
+
+
+class LimitExceeded(UserError):
+    code = "LIMIT_EXCEEDED"
+
+
+class NotAuthorized(UserError):
+    code = "UNAUTHORIZED"
+
+
+class NotFound(UserError):
+    code = "NOT_FOUND"
+
+
+class AlreadyExists(UserError):
+    code = "ALREADY_EXISTS"
+
+
+class InvalidInput(UserError):
+    code = "BAD_USER_INPUT"
+
+
+class SubscriptionLimit(UserError):
+    code = "SUBSCRIPTION_LIMIT"
+
+
+def should_mask(error: GraphQLError) -> bool:
+    """Mask errors raised by code (bugs, backend failures); keep GraphQL and user-facing ones."""
+    return error.original_error is not None and not isinstance(error.original_error, GraphQLError)

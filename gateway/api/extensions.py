@@ -1,0 +1,68 @@
+"""Schema extensions: caches, limits built once, error masking and operation metrics.
+
+Validation rules are built once per schema: ``ValidationCache`` keys on the rule classes, so
+limiter extensions that build a new rule class per request would miss the cache every time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from graphql import ASTValidationRule
+from graphql.validation import NoSchemaIntrospectionCustomRule
+from strawberry.extensions import (
+    AddValidationRules,
+    MaskErrors,
+    MaxTokensLimiter,
+    ParserCache,
+    SchemaExtension,
+    ValidationCache,
+)
+from strawberry.extensions.max_aliases import create_validator as alias_rule
+from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
+
+from gateway import metrics
+from gateway.api.errors import should_mask
+from regions.settings import GatewaySettings
+
+CACHE_SIZE = 1024
+
+
+class OperationMetrics(SchemaExtension):
+    """Time and outcome of each operation (operation level only: no per-field hook)."""
+
+    def on_operation(self) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        context = self.execution_context
+        try:
+            kind = context.operation_type.value
+        except Exception:  # the document did not parse
+            kind = "invalid"
+        result = context.result
+        failed = bool(context.pre_execution_errors) or bool(getattr(result, "errors", None))
+        metrics.OPERATIONS.labels(kind, "error" if failed else "ok").observe(time.perf_counter() - started)
+
+
+def validation_rules(gateway: GatewaySettings) -> list[type[ASTValidationRule]]:
+    rules: list[type[ASTValidationRule]] = [
+        depth_rule(gateway.max_query_depth, None, None),
+        alias_rule(gateway.max_aliases),
+    ]
+    if not gateway.introspection:
+        rules.append(NoSchemaIntrospectionCustomRule)
+    return rules
+
+
+def extensions(gateway: GatewaySettings) -> list[Callable[[], Any] | type[SchemaExtension]]:
+    rules = validation_rules(gateway)
+    return [
+        lambda: ParserCache(maxsize=CACHE_SIZE),
+        lambda: ValidationCache(maxsize=CACHE_SIZE),
+        lambda: MaxTokensLimiter(max_token_count=gateway.max_query_tokens),
+        lambda: AddValidationRules(rules),
+        lambda: MaskErrors(should_mask_error=should_mask),
+        OperationMetrics,
+    ]

@@ -1,0 +1,81 @@
+"""Admin mutations; each requires ``Authorization: Bearer <admin token>``."""
+
+from __future__ import annotations
+
+import re
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.api import fields
+from gateway.api.context import Context
+from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized
+from gateway.api.leaderboard import Leaderboard
+from gateway.api.types import Aggregation, SortOrder, TiePolicy, WindowPeriod
+from gateway.core import windows
+from gateway.core.auth import is_admin
+from regions.core import boards
+
+REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+
+
+@strawberry.input
+class WindowInput:
+    period: WindowPeriod
+    days: int | None = strawberry.field(default=None, description="Only for ROLLING: 1..366 days.")
+
+
+@strawberry.input
+class CreateLeaderboardInput:
+    id: strawberry.ID
+    name: str
+    home_region: str | None = strawberry.field(default=None, description="Defaults to the serving region.")
+    sort_order: SortOrder | None = SortOrder.DESC
+    aggregation: Aggregation | None = Aggregation.SUM
+    tie_policy: TiePolicy | None = TiePolicy.USER_ID
+    window: WindowInput | None = strawberry.field(default=None, description="Absent: an all-time board.")
+
+
+def require_admin(info: Info[Context, None]) -> None:
+    token = info.context.services.settings.gateway.admin_token.get_secret_value()
+    if not is_admin(info.context.request.headers.get("authorization"), token):
+        raise NotAuthorized("this operation needs Authorization: Bearer <admin token>")
+
+
+def board_of(data: CreateLeaderboardInput, serving_region: str) -> boards.Board:
+    home = data.home_region or serving_region
+    if not REGION.match(home):
+        raise InvalidInput(f"homeRegion {home!r}: must be 1..32 of a-z, 0-9 and -, starting with a letter")
+    stored_window = None
+    if data.window is not None:
+        spec = windows.WindowSpec(windows.Period(data.window.period.value), data.window.days)
+        problem = windows.window_error(spec)
+        if problem is not None:
+            raise InvalidInput(problem)
+        stored_window = windows.encode_window(spec)
+    try:
+        return boards.Board(
+            id=str(data.id),
+            name=data.name,
+            home_region=home,
+            sort_order=boards.SortOrder((data.sort_order or SortOrder.DESC).value),
+            aggregation=boards.Aggregation((data.aggregation or Aggregation.SUM).value),
+            tie_policy=boards.TiePolicy((data.tie_policy or TiePolicy.USER_ID).value),
+            window=stored_window,
+        )
+    except boards.InvalidBoardError as exc:
+        raise InvalidInput(str(exc)) from exc
+
+
+@strawberry.type
+class Mutation:
+    @fields.mutation("Create an open board (admin).")
+    async def create_leaderboard(
+        self, info: Info[Context, None], input: CreateLeaderboardInput
+    ) -> Leaderboard:
+        require_admin(info)
+        services = info.context.services
+        board = board_of(input, services.settings.region)
+        if not await services.boards.create(board):
+            raise AlreadyExists(f"leaderboard {board.id!r} already exists")
+        return Leaderboard(board=board)

@@ -1,0 +1,27 @@
+"""Root query: boards by id or status."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.api import fields
+from gateway.api.context import Context
+from gateway.api.leaderboard import Leaderboard
+from gateway.api.types import BoardStatus
+from regions.core import boards
+
+
+@strawberry.type
+class Query:
+    @fields.field("A board by id; null when there is none.")
+    async def leaderboard(self, info: Info[Context, None], id: strawberry.ID) -> Leaderboard | None:
+        board = await info.context.services.boards.get(str(id))
+        return None if board is None else Leaderboard(board=board)
+
+    @fields.field("Every board, or those with the given status.")
+    async def leaderboards(
+        self, info: Info[Context, None], status: BoardStatus | None = None
+    ) -> list[Leaderboard]:
+        wanted = None if status is None else boards.BoardStatus(status.value)
+        return [Leaderboard(board=b) for b in await info.context.services.boards.all(wanted)]

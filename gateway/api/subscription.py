@@ -1,0 +1,106 @@
+"""``leaderboardUpdates``: live hints for one board (and optionally one player).
+
+Every update carries the board's hint sequence; a ``Resync`` tells the client it missed updates
+(it was too slow, or the upstream feed had a gap) and should refetch with a query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from gateway import metrics
+from gateway.api import fields
+from gateway.api.context import Context
+from gateway.api.errors import NotFound, SubscriptionLimit
+from gateway.api.scalars import Long
+from gateway.api.types import AsOf
+from gateway.core import updates
+from gateway.hub import TooManyPlayers
+
+
+@strawberry.type(description="The subscribed player's total changed.")
+class ScoreUpdated:
+    leaderboard_id: strawberry.ID
+    user_id: strawberry.ID
+    score: Long
+    rank: int | None
+    version: Long
+    sequence: Long
+    as_of: AsOf
+
+
+@strawberry.type(description="The subscribed player's rank changed (null: no score).")
+class RankChanged:
+    leaderboard_id: strawberry.ID
+    user_id: strawberry.ID
+    old_rank: int | None
+    new_rank: int | None
+    sequence: Long
+    as_of: AsOf
+
+
+@strawberry.type(description="The board's top k changed; refetch it with a query.")
+class TopKChanged:
+    leaderboard_id: strawberry.ID
+    k: int
+    sequence: Long
+    as_of: AsOf
+
+
+@strawberry.type(description="Updates were missed (slow subscriber, upstream gap): refetch with queries.")
+class Resync:
+    leaderboard_id: strawberry.ID
+    reason: str
+    sequence: Long
+
+
+LeaderboardUpdate = Annotated[
+    ScoreUpdated | RankChanged | TopKChanged | Resync, strawberry.union("LeaderboardUpdate")
+]
+
+
+def to_graphql(update: updates.Update) -> ScoreUpdated | RankChanged | TopKChanged | Resync:
+    board = strawberry.ID(update.board_id)
+    seq = Long(update.sequence)
+    match update:
+        case updates.ScoreUpdate():
+            return ScoreUpdated(
+                leaderboard_id=board, user_id=strawberry.ID(update.user_id), score=Long(update.score),
+                rank=update.rank, version=Long(update.version), sequence=seq, as_of=AsOf.of(update.as_of),
+            )  # fmt: skip
+        case updates.RankChange():
+            return RankChanged(
+                leaderboard_id=board, user_id=strawberry.ID(update.user_id), old_rank=update.old_rank,
+                new_rank=update.new_rank, sequence=seq, as_of=AsOf.of(update.as_of),
+            )  # fmt: skip
+        case updates.TopKChange():
+            return TopKChanged(leaderboard_id=board, k=update.k, sequence=seq, as_of=AsOf.of(update.as_of))
+        case updates.ResyncNeeded():
+            return Resync(leaderboard_id=board, reason=update.reason, sequence=seq)
+
+
+@strawberry.type
+class Subscription:
+    @fields.subscription(
+        "Hints for a board: TopKChanged when its top 10 changes and, with userId, "
+        "ScoreUpdated and RankChanged for that player."
+    )
+    async def leaderboard_updates(
+        self, info: Info[Context, None], leaderboard_id: strawberry.ID, user_id: strawberry.ID | None = None
+    ) -> AsyncGenerator[LeaderboardUpdate, None]:
+        services = info.context.services
+        board = await services.boards.get(str(leaderboard_id))
+        if board is None:
+            raise NotFound(f"leaderboard {str(leaderboard_id)!r} does not exist")
+        try:
+            async with services.hub.subscribe(board, None if user_id is None else str(user_id)) as mailbox:
+                while True:
+                    for update in await mailbox.next_batch():
+                        metrics.UPDATES_SENT.inc()
+                        yield to_graphql(update)
+        except TooManyPlayers as exc:
+            raise SubscriptionLimit(f"this gateway follows too many players of {board.id!r}") from exc

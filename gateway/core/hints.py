@@ -1,0 +1,62 @@
+"""The projector's change hints, as published on ``<prefix>:hints:<board>`` after every applied batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+
+
+class _User(msgspec.Struct):
+    userId: str
+    score: int
+    version: int
+
+
+class _Payload(msgspec.Struct):
+    boardId: str
+    sequence: int
+    positions: dict[str, int] = {}
+    users: list[_User] = []
+    truncated: bool = False
+
+
+_decode = msgspec.json.Decoder(_Payload).decode
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedUser:
+    user_id: str
+    score: int
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    board_id: str
+    sequence: int  # per board, +1 for every applied batch that changed something
+    positions: dict[int, int]  # source partition -> offset reflected by this batch
+    users: tuple[ChangedUser, ...]
+    truncated: bool
+
+
+class InvalidHint(ValueError):
+    """A message on the hints channel that is not a hint."""
+
+
+def parse_hint(raw: bytes | str) -> Hint:
+    try:
+        p = _decode(raw)
+        positions = {int(k): v for k, v in p.positions.items()}
+    except (msgspec.DecodeError, ValueError) as exc:
+        raise InvalidHint(str(exc)) from exc
+    users = tuple(ChangedUser(u.userId, u.score, u.version) for u in p.users)
+    return Hint(p.boardId, p.sequence, positions, users, p.truncated)
+
+
+def merge_positions(older: dict[int, int], newer: dict[int, int]) -> dict[int, int]:
+    """Per partition, the furthest offset of two position maps."""
+    merged = dict(older)
+    for partition, offset in newer.items():
+        merged[partition] = max(offset, merged.get(partition, -1))
+    return merged

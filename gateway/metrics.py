@@ -1,0 +1,23 @@
+"""Prometheus metrics of the gateway (served on /metrics with the region processes' format)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+OPERATIONS = Histogram(
+    "lb_gateway_operation_seconds",
+    "GraphQL operations by type and outcome",
+    ["type", "outcome"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+TOP_CACHE = Counter("lb_gateway_top_cache_total", "Top-K micro-cache lookups", ["result"])
+PROFILE_LOOKUPS = Counter(
+    "lb_gateway_profile_lookups_total", "Batched profile lookups", ["outcome"]
+)  # ok | timeout | error | skipped (breaker open)
+SUBSCRIPTIONS = Gauge("lb_gateway_subscriptions", "Active leaderboardUpdates subscriptions")
+FEEDS = Gauge("lb_gateway_board_feeds", "Boards with at least one subscriber in this process")
+HINTS_IN = Counter("lb_gateway_hints_in_total", "Hints received from the upstream feed")
+UPDATES = Counter("lb_gateway_updates_total", "Updates offered to subscriber mailboxes", ["outcome"])
+UPDATES_SENT = Counter("lb_gateway_updates_sent_total", "Updates handed to subscription streams")
+RESYNCS = Counter("lb_gateway_resyncs_total", "Resync updates by reason", ["reason"])
+UPSTREAM_CONNECTED = Gauge("lb_gateway_hints_upstream_connected", "1 while the hints feed is subscribed")

@@ -1,0 +1,79 @@
+"""Which projection answers a read, and the micro-cache of hot top-K answers.
+
+``REGIONAL`` reads this region's projection. ``HOME`` reads the board's home region's canonical
+projection. Until the replicator and a second region exist, every board's home projection is the
+one in this region's Redis, so both scopes read the same reader; ``asOf.region`` names the region
+whose projection answered, so a response never claims to come from a projection it did not read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from enum import StrEnum
+
+from gateway import metrics
+from gateway.core.ttl_cache import TtlCache
+from regions.core.boards import Board
+from regions.reads import AsOf as ReadAsOf
+from regions.reads import PlayerContext, RankedEntry, RankPage, RankReader
+
+
+class Scope(StrEnum):
+    HOME = "HOME"
+    REGIONAL = "REGIONAL"
+
+
+TopKey = tuple[str, str, int]  # region, board, k
+
+
+class Projections:
+    def __init__(
+        self,
+        region: str,
+        local: RankReader,
+        top_ttl_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._region = region
+        self._readers = {region: local}
+        self._top: TtlCache[TopKey, RankPage] = TtlCache(top_ttl_s, max_entries=4096)
+        self._inflight: dict[TopKey, asyncio.Future[RankPage]] = {}
+        self._clock = clock
+
+    def _route(self, board: Board, scope: Scope) -> tuple[str, RankReader]:
+        if scope is Scope.HOME and board.home_region in self._readers:
+            return board.home_region, self._readers[board.home_region]
+        return self._region, self._readers[self._region]
+
+    async def top(self, board: Board, k: int, scope: Scope) -> RankPage:
+        """Top ``k``; a page read less than the cache's TTL ago is reused with its own asOf."""
+        region, reader = self._route(board, scope)
+        key = (region, board.id, k)
+        cached = self._top.get(key, self._clock())
+        if cached is not None:
+            metrics.TOP_CACHE.labels("hit").inc()
+            return cached
+        running = self._inflight.get(key)
+        if running is not None:
+            metrics.TOP_CACHE.labels("shared").inc()
+            return await asyncio.shield(running)
+        metrics.TOP_CACHE.labels("miss").inc()
+        future = asyncio.ensure_future(reader.top(board, k))
+        self._inflight[key] = future
+        try:
+            page = await asyncio.shield(future)
+        finally:
+            self._inflight.pop(key, None)
+        self._top.put(key, page, self._clock())
+        return page
+
+    async def player(self, board: Board, user_id: str, scope: Scope) -> tuple[RankedEntry | None, ReadAsOf]:
+        return await self._route(board, scope)[1].player(board, user_id)
+
+    async def context(self, board: Board, user_id: str, around: int, scope: Scope) -> PlayerContext | None:
+        return await self._route(board, scope)[1].context(board, user_id, around)
+
+    async def player_count(self, board: Board, scope: Scope = Scope.HOME) -> int:
+        return await self._route(board, scope)[1].player_count(board)

@@ -1,0 +1,24 @@
+"""What the GraphQL resolvers use, opened once per process and shared by every request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.boards import BoardDirectory
+from gateway.cassandra_results import CassandraResults
+from gateway.core.limits import ReadLimits
+from gateway.hub import HintHub
+from gateway.profiles import GuardedProfiles
+from gateway.projections import Projections
+from regions.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    settings: Settings
+    boards: BoardDirectory
+    projections: Projections
+    profiles: GuardedProfiles
+    hub: HintHub
+    results: CassandraResults
+    limits: ReadLimits

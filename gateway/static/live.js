@@ -1,0 +1,129 @@
+// The live page: a board's top 10 and one player's neighbourhood, refetched whenever the
+// leaderboardUpdates subscription (graphql-transport-ws over a native WebSocket) says they changed.
+"use strict";
+
+const params = new URLSearchParams(location.search);
+const board = params.get("board") || "";
+const user = params.get("user") || "";
+
+const READ = `query Live($board: ID!, $user: ID!, $withUser: Boolean!) {
+  leaderboard(id: $board) {
+    name playerCount
+    top(k: 10) { entries { rank userId score profile { displayName } } asOf { newestAcceptedAt stale } }
+    context(userId: $user, range: 4) @include(if: $withUser) {
+      above { rank userId score profile { displayName } }
+      player { rank userId score profile { displayName } }
+      below { rank userId score profile { displayName } }
+    }
+  }
+}`;
+
+const UPDATES = `subscription Updates($board: ID!, $user: ID) {
+  leaderboardUpdates(leaderboardId: $board, userId: $user) {
+    __typename
+    ... on ScoreUpdated { score rank sequence }
+    ... on RankChanged { oldRank newRank sequence }
+    ... on TopKChanged { k sequence }
+    ... on Resync { reason sequence }
+  }
+}`;
+
+const state = { sequence: null, updates: 0, refreshing: false, again: false, timer: null };
+
+function setStatus(text, live) {
+  const el = document.getElementById("status");
+  el.textContent = text;
+  el.className = live ? "live" : "offline";
+}
+
+function row(entry) {
+  const tr = document.createElement("tr");
+  tr.dataset.user = entry.userId;
+  tr.dataset.score = String(entry.score);
+  tr.dataset.rank = String(entry.rank);
+  if (entry.userId === user) tr.className = "me";
+  const name = entry.profile ? entry.profile.displayName : entry.userId;
+  for (const [text, cls] of [[entry.rank, "num"], [name, ""], [entry.score, "num"]]) {
+    const td = document.createElement("td");
+    td.textContent = String(text);
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+  }
+  return tr;
+}
+
+function fill(id, entries, emptyText) {
+  const body = document.getElementById(id);
+  body.replaceChildren(...entries.map(row));
+  if (!entries.length) {
+    const tr = document.createElement("tr");
+    const td = document.createElement("td");
+    td.colSpan = 3; td.className = "empty"; td.textContent = emptyText;
+    tr.appendChild(td); body.appendChild(tr);
+  }
+}
+
+async function refresh() {
+  if (state.refreshing) { state.again = true; return; }
+  state.refreshing = true;
+  try {
+    const response = await fetch("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: READ, variables: { board, user: user || "-", withUser: !!user } }),
+    });
+    const body = await response.json();
+    const lb = body.data && body.data.leaderboard;
+    if (!lb) { document.getElementById("title").textContent = `No leaderboard "${board}"`; return; }
+    document.getElementById("title").textContent = `${lb.name} (${lb.playerCount} players)`;
+    fill("top", lb.top.entries, "no scores yet");
+    const ctx = lb.context;
+    document.getElementById("around-title").textContent = user ? `Around ${user}` : "Around you";
+    fill("around", ctx ? [...ctx.above, ctx.player, ...ctx.below] : [], user ? "no score yet" : "no player chosen");
+    document.body.dataset.refreshed = String(Date.now());
+  } catch (err) {
+    setStatus(`refresh failed: ${err}`, false);
+  } finally {
+    state.refreshing = false;
+    if (state.again) { state.again = false; refresh(); }
+  }
+}
+
+function scheduleRefresh() {
+  if (state.timer) return;
+  state.timer = setTimeout(() => { state.timer = null; refresh(); }, 100);
+}
+
+function connect(delay) {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/graphql`, "graphql-transport-ws");
+  ws.onopen = () => ws.send(JSON.stringify({ type: "connection_init", payload: {} }));
+  ws.onmessage = (event) => {
+    const msg = JSON.parse(event.data);
+    if (msg.type === "connection_ack") {
+      ws.send(JSON.stringify({ id: "live", type: "subscribe",
+        payload: { query: UPDATES, variables: { board, user: user || null } } }));
+      setStatus("live", true);
+      delay = 500;
+      refresh();
+    } else if (msg.type === "ping") {
+      ws.send(JSON.stringify({ type: "pong" }));
+    } else if (msg.type === "next") {
+      const update = msg.payload.data && msg.payload.data.leaderboardUpdates;
+      if (!update) return;
+      state.updates += 1;
+      state.sequence = update.sequence;
+      setStatus(`live: ${state.updates} updates, sequence ${state.sequence} (${update.__typename})`, true);
+      scheduleRefresh();
+    } else if (msg.type === "error") {
+      setStatus(`subscription error: ${JSON.stringify(msg.payload)}`, false);
+    }
+  };
+  ws.onclose = () => {
+    setStatus("reconnecting…", false);
+    setTimeout(() => connect(Math.min(delay * 2, 10000)), delay);
+  };
+}
+
+refresh();
+connect(500);

@@ -1,0 +1,70 @@
+"""Opening and closing what the gateway talks to: Redis, Cassandra and the hints feed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from cassandra.cluster import Session
+from redis.asyncio import Redis
+
+from gateway.boards import BoardDirectory
+from gateway.cassandra_profiles import CassandraProfiles
+from gateway.cassandra_results import CassandraResults
+from gateway.core.breaker import CircuitBreaker
+from gateway.core.limits import ReadLimits
+from gateway.hub import HintHub
+from gateway.profiles import GuardedProfiles
+from gateway.projections import Projections
+from gateway.redis_snapshot import SnapshotReader
+from gateway.services import Services
+from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import connect
+from regions.reads import RankReader
+from regions.redis_projection import RedisProjection, connect_redis
+from regions.settings import Settings
+
+
+def build_services(settings: Settings, redis: Redis, session: Session) -> Services:
+    gw, prefix = settings.gateway, settings.redis.key_prefix
+    reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
+    store = CassandraProfiles(session)
+    return Services(
+        settings=settings,
+        boards=BoardDirectory(CassandraCatalog(session), gw.board_cache_ttl_s),
+        projections=Projections(settings.region, reader, gw.top_cache_ttl_s),
+        profiles=GuardedProfiles(
+            store,
+            gw.profile_timeout_s,
+            CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
+        ),
+        hub=HintHub(redis, prefix, SnapshotReader(redis, prefix, reader), gw),
+        results=CassandraResults(session),
+        limits=ReadLimits(gw.max_top_k, gw.max_context_range),
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(services: Services) -> AsyncIterator[Services]:
+    """Run the hints feed while the services are in use."""
+    feed = asyncio.create_task(services.hub.run(), name="hints-feed")
+    try:
+        yield services
+    finally:
+        feed.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await feed
+        await services.boards.close()
+
+
+@contextlib.asynccontextmanager
+async def open_services(settings: Settings) -> AsyncIterator[Services]:
+    redis = connect_redis(settings.redis)
+    cluster, session = await asyncio.to_thread(connect, settings.cassandra)
+    try:
+        async with running(build_services(settings, redis, session)) as services:
+            yield services
+    finally:
+        await redis.aclose()
+        await asyncio.to_thread(cluster.shutdown)
