@@ -1,0 +1,71 @@
+import pytest
+
+from gateway.core.auth import bearer_token, is_admin
+from gateway.core.hints import ChangedUser, InvalidHint, merge_positions, parse_hint
+from gateway.core.limits import ReadLimits
+from gateway.core.ttl_cache import TtlCache
+from gateway.core.windows import Period, WindowSpec, decode_window, encode_window, window_error
+
+
+def test_bearer_token_and_admin_check() -> None:
+    assert bearer_token("Bearer abc") == "abc"
+    assert bearer_token("bearer  abc ") == "abc"
+    assert bearer_token("Basic abc") is None
+    assert bearer_token(None) is None
+    assert is_admin("Bearer s3cret", "s3cret")
+    assert not is_admin("Bearer wrong", "s3cret")
+    assert not is_admin(None, "s3cret")
+
+
+def test_limits_name_the_cap() -> None:
+    limits = ReadLimits(max_top_k=100, max_context_range=50)
+    assert limits.check_k(100) is None
+    assert limits.check_k(101) == "k must be between 1 and 100, got 101"
+    assert limits.check_k(0) is not None
+    assert limits.check_range(0) is None
+    assert limits.check_range(51) == "range must be between 0 and 50, got 51"
+
+
+def test_ttl_cache_expires_and_stays_bounded() -> None:
+    cache: TtlCache[str, int] = TtlCache(ttl_s=1.0, max_entries=2)
+    cache.put("a", 1, now=0)
+    assert cache.get("a", now=0.9) == 1
+    assert cache.get("a", now=1.0) is None
+    for i, key in enumerate("xyz"):
+        cache.put(key, i, now=2)
+    assert len(cache) == 2
+    assert cache.get("x", now=2) is None
+
+
+def test_ttl_zero_caches_nothing() -> None:
+    cache: TtlCache[str, int] = TtlCache(ttl_s=0)
+    cache.put("a", 1, now=0)
+    assert cache.get("a", now=0) is None
+
+
+def test_parse_hint_as_the_projector_publishes_it() -> None:
+    raw = (
+        b'{"boardId":"b1","sequence":7,"positions":{"0":12,"3":4},'
+        b'"users":[{"userId":"alice","score":9007199254740991,"version":3}],"truncated":false}'
+    )
+    hint = parse_hint(raw)
+
+    assert (hint.board_id, hint.sequence, hint.positions) == ("b1", 7, {0: 12, 3: 4})
+    assert hint.users == (ChangedUser("alice", 2**53 - 1, 3),)
+    with pytest.raises(InvalidHint):
+        parse_hint(b'{"sequence": 1}')
+
+
+def test_merge_positions_keeps_the_furthest_offset() -> None:
+    assert merge_positions({0: 5, 1: 9}, {1: 7, 2: 1}) == {0: 5, 1: 9, 2: 1}
+
+
+def test_windows_round_trip_and_rules() -> None:
+    rolling = WindowSpec(Period.ROLLING, 7)
+    assert encode_window(rolling) == "rolling:7d"
+    assert decode_window("rolling:7d") == rolling
+    assert decode_window(encode_window(WindowSpec(Period.WEEKLY))) == WindowSpec(Period.WEEKLY)
+    assert decode_window(None) is None
+    assert window_error(WindowSpec(Period.ROLLING)) is not None
+    assert window_error(WindowSpec(Period.DAILY, 3)) is not None
+    assert window_error(rolling) is None
