@@ -27,6 +27,7 @@ from regions.settings import Settings
 
 
 def build_services(settings: Settings, redis: Redis, session: Session) -> Services:
+    """Wire the services; it prepares CQL statements, which blocks: call it in a worker thread."""
     gw, prefix = settings.gateway, settings.redis.key_prefix
     reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
     store = CassandraProfiles(session)
@@ -63,7 +64,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     redis = connect_redis(settings.redis)
     cluster, session = await asyncio.to_thread(connect, settings.cassandra)
     try:
-        async with running(build_services(settings, redis, session)) as services:
+        services = await asyncio.to_thread(build_services, settings, redis, session)
+        async with running(services):
             yield services
     finally:
         await redis.aclose()

@@ -68,7 +68,8 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session) -> A
 
     @contextlib.asynccontextmanager
     async def open_with(s: Settings) -> AsyncIterator[Services]:
-        async with running(build_services(s, redis, session)) as services:
+        services = await asyncio.to_thread(build_services, s, redis, session)
+        async with running(services):
             opened.append(services)
             yield services
 

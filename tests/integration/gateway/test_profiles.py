@@ -1,0 +1,129 @@
+"""Profiles through a per-request DataLoader: one batched lookup, and reads that survive a bad store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+from cassandra.cluster import Session
+from redis.asyncio import Redis
+
+from gateway.cassandra_profiles import CassandraProfiles, ProfileRecord
+from regions.cassandra_store import connect
+from regions.settings import Settings
+from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
+from tests.integration.gateway.slow_proxy import SlowProxy
+
+TOP = 'query($id: ID!, $k: Int) { leaderboard(id: $id) { top(k: $k) { entries { userId score profile { displayName country } } } } }'
+
+
+async def seed_profiles(session: Session, users: list[str]) -> None:
+    store = CassandraProfiles(session)
+    await asyncio.gather(*(store.put(ProfileRecord(u, f"Player {u}", "FR", None)) for u in users))
+
+
+async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
+    gateway_factory: GatewayFactory, boards: Boards, cassandra_session: Session
+) -> None:
+    board = await boards.create()
+    users = [f"p{i:03d}-{board.id}" for i in range(60)]
+    await boards.set_totals(board, [(u, 1000 - i) for i, u in enumerate(users)])
+    await seed_profiles(cassandra_session, users[:50])
+    async with gateway_factory(max_top_k=100) as gw:
+        store = gw.services.profiles
+        counts = []
+        for k in (1, 10, 60):
+            before = _round_trips(gw)
+            body = await gw.query(TOP, {"id": board.id, "k": k})
+            counts.append(_round_trips(gw) - before)
+            entries = body["data"]["leaderboard"]["top"]["entries"]
+            assert len(entries) == k
+        ctx_before = _round_trips(gw)
+        await gw.query(
+            'query($id: ID!, $u: ID!) { leaderboard(id: $id) { context(userId: $u, range: 10) {'
+            " above { profile { displayName } } player { profile { displayName } } below { profile { displayName } } } } }",
+            {"id": board.id, "u": users[30]},
+        )
+        ctx_count = _round_trips(gw) - ctx_before
+        assert store.breaker.failures == 0
+
+    assert counts == [1, 1, 1]
+    assert ctx_count == 1
+    assert entries[0]["profile"] == {"displayName": f"Player {users[0]}", "country": "FR"}
+    assert entries[55]["profile"] is None  # no stored profile
+
+
+def _round_trips(gw: Gateway) -> int:
+    store = gw.services.profiles._store
+    assert isinstance(store, CassandraProfiles)
+    return store.round_trips
+
+
+@contextlib.asynccontextmanager
+async def gateway_via_proxy(
+    settings: Settings, redis: Redis, proxy: SlowProxy, **gateway: object
+) -> AsyncIterator[Gateway]:
+    port = await proxy.start()
+    cassandra = settings.cassandra.model_copy(update={"port": port, "contact_points": ["127.0.0.1"]})
+    cluster, session = await asyncio.to_thread(connect, cassandra)
+    adjusted = settings.model_copy(update={"gateway": settings.gateway.model_copy(update=gateway)})
+    try:
+        async with serve_gateway(adjusted, redis, session) as gw:
+            yield gw
+    finally:
+        await proxy.close()
+        await asyncio.to_thread(cluster.shutdown)
+
+
+async def timed(gw: Gateway, board_id: str) -> tuple[float, list[dict[str, object]]]:
+    started = time.perf_counter()
+    body = await gw.query(TOP, {"id": board_id, "k": 10})
+    return time.perf_counter() - started, body["data"]["leaderboard"]["top"]["entries"]
+
+
+async def test_slow_profile_store_answers_ids_and_scores_within_budget_then_breaker_opens(
+    settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
+) -> None:
+    board = await boards.create()
+    users = [f"s{i}-{board.id}" for i in range(10)]
+    await boards.set_totals(board, [(u, 100 - i) for i, u in enumerate(users)])
+    await seed_profiles(cassandra_session, users)
+    proxy = SlowProxy("127.0.0.1", settings.cassandra.port)
+    async with gateway_via_proxy(
+        settings, redis_client, proxy, profile_timeout_s=0.2, profile_breaker_failures=2,
+        profile_breaker_reset_s=60, top_cache_ttl_s=0,
+    ) as gw:  # fmt: skip
+        _, healthy = await timed(gw, board.id)
+        proxy.delay_s = 3.0
+        slow = [await timed(gw, board.id) for _ in range(2)]
+        trips = _round_trips(gw)
+        skipped_time, skipped = await timed(gw, board.id)
+        assert _round_trips(gw) == trips  # the open breaker skips the store
+
+    assert healthy[0]["profile"] == {"displayName": f"Player {users[0]}", "country": "FR"}
+    for elapsed, entries in slow:
+        assert elapsed < 1.0
+        assert [e["userId"] for e in entries] == users
+        assert all(e["profile"] is None for e in entries)
+    assert skipped_time < 0.2
+    assert [(e["userId"], e["score"], e["profile"]) for e in skipped] == [(u, 100 - i, None) for i, u in enumerate(users)]
+
+
+async def test_profile_store_down_still_answers_ids_and_scores(
+    settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
+) -> None:
+    board = await boards.create()
+    users = [f"d{i}-{board.id}" for i in range(5)]
+    await boards.set_totals(board, [(u, 50 - i) for i, u in enumerate(users)])
+    await seed_profiles(cassandra_session, users)
+    proxy = SlowProxy("127.0.0.1", settings.cassandra.port)
+    async with gateway_via_proxy(settings, redis_client, proxy, profile_timeout_s=0.2, top_cache_ttl_s=0) as gw:
+        _, healthy = await timed(gw, board.id)
+        proxy.cut()
+        elapsed, down = await timed(gw, board.id)
+
+    assert healthy[0]["profile"] is not None
+    assert elapsed < 1.0
+    assert [(e["userId"], e["profile"]) for e in down] == [(u, None) for u in users]
