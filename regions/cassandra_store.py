@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, ResponseFuture, Session
-from cassandra.policies import DCAwareRoundRobinPolicy
+from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy
 
 from regions.settings import CassandraSettings
 from schema.resources import cql_migrations
@@ -26,6 +26,8 @@ def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Clu
         port=cassandra.port,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         protocol_version=5,
+        # Reconnect within seconds after an outage (the driver's default backs off to 10 minutes).
+        reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
         connect_timeout=cassandra.request_timeout_s,
     )
     return cluster, cluster.connect(cassandra.keyspace if keyspace else None)

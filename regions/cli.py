@@ -67,7 +67,7 @@ async def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
         percent = 100 * done // max(total, 1)
         if percent >= last[0] + 5 or done == total:
             last[0] = percent
-            print(f"  replayed {done:,} of {total:,} totals records ({percent}%)", flush=True)
+            print(f"  replayed {done:,} of {total:,} totals offsets ({percent}%)", flush=True)
 
     try:
         report = await rebuild(
@@ -75,7 +75,9 @@ async def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
         )
     finally:
         await redis.aclose()
-    print(f"rebuilt {len(report.boards)} board(s) from {report.records:,} records and swapped them in")
+    print(
+        f"rebuilt {len(report.boards)} board(s) from {report.records:,} offsets of totals and swapped them in"
+    )
     return 0
 
 

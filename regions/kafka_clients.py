@@ -140,7 +140,8 @@ async def replay(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[TopicPartition, int]:
     """Read committed records of ``tps`` from ``start`` (default: the beginning) to the end offsets
-    taken when the call begins, handing each batch to ``handle``; returns those end offsets."""
+    taken when the call begins, handing each batch to ``handle``; returns those end offsets.
+    ``progress(done, total)`` counts offsets read."""
     consumer = make_consumer(kafka, group_id=None)
     await consumer.start()
     try:
@@ -151,17 +152,16 @@ async def replay(
             else:
                 await consumer.seek_to_beginning(tp)
         end: dict[TopicPartition, int] = await consumer.end_offsets(tps)
-        total = await _behind(consumer, end)
-        read = 0
-        while await _behind(consumer, end):
+        total = left = await _behind(consumer, end)
+        while left:
             batch = await consumer.getmany(*tps, timeout_ms=500, max_records=20_000)
             for tp, records in batch.items():
                 records = [r for r in records if r.offset < end[tp]]
-                read += len(records)
                 if records:
                     await handle(records)
+            left = await _behind(consumer, end)
             if progress is not None:
-                progress(read, total)
+                progress(total - left, total)  # offsets, transaction markers included
         return end
     finally:
         await consumer.stop()

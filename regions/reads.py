@@ -74,7 +74,7 @@ class RankReader:
 
     async def top(self, board: Board, k: int) -> RankPage:
         as_of = await self.as_of()
-        window = await self._projection.window(self._keys(board), "", k, 0)
+        window = await self._projection.window(self._keys(board), "", k, self._strip(board))
         return RankPage([] if window is None else entries_of(board, window), as_of)
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:

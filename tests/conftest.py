@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from cassandra.cluster import Cluster, Session
 from redis.asyncio import Redis
 
+from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_store import apply_migrations, connect
 from regions.kafka_clients import ensure_topics
-from regions.redis_projection import connect_redis
+from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
+from tests.harness import Region, with_free_ports
 
 
 def _require(name: str, host: str, port: int) -> None:
@@ -100,3 +103,36 @@ def cassandra_session(base_settings: Settings, session_tag: str, cassandra_ready
     finally:
         session.execute(f"DROP KEYSPACE IF EXISTS {cfg.keyspace}")
         cluster.shutdown()
+
+
+RegionFactory = Callable[..., Awaitable[Region]]
+
+
+@pytest.fixture
+async def region_factory(
+    topics: Settings, cassandra_session: Session, redis_client: Redis, tmp_path: Path
+) -> AsyncIterator[RegionFactory]:
+    """Start a region's real processes for this test; ``settings`` may be adjusted first."""
+    started: list[Region] = []
+
+    async def make(settings: Settings | None = None, services: tuple[str, ...] = ()) -> Region:
+        chosen = with_free_ports(settings or topics)
+        region = Region(chosen, CassandraCatalog(cassandra_session),
+                        RedisProjection(redis_client, chosen.redis.key_prefix), tmp_path)  # fmt: skip
+        started.append(region)
+        await region.start(*services)
+        return region
+
+    try:
+        yield make
+    finally:
+        for region in started:
+            for service in region.processes:
+                print(f"---- {service} log tail\n{region.tail(service)}")
+            await region.close()
+
+
+@pytest.fixture
+async def region(region_factory: RegionFactory) -> Region:
+    """One region with processor, projector, audit sink and intake running."""
+    return await region_factory()

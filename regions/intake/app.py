@@ -6,9 +6,10 @@ is JSON ``{"error": {"code", "message", "fields"?}}`` and leaves nothing behind.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 from starlette.applications import Starlette
@@ -33,6 +34,7 @@ from regions.settings import Settings
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, totals_key
 
+log = logging.getLogger(__name__)
 BoardLookup = Callable[[str], Awaitable[Board | None]]
 Publish = Callable[[list[tuple[bytes, bytes]]], Awaitable[list[tuple[int, int]]]]
 
@@ -60,24 +62,34 @@ class Rejection(Exception):
         )
 
 
+class CatalogUnavailable(Exception):
+    """The board catalog could not be read and no earlier answer is cached."""
+
+
 @dataclass(slots=True)
 class CachedBoards:
-    """Board lookups cached for a short time: intake must not hit Cassandra per award."""
+    """Board lookups cached for ``ttl_s``: intake must not read Cassandra per award. When the
+    catalog cannot be read, the last answer keeps serving, so a Cassandra outage does not stop
+    acceptance of awards for known boards."""
 
     lookup: BoardLookup
     ttl_s: float
     clock: Callable[[], float] = time.monotonic
-    _cache: dict[str, tuple[float, Board | None]] | None = None
+    _cache: dict[str, tuple[float, Board | None]] = field(default_factory=dict)
 
     async def get(self, board_id: str) -> Board | None:
-        cache = self._cache if self._cache is not None else {}
-        self._cache = cache
-        hit = cache.get(board_id)
+        hit = self._cache.get(board_id)
         now = self.clock()
         if hit is not None and now - hit[0] < self.ttl_s:
             return hit[1]
-        board = await self.lookup(board_id)
-        cache[board_id] = (now, board)
+        try:
+            board = await self.lookup(board_id)
+        except Exception as exc:
+            if hit is not None:
+                log.warning("board catalog unavailable (%r); serving the cached %s", exc, board_id)
+                return hit[1]
+            raise CatalogUnavailable(f"board catalog unavailable: {exc!r}") from exc
+        self._cache[board_id] = (now, board)
         return board
 
 
@@ -115,7 +127,10 @@ class Intake:
         boards: dict[str, Board] = {}
         errors: list[FieldError] = []
         for award, prefix in zip(awards, prefixes, strict=True):
-            board = boards.get(award.leaderboard_id) or await self._boards.get(award.leaderboard_id)
+            try:
+                board = boards.get(award.leaderboard_id) or await self._boards.get(award.leaderboard_id)
+            except CatalogUnavailable as exc:
+                raise Rejection(503, "catalog_unavailable", f"{exc}; retry later", retry_after=2) from exc
             if board is None:
                 raise Rejection(404, "unknown_board", f"leaderboard {award.leaderboard_id!r} does not exist",
                                 (FieldError(prefix + "leaderboardId", "must name an existing board"),))  # fmt: skip

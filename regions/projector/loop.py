@@ -136,6 +136,8 @@ class Projector:
                 if loop.time() >= next_lag:
                     self._health.report_lag(topic, await consumer_lag(consumer, tps))
                     next_lag = loop.time() + 2
+                    if (await self._projection.positions()).epoch != epoch:  # Redis lost data while idle
+                        epoch = await self._new_epoch(consumer, tps)
         finally:
             self.running.clear()
             await consumer.stop()

@@ -56,14 +56,15 @@ async def test_kafka_read_committed_sees_committed_transaction_and_not_aborted(
 
 
 async def test_redis_lua_applies_only_newer_versions(settings: Settings, redis_client: Redis) -> None:
-    projection = RedisProjection(redis_client)
+    projection = RedisProjection(redis_client, settings.redis.key_prefix)
     keys = board_keys(settings.redis.key_prefix, "smoke-board")
 
     first = await projection.apply(keys, [ProjectedTotal("alice", 2, 50, -50.0, "alice")])
     stale = await projection.apply(keys, [ProjectedTotal("alice", 1, 10, -10.0, "alice")])
     same = await projection.apply(keys, [ProjectedTotal("alice", 2, 99, -99.0, "alice")])
 
-    assert (first, stale, same) == (1, 0, 0)
+    assert (first.users, stale.users, same.users) == (["alice"], [], [])
+    assert (first.sequence, stale.sequence) == (1, 0)
     assert await redis_client.zscore(keys.ranking, "alice") == -50.0
     assert await projection.version_of(keys, "alice") == 2
 

@@ -1,0 +1,169 @@
+"""Runs one region's real processes (``python -m regions.<service>``) as subprocesses for a test.
+
+Each test gets its own topics, Redis keys and ports; the servers are the real ones started by
+``ops/services``. Processes can be stopped, SIGKILLed and restarted to inject faults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import httpx
+
+from regions.cassandra_catalog import CassandraCatalog
+from regions.core.boards import Board
+from regions.intake.client import AwardClient
+from regions.redis_projection import RedisProjection
+from regions.settings import Settings
+from schema.redis_keys import board_keys
+
+SERVICES = ("processor", "projector", "audit", "intake")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return cast(int, s.getsockname()[1])
+
+
+def region_env(settings: Settings) -> dict[str, str]:
+    """The LB_* environment that points a subprocess at exactly these settings."""
+    k, r, c = settings.kafka, settings.redis, settings.cassandra
+    return {
+        "LB_REGION": settings.region,
+        "LB_KAFKA__BOOTSTRAP_SERVERS": k.bootstrap_servers,
+        "LB_KAFKA__TOPIC_PREFIX": k.topic_prefix,
+        "LB_KAFKA__PARTITIONS": str(k.partitions),
+        "LB_KAFKA__DELIVERY_TIMEOUT_S": str(k.delivery_timeout_s),
+        "LB_REDIS__URL": r.url,
+        "LB_REDIS__KEY_PREFIX": r.key_prefix,
+        "LB_CASSANDRA__CONTACT_POINTS": f'["{c.contact_points[0]}"]',
+        "LB_CASSANDRA__PORT": str(c.port),
+        "LB_CASSANDRA__KEYSPACE": c.keyspace,
+        "LB_CASSANDRA__REQUEST_TIMEOUT_S": str(c.request_timeout_s),
+        "LB_INTAKE__PORT": str(settings.intake.port),
+        "LB_INTAKE__CATALOG_TTL_S": str(settings.intake.catalog_ttl_s),
+        "LB_PROCESSOR__HEALTH_PORT": str(settings.processor.health_port),
+        "LB_PROJECTOR__HEALTH_PORT": str(settings.projector.health_port),
+        "LB_AUDIT__HEALTH_PORT": str(settings.audit.health_port),
+    }
+
+
+def with_free_ports(settings: Settings) -> Settings:
+    return settings.model_copy(
+        update={
+            "intake": settings.intake.model_copy(update={"port": free_port()}),
+            "processor": settings.processor.model_copy(update={"health_port": free_port()}),
+            "projector": settings.projector.model_copy(update={"health_port": free_port()}),
+            "audit": settings.audit.model_copy(update={"health_port": free_port()}),
+        }
+    )
+
+
+@dataclass
+class Region:
+    settings: Settings
+    catalog: CassandraCatalog
+    projection: RedisProjection
+    logs: Path
+    env: dict[str, str] = field(init=False)
+    processes: dict[str, asyncio.subprocess.Process] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.env = region_env(self.settings)
+        self.client = AwardClient(self.intake_url)
+
+    @property
+    def intake_url(self) -> str:
+        return f"http://127.0.0.1:{self.settings.intake.port}"
+
+    def health_url(self, service: str) -> str:
+        port = (
+            self.settings.intake.port if service == "intake" else getattr(self.settings, service).health_port
+        )
+        return f"http://127.0.0.1:{port}"
+
+    async def start(self, *services: str) -> None:
+        """Start the services (all by default) and wait until each reports ready."""
+        for service in services or SERVICES:
+            with (self.logs / f"{service}.log").open("ab") as log:
+                self.processes[service] = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", f"regions.{service}",
+                    env={**os.environ, **self.env}, stdout=log, stderr=log,
+                )  # fmt: skip
+        for service in services or SERVICES:
+            await self.wait_ready(service)
+
+    async def wait_ready(self, service: str, within: float = 60) -> None:
+        async with httpx.AsyncClient() as http:
+            deadline = asyncio.get_running_loop().time() + within
+            while asyncio.get_running_loop().time() < deadline:
+                process = self.processes[service]
+                if process.returncode is not None:
+                    raise RuntimeError(f"{service} exited with {process.returncode}: {self.tail(service)}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get(self.health_url(service) + "/readyz")).status_code == 200:
+                        return
+                await asyncio.sleep(0.2)
+        raise TimeoutError(f"{service} not ready after {within}s: {self.tail(service)}")
+
+    def tail(self, service: str, lines: int = 30) -> str:
+        path = self.logs / f"{service}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    async def kill(self, service: str) -> None:
+        """SIGKILL: no shutdown code runs, as in a machine crash."""
+        process = self.processes.pop(service)
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+
+    async def stop(self, service: str) -> None:
+        process = self.processes.pop(service)
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 20)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+    async def close(self) -> None:
+        for service in list(self.processes):
+            await self.stop(service)
+        await self.client.aclose()
+
+    async def create_board(self, board: Board) -> None:
+        if not await self.catalog.create(board):
+            raise RuntimeError(f"board {board.id} already exists")
+
+    async def total_of(self, board_id: str, user_id: str) -> int | None:
+        keys = board_keys(self.settings.redis.key_prefix, board_id)
+        record = cast(str | None, await self.projection.redis.hget(keys.records, user_id))
+        return None if record is None else int(record.split("|", 2)[1])
+
+    async def wait_for_total(self, board_id: str, user_id: str, total: int, within: float = 20) -> None:
+        deadline = asyncio.get_running_loop().time() + within
+        while (current := await self.total_of(board_id, user_id)) != total:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{board_id}/{user_id}: total {current}, expected {total}")
+            await asyncio.sleep(0.05)
+
+    @staticmethod
+    async def wait_until(
+        predicate: Callable[[], Awaitable[bool]], within: float = 30, what: str = "condition"
+    ) -> None:
+        """Poll an async predicate until it holds."""
+        deadline = asyncio.get_running_loop().time() + within
+        while not await predicate():
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{what} did not hold within {within}s")
+            await asyncio.sleep(0.1)

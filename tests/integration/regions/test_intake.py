@@ -1,0 +1,159 @@
+"""The intake against real Kafka and Cassandra: every bad request gets a clear 4xx and leaves nothing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import msgspec
+import pytest
+from aiokafka import TopicPartition
+from cassandra.cluster import Session
+
+from regions.cassandra_catalog import CassandraCatalog
+from regions.core.boards import Aggregation, Board, BoardStatus
+from regions.health import Health
+from regions.intake.app import create_app
+from regions.intake.client import signed_request
+from regions.kafka_clients import AwardPublisher, make_consumer, make_producer
+from regions.settings import Settings
+
+
+async def _client(settings: Settings, session: Session) -> AsyncIterator[httpx.AsyncClient]:
+    producer = make_producer(settings.kafka)
+    await producer.start()
+    publisher = AwardPublisher(producer, settings.kafka.topic("awards"), settings.kafka.delivery_timeout_s)
+    app = create_app(settings, CassandraCatalog(session).get, publisher.publish, Health("intake"))
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://intake"
+        ) as client:
+            yield client
+    finally:
+        await producer.stop()
+
+
+@pytest.fixture
+async def intake(topics: Settings, cassandra_session: Session) -> AsyncIterator[httpx.AsyncClient]:
+    strict = topics.model_copy(
+        update={
+            "intake": topics.intake.model_copy(
+                update={"max_batch": 3, "max_body_bytes": 4096, "rate_per_key": 1, "burst_per_key": 6}
+            )
+        }
+    )
+    async for client in _client(strict, cassandra_session):
+        yield client
+
+
+@pytest.fixture
+async def boards(cassandra_session: Session) -> dict[str, Board]:
+    tag = uuid.uuid4().hex[:8]
+    made = {
+        "open": Board(f"open-{tag}", "Open", "local"),
+        "closed": Board(f"closed-{tag}", "Closed", "local", status=BoardStatus.CLOSED),
+        "best": Board(f"best-{tag}", "Best", "local", aggregation=Aggregation.MAX),
+    }
+    for board in made.values():
+        await CassandraCatalog(cassandra_session).create(board)
+    return made
+
+
+def _award(board: str, **extra: object) -> dict[str, object]:
+    return {"leaderboardId": board, "matchId": "m1", "userId": "u1", "awardType": "kill", "delta": 3} | extra
+
+
+async def _post(
+    client: httpx.AsyncClient,
+    payload: object,
+    *,
+    secret: str = "dev-secret",
+    key: str = "dev",
+    now: int | None = None,
+    raw: bytes | None = None,
+) -> httpx.Response:
+    body, headers = signed_request(key, secret, payload, now)
+    if raw is not None:
+        body, headers = (
+            raw,
+            signed_request(key, secret, None, now)[1]
+            | {"x-award-signature": _sign_raw(secret, headers, raw)},
+        )
+    return await client.post("/internal/awards", content=body, headers=headers)
+
+
+def _sign_raw(secret: str, headers: dict[str, str], raw: bytes) -> str:
+    from regions.core.signing import sign
+
+    return sign(secret, int(headers["x-award-timestamp"]), raw)
+
+
+def _error(response: httpx.Response) -> dict[str, object]:
+    return msgspec.json.decode(response.content)["error"]  # type: ignore[no-any-return]
+
+
+async def _awards_written(settings: Settings) -> int:
+    consumer = make_consumer(settings.kafka, group_id=None)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(settings.kafka.topic("awards"), p) for p in range(settings.kafka.partitions)]
+        return sum((await consumer.end_offsets(tps)).values())
+    finally:
+        await consumer.stop()
+
+
+async def test_every_bad_request_gets_a_clear_error_and_writes_nothing(
+    intake: httpx.AsyncClient, boards: dict[str, Board], topics: Settings
+) -> None:
+    open_id = boards["open"].id
+    unsigned = await intake.post("/internal/awards", json=_award(open_id))
+    forged = await _post(intake, _award(open_id), secret="guess")
+    unknown_key = await _post(intake, _award(open_id), key="other")
+    stale = await _post(intake, _award(open_id), now=1_000_000)
+    not_json = await _post(intake, None, raw=b"{not json")
+    bad_fields = await _post(
+        intake, {"leaderboardId": open_id, "matchId": "", "userId": 5, "awardType": "k", "delta": 1.5}
+    )
+    unknown_board = await _post(intake, _award("no-such-board"))
+    closed = await _post(intake, _award(boards["closed"].id))
+    wrong_amount = await _post(intake, {"awards": [_award(open_id), _award(boards["best"].id)]})
+    too_many = await _post(intake, {"awards": [_award(open_id)] * 4})
+    too_big = await _post(intake, _award(open_id, matchId="x" * 5000))
+
+    codes = [
+        (r.status_code, _error(r)["code"])
+        for r in [
+            unsigned,
+            forged,
+            unknown_key,
+            stale,
+            not_json,
+            bad_fields,
+            unknown_board,
+            closed,
+            wrong_amount,
+            too_many,
+            too_big,
+        ]
+    ]
+    assert codes == [
+        (401, "auth_missing"), (403, "auth_bad_signature"), (403, "auth_unknown_key"), (401, "auth_skewed"),
+        (400, "invalid_json"), (400, "invalid_field"), (404, "unknown_board"), (409, "board_not_open"),
+        (400, "invalid_field"), (413, "batch_too_large"), (413, "body_too_large"),
+    ]  # fmt: skip
+    assert {f["field"] for f in _error(bad_fields)["fields"]} == {"matchId", "userId", "delta"}  # type: ignore[union-attr]
+    assert [f["field"] for f in _error(wrong_amount)["fields"]] == ["awards[1].delta"]  # type: ignore[index]
+    assert [f["field"] for f in _error(unknown_board)["fields"]] == ["leaderboardId"]  # type: ignore[index]
+    assert await _awards_written(topics) == 0
+
+
+async def test_over_the_rate_is_429_with_retry_after(
+    intake: httpx.AsyncClient, boards: dict[str, Board], topics: Settings
+) -> None:
+    batch = {"awards": [_award(boards["open"].id, matchId=f"m{i}") for i in range(3)]}
+    first, second, third = [await _post(intake, batch) for _ in range(3)]
+
+    assert (first.status_code, second.status_code, third.status_code) == (202, 202, 429)
+    assert _error(third)["code"] == "rate_limited" and int(third.headers["retry-after"]) >= 1
+    assert await _awards_written(topics) == 6
