@@ -104,6 +104,10 @@ class BoardFeed:
             self._players.setdefault(user, snapshot.players[user])
         self._mailboxes.setdefault(user, set()).add(mailbox)
 
+    def depths(self) -> list[int]:
+        """Pending updates of each subscriber (each is at most one per kind of update)."""
+        return [len(m) for group in self._mailboxes.values() for m in group]
+
     def remove(self, mailbox: Mailbox) -> None:
         group = self._mailboxes.get(mailbox.user_id)
         if group is None:
@@ -226,6 +230,11 @@ class HintHub:
                 del self._feeds[board.id]
                 metrics.FEEDS.set(len(self._feeds))
                 await feed.close()
+
+    def mailbox_depths(self, board_id: str) -> list[int]:
+        """Pending updates of each of the board's subscribers in this process."""
+        feed = self._feeds.get(board_id)
+        return [] if feed is None else feed.depths()
 
     def _route(self, channel: str, data: str | bytes) -> None:
         metrics.HINTS_IN.inc()

@@ -56,7 +56,9 @@ class Gateway:
     async def query(
         self, query: str, variables: dict[str, Any] | None = None, headers: dict[str, str] | None = None
     ) -> dict[str, Any]:
-        response = await self.http.post(self.url, json={"query": query, "variables": variables or {}}, headers=headers)
+        response = await self.http.post(
+            self.url, json={"query": query, "variables": variables or {}}, headers=headers
+        )
         return cast(dict[str, Any], response.json())
 
 
@@ -74,7 +76,11 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session) -> A
             yield services
 
     config = uvicorn.Config(
-        create_app(settings, open_with), host="127.0.0.1", port=port, ws="websockets-sansio", log_level="warning"
+        create_app(settings, open_with),
+        host="127.0.0.1",
+        port=port,
+        ws="websockets-sansio",
+        log_level="warning",
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -119,7 +125,9 @@ class Boards:
     projection: RedisProjection
     versions: dict[tuple[str, str], int]
 
-    async def create(self, tie_policy: TiePolicy = TiePolicy.USER_ID, sort_order: SortOrder = SortOrder.DESC) -> Board:
+    async def create(
+        self, tie_policy: TiePolicy = TiePolicy.USER_ID, sort_order: SortOrder = SortOrder.DESC
+    ) -> Board:
         board = Board(f"gw-{uuid.uuid4().hex[:12]}", "Gateway test board", self.settings.region,
                       sort_order=sort_order, tie_policy=tie_policy)  # fmt: skip
         assert await self.catalog.create(board)

@@ -37,7 +37,9 @@ async def test_without_or_with_a_wrong_token_is_an_authorization_error(
     assert await CassandraCatalog(cassandra_session).get(board_id) is None
 
 
-async def test_admin_creates_a_board_with_its_rules_and_window(gateway: Gateway, cassandra_session: Session) -> None:
+async def test_admin_creates_a_board_with_its_rules_and_window(
+    gateway: Gateway, cassandra_session: Session
+) -> None:
     board_id = new_id()
     variables = {"input": {"id": board_id, "name": "Weekly sprint", "sortOrder": "ASC", "aggregation": "MIN",
                            "tiePolicy": "FIRST_REACHED", "window": {"period": "ROLLING", "days": 7}}}  # fmt: skip
@@ -54,7 +56,9 @@ async def test_admin_creates_a_board_with_its_rules_and_window(gateway: Gateway,
         SortOrder.ASC, Aggregation.MIN, TiePolicy.FIRST_REACHED,
     )  # fmt: skip
     assert stored.window == "rolling:7d"
-    read = await gateway.query('query($id: ID!) { leaderboard(id: $id) { name window { period } } }', {"id": board_id})
+    read = await gateway.query(
+        "query($id: ID!) { leaderboard(id: $id) { name window { period } } }", {"id": board_id}
+    )
     assert read["data"]["leaderboard"] == {"name": "Weekly sprint", "window": {"period": "ROLLING"}}
 
 
@@ -64,7 +68,9 @@ async def test_duplicate_and_invalid_boards_are_user_errors(gateway: Gateway) ->
     again = await gateway.query(CREATE, {"input": {"id": board_id, "name": "Two"}}, headers=ADMIN)
     bad_id = await gateway.query(CREATE, {"input": {"id": "-bad id-", "name": "x"}}, headers=ADMIN)
     bad_window = await gateway.query(
-        CREATE, {"input": {"id": new_id(), "name": "x", "window": {"period": "DAILY", "days": 3}}}, headers=ADMIN
+        CREATE,
+        {"input": {"id": new_id(), "name": "x", "window": {"period": "DAILY", "days": 3}}},
+        headers=ADMIN,
     )
 
     assert "errors" not in first

@@ -41,9 +41,11 @@ async def test_introspection_can_be_switched_off(gateway_factory: GatewayFactory
 
 async def test_internal_errors_are_masked(gateway: Gateway, boards: Boards, redis_client: Redis) -> None:
     board = await boards.create()
-    await redis_client.set(board_keys(gateway.settings.redis.key_prefix, board.id).ranking, "not a sorted set")
+    await redis_client.set(
+        board_keys(gateway.settings.redis.key_prefix, board.id).ranking, "not a sorted set"
+    )
 
-    body = await gateway.query('query($id: ID!) { leaderboard(id: $id) { playerCount } }', {"id": board.id})
+    body = await gateway.query("query($id: ID!) { leaderboard(id: $id) { playerCount } }", {"id": board.id})
 
     assert body["errors"][0]["message"] == "Unexpected error."
     assert "WRONGTYPE" not in str(body)
@@ -57,7 +59,10 @@ async def test_syntax_errors_are_shown(gateway: Gateway) -> None:
 
 async def test_cors_allows_only_configured_origins(gateway_factory: GatewayFactory) -> None:
     async with gateway_factory(allowed_origins=["https://game.example"]) as gw:
-        preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"}
+        preflight = {
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        }
         allowed = await gw.http.options(gw.url, headers={"Origin": "https://game.example", **preflight})
         refused = await gw.http.options(gw.url, headers={"Origin": "https://evil.example", **preflight})
 

@@ -16,7 +16,7 @@ from regions.settings import Settings
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
 from tests.integration.gateway.slow_proxy import SlowProxy
 
-TOP = 'query($id: ID!, $k: Int) { leaderboard(id: $id) { top(k: $k) { entries { userId score profile { displayName country } } } } }'
+TOP = "query($id: ID!, $k: Int) { leaderboard(id: $id) { top(k: $k) { entries { userId score profile { displayName country } } } } }"
 
 
 async def seed_profiles(session: Session, users: list[str]) -> None:
@@ -42,7 +42,7 @@ async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
             assert len(entries) == k
         ctx_before = _round_trips(gw)
         await gw.query(
-            'query($id: ID!, $u: ID!) { leaderboard(id: $id) { context(userId: $u, range: 10) {'
+            "query($id: ID!, $u: ID!) { leaderboard(id: $id) { context(userId: $u, range: 10) {"
             " above { profile { displayName } } player { profile { displayName } } below { profile { displayName } } } } }",
             {"id": board.id, "u": users[30]},
         )
@@ -108,7 +108,9 @@ async def test_slow_profile_store_answers_ids_and_scores_within_budget_then_brea
         assert [e["userId"] for e in entries] == users
         assert all(e["profile"] is None for e in entries)
     assert skipped_time < 0.2
-    assert [(e["userId"], e["score"], e["profile"]) for e in skipped] == [(u, 100 - i, None) for i, u in enumerate(users)]
+    assert [(e["userId"], e["score"], e["profile"]) for e in skipped] == [
+        (u, 100 - i, None) for i, u in enumerate(users)
+    ]
 
 
 async def test_profile_store_down_still_answers_ids_and_scores(
@@ -119,7 +121,9 @@ async def test_profile_store_down_still_answers_ids_and_scores(
     await boards.set_totals(board, [(u, 50 - i) for i, u in enumerate(users)])
     await seed_profiles(cassandra_session, users)
     proxy = SlowProxy("127.0.0.1", settings.cassandra.port)
-    async with gateway_via_proxy(settings, redis_client, proxy, profile_timeout_s=0.2, top_cache_ttl_s=0) as gw:
+    async with gateway_via_proxy(
+        settings, redis_client, proxy, profile_timeout_s=0.2, top_cache_ttl_s=0
+    ) as gw:
         _, healthy = await timed(gw, board.id)
         proxy.cut()
         elapsed, down = await timed(gw, board.id)

@@ -29,7 +29,12 @@ async def test_top_player_context_and_count_with_as_of(gateway: Gateway, boards:
     body = await gateway.query(BOARD, {"id": board.id, "k": 3, "user": "cat", "range": 1})
 
     lb = body["data"]["leaderboard"]
-    assert (lb["status"], lb["sortOrder"], lb["tiePolicy"], lb["playerCount"]) == ("OPEN", "DESC", "USER_ID", 5)
+    assert (lb["status"], lb["sortOrder"], lb["tiePolicy"], lb["playerCount"]) == (
+        "OPEN",
+        "DESC",
+        "USER_ID",
+        5,
+    )
     assert [(e["rank"], e["userId"], e["score"]) for e in lb["top"]["entries"]] == [
         (1, "ann", 50), (2, "bob", 40), (3, "cat", 40),
     ]  # fmt: skip
@@ -60,16 +65,22 @@ async def test_context_has_fewer_entries_at_a_boundary_and_null_for_no_score(
     last = (await gateway.query(query, {"id": board.id, "user": "cat"}))["data"]["leaderboard"]
     nobody = (await gateway.query(query, {"id": board.id, "user": "zed"}))["data"]["leaderboard"]
 
-    assert first["context"] == {"above": [], "player": {"rank": 1}, "below": [{"userId": "bob"}, {"userId": "cat"}]}
+    assert first["context"] == {
+        "above": [],
+        "player": {"rank": 1},
+        "below": [{"userId": "bob"}, {"userId": "cat"}],
+    }
     assert last["context"]["above"] == [{"userId": "ann"}, {"userId": "bob"}]
     assert last["context"]["below"] == []
     assert nobody == {"context": None, "player": None}
 
 
-async def test_stale_as_of_without_positions_and_unknown_board_is_null(gateway: Gateway, boards: Boards) -> None:
+async def test_stale_as_of_without_positions_and_unknown_board_is_null(
+    gateway: Gateway, boards: Boards
+) -> None:
     board = await boards.create()
     body = await gateway.query(
-        'query($id: ID!) { leaderboard(id: $id) { top { entries { userId } asOf { positions { offset } stale } } }'
+        "query($id: ID!) { leaderboard(id: $id) { top { entries { userId } asOf { positions { offset } stale } } }"
         ' missing: leaderboard(id: "no-such-board") { id } }',
         {"id": board.id},
     )
@@ -84,7 +95,8 @@ async def test_long_scores_beyond_32_bits_are_exact_json_numbers(gateway: Gatewa
     await boards.set_totals(board, [("ann", big), ("bob", -(2**40))])
 
     response = await gateway.http.post(
-        gateway.url, json={"query": f'{{ leaderboard(id: "{board.id}") {{ top {{ entries {{ userId score }} }} }} }}'}
+        gateway.url,
+        json={"query": f'{{ leaderboard(id: "{board.id}") {{ top {{ entries {{ userId score }} }} }} }}'},
     )
 
     assert f'"score":{big}' in response.text
@@ -97,7 +109,7 @@ async def test_first_reached_ties_in_top_and_context(gateway: Gateway, boards: B
     await boards.set_totals(board, [("zed", 10), ("amy", 10), ("bob", 20)])
 
     body = await gateway.query(
-        'query($id: ID!) { leaderboard(id: $id) { top { entries { userId } }'
+        "query($id: ID!) { leaderboard(id: $id) { top { entries { userId } }"
         ' context(userId: "amy", range: 1) { above { userId } player { rank } } } }',
         {"id": board.id},
     )
@@ -107,15 +119,21 @@ async def test_first_reached_ties_in_top_and_context(gateway: Gateway, boards: B
     assert lb["context"] == {"above": [{"userId": "zed"}], "player": {"rank": 3}}
 
 
-async def test_k_and_range_over_their_caps_are_clear_errors(gateway_factory: GatewayFactory, boards: Boards) -> None:
+async def test_k_and_range_over_their_caps_are_clear_errors(
+    gateway_factory: GatewayFactory, boards: Boards
+) -> None:
     board = await boards.create()
     async with gateway_factory(max_top_k=20, max_context_range=3) as gw:
-        over_k = await gw.query('query($id: ID!) { leaderboard(id: $id) { top(k: 21) { entries { rank } } } }', {"id": board.id})
+        over_k = await gw.query(
+            "query($id: ID!) { leaderboard(id: $id) { top(k: 21) { entries { rank } } } }", {"id": board.id}
+        )
         over_range = await gw.query(
             'query($id: ID!) { leaderboard(id: $id) { context(userId: "a", range: 4) { player { rank } } } }',
             {"id": board.id},
         )
-        at_cap = await gw.query('query($id: ID!) { leaderboard(id: $id) { top(k: 20) { entries { rank } } } }', {"id": board.id})
+        at_cap = await gw.query(
+            "query($id: ID!) { leaderboard(id: $id) { top(k: 20) { entries { rank } } } }", {"id": board.id}
+        )
 
     assert over_k["errors"][0]["message"] == "k must be between 1 and 20, got 21"
     assert over_k["errors"][0]["extensions"]["code"] == "LIMIT_EXCEEDED"
@@ -123,11 +141,13 @@ async def test_k_and_range_over_their_caps_are_clear_errors(gateway_factory: Gat
     assert "errors" not in at_cap
 
 
-async def test_top_k_micro_cache_returns_its_own_as_of(gateway_factory: GatewayFactory, boards: Boards) -> None:
+async def test_top_k_micro_cache_returns_its_own_as_of(
+    gateway_factory: GatewayFactory, boards: Boards
+) -> None:
     board = await boards.create()
     await boards.set_totals(board, [("ann", 1)])
     await boards.set_positions({0: 1}, accepted_ms=1_700_000_000_000)
-    query = 'query($id: ID!) { leaderboard(id: $id) { top { entries { userId score } asOf { positions { offset } } } } }'
+    query = "query($id: ID!) { leaderboard(id: $id) { top { entries { userId score } asOf { positions { offset } } } } }"
     async with gateway_factory(top_cache_ttl_s=0.5) as gw:
         first = await gw.query(query, {"id": board.id})
         await boards.set_totals(board, [("ann", 99)])
@@ -137,14 +157,22 @@ async def test_top_k_micro_cache_returns_its_own_as_of(gateway_factory: GatewayF
         fresh = await gw.query(query, {"id": board.id})
 
     assert cached == first
-    assert first["data"]["leaderboard"]["top"] == {"entries": [{"userId": "ann", "score": 1}], "asOf": {"positions": [{"offset": 1}]}}
-    assert fresh["data"]["leaderboard"]["top"] == {"entries": [{"userId": "ann", "score": 99}], "asOf": {"positions": [{"offset": 2}]}}
+    assert first["data"]["leaderboard"]["top"] == {
+        "entries": [{"userId": "ann", "score": 1}],
+        "asOf": {"positions": [{"offset": 1}]},
+    }
+    assert fresh["data"]["leaderboard"]["top"] == {
+        "entries": [{"userId": "ann", "score": 99}],
+        "asOf": {"positions": [{"offset": 2}]},
+    }
 
 
 async def test_leaderboards_lists_boards_by_status(gateway: Gateway, boards: Boards) -> None:
     board = await boards.create()
 
-    body = await gateway.query("{ open: leaderboards(status: OPEN) { id } closed: leaderboards(status: CLOSED) { id } }")
+    body = await gateway.query(
+        "{ open: leaderboards(status: OPEN) { id } closed: leaderboards(status: CLOSED) { id } }"
+    )
 
     assert board.id in [b["id"] for b in body["data"]["open"]]
     assert board.id not in [b["id"] for b in body["data"]["closed"]]
@@ -155,8 +183,8 @@ async def test_regional_and_home_scope_read_this_region(gateway: Gateway, boards
     await boards.set_totals(board, [("ann", 1)])
 
     body = await gateway.query(
-        'query($id: ID!) { leaderboard(id: $id) { home: top(scope: HOME) { asOf { region } }'
-        ' regional: top(scope: REGIONAL) { entries { userId } asOf { region } } } }',
+        "query($id: ID!) { leaderboard(id: $id) { home: top(scope: HOME) { asOf { region } }"
+        " regional: top(scope: REGIONAL) { entries { userId } asOf { region } } } }",
         {"id": board.id},
     )
 

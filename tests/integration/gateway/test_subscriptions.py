@@ -1,0 +1,181 @@
+"""leaderboardUpdates over graphql-transport-ws and legacy graphql-ws, from real clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+import websockets
+from gql import Client, GraphQLRequest
+from gql.transport.websockets import WebsocketsTransport
+from websockets.asyncio.client import connect
+
+from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually
+
+UPDATES = """subscription($board: ID!, $user: ID) {
+  leaderboardUpdates(leaderboardId: $board, userId: $user) {
+    __typename
+    ... on ScoreUpdated { leaderboardId userId score rank version sequence asOf { positions { partition offset } } }
+    ... on RankChanged { userId oldRank newRank sequence }
+    ... on TopKChanged { k sequence }
+    ... on Resync { reason sequence }
+  }
+}"""
+TRANSPORT_WS = WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL
+LEGACY_WS = WebsocketsTransport.APOLLO_SUBPROTOCOL
+
+
+async def collect(
+    gw: Gateway,
+    variables: dict[str, Any],
+    protocols: list[str] | None,
+    until: int,
+    sink: list[dict[str, Any]],
+) -> None:
+    transport = (
+        WebsocketsTransport(url=gw.ws_url, subprotocols=protocols)
+        if protocols
+        else WebsocketsTransport(url=gw.ws_url)
+    )
+    async with Client(transport=transport) as session:
+        async for result in session.subscribe(GraphQLRequest(UPDATES, variable_values=variables)):
+            sink.append(result["leaderboardUpdates"])
+            if len(sink) >= until:
+                return
+
+
+@pytest.mark.parametrize(
+    "protocols", [[TRANSPORT_WS], None], ids=["graphql-transport-ws", "gql-default-legacy-graphql-ws"]
+)
+async def test_player_and_top_k_updates_reach_gql_subscribers(
+    gateway: Gateway, boards: Boards, protocols: list[str] | None
+) -> None:
+    board = await boards.create()
+    await boards.set_totals(board, [("ann", 50), ("bob", 40), ("cat", 10)])
+    await boards.set_positions({0: 0, 1: 5}, accepted_ms=1_700_000_000_000)
+    received: list[dict[str, Any]] = []
+    task = asyncio.create_task(collect(gateway, {"board": board.id, "user": "cat"}, protocols, 3, received))
+    await eventually(lambda: _subscribed(gateway, board.id, 1))
+
+    sequence = await boards.set_totals(board, [("cat", 60)], hint=True)
+    await asyncio.wait_for(task, 10)
+
+    by_type = {u["__typename"]: u for u in received}
+    assert by_type["ScoreUpdated"] == {
+        "__typename": "ScoreUpdated", "leaderboardId": board.id, "userId": "cat", "score": 60, "rank": 1,
+        "version": 2, "sequence": sequence, "asOf": {"positions": [{"partition": 0, "offset": sequence}, {"partition": 1, "offset": 5}]},
+    }  # fmt: skip
+    assert by_type["RankChanged"] == {
+        "__typename": "RankChanged",
+        "userId": "cat",
+        "oldRank": 3,
+        "newRank": 1,
+        "sequence": sequence,
+    }
+    assert by_type["TopKChanged"] == {"__typename": "TopKChanged", "k": 10, "sequence": sequence}
+
+
+async def _subscribed(gw: Gateway, board_id: str, count: int) -> bool:
+    return len(gw.services.hub.mailbox_depths(board_id)) == count
+
+
+async def test_board_subscribers_get_top_k_changes_only_when_the_top_10_changes(
+    gateway: Gateway, boards: Boards
+) -> None:
+    board = await boards.create()
+    await boards.set_totals(board, [(f"u{i:02d}", 100 - i) for i in range(12)])
+    received: list[dict[str, Any]] = []
+    task = asyncio.create_task(collect(gateway, {"board": board.id}, [TRANSPORT_WS], 1, received))
+    await eventually(lambda: _subscribed(gateway, board.id, 1))
+
+    await boards.set_totals(board, [("u11", 80)], hint=True)  # 12th place -> 12th place: top 10 unchanged
+    await asyncio.sleep(0.5)
+    assert received == []
+    sequence = await boards.set_totals(board, [("u11", 1000)], hint=True)
+    await asyncio.wait_for(task, 10)
+
+    assert received == [{"__typename": "TopKChanged", "k": 10, "sequence": sequence}]
+
+
+async def test_a_gap_in_the_hint_sequence_gives_resync(gateway: Gateway, boards: Boards) -> None:
+    board = await boards.create()
+    await boards.set_totals(board, [("ann", 1)])
+    received: list[dict[str, Any]] = []
+    task = asyncio.create_task(collect(gateway, {"board": board.id}, [TRANSPORT_WS], 2, received))
+    await eventually(lambda: _subscribed(gateway, board.id, 1))
+
+    first = await boards.set_totals(board, [("ann", 2)], hint=True)
+    await eventually(lambda: _received(received, 1))
+    await boards.set_totals(board, [("ann", 3)])  # applied, but its hint is lost
+    third = await boards.set_totals(board, [("bob", 5)], hint=True)
+    await asyncio.wait_for(task, 10)
+
+    assert received[0] == {"__typename": "TopKChanged", "k": 10, "sequence": first}
+    assert received[1] == {"__typename": "Resync", "reason": "gap", "sequence": third}
+
+
+async def _received(sink: list[dict[str, Any]], count: int) -> bool:
+    return len(sink) >= count
+
+
+async def test_unknown_board_is_an_error_message(gateway: Gateway) -> None:
+    async with connect(gateway.ws_url, subprotocols=[TRANSPORT_WS]) as ws:
+        await ws.send(json.dumps({"type": "connection_init"}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        await ws.send(
+            json.dumps(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {"query": UPDATES, "variables": {"board": "nope"}},
+                }
+            )
+        )
+        message = json.loads(await asyncio.wait_for(ws.recv(), 5))
+
+    assert message["type"] == "next"
+    assert message["payload"]["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+
+
+async def test_connection_init_timeout_closes_with_4408(gateway_factory: GatewayFactory) -> None:
+    async with (
+        gateway_factory(connection_init_timeout_s=0.3) as gw,
+        connect(gw.ws_url, subprotocols=[TRANSPORT_WS]) as ws,
+    ):
+        with pytest.raises(websockets.ConnectionClosed):
+            await asyncio.wait_for(ws.recv(), 5)
+
+    assert ws.close_code == 4408
+
+
+async def test_subscriptions_per_connection_are_capped(
+    gateway_factory: GatewayFactory, boards: Boards
+) -> None:
+    board = await boards.create()
+    async with (
+        gateway_factory(max_subscriptions_per_connection=2) as gw,
+        connect(gw.ws_url, subprotocols=[TRANSPORT_WS]) as ws,
+    ):
+        await ws.send(json.dumps({"type": "connection_init"}))
+        await ws.recv()
+        for op in ("1", "2", "3"):
+            payload = {"query": UPDATES, "variables": {"board": board.id}}
+            await ws.send(json.dumps({"id": op, "type": "subscribe", "payload": payload}))
+        message = json.loads(await asyncio.wait_for(ws.recv(), 5))
+
+    assert message["type"] == "error" and message["id"] == "3"
+    assert message["payload"][0]["message"] == "Subscription limit reached"
+
+
+async def test_websocket_from_a_disallowed_origin_is_refused(gateway_factory: GatewayFactory) -> None:
+    async with gateway_factory(allowed_origins=["https://game.example"]) as gw:
+        async with connect(gw.ws_url, subprotocols=[TRANSPORT_WS], origin="https://game.example") as ok:
+            await ok.send(json.dumps({"type": "connection_init"}))
+            assert json.loads(await ok.recv())["type"] == "connection_ack"
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with connect(gw.ws_url, subprotocols=[TRANSPORT_WS], origin="https://evil.example"):
+                pass
+
+    assert refused.value.response.status_code == 403
