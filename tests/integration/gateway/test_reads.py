@@ -18,7 +18,7 @@ BOARD = """query($id: ID!, $k: Int, $user: ID!, $range: Int) {
       above { rank userId } player { rank userId score } below { rank userId } %s
     }
   }
-}""" % (AS_OF, AS_OF, AS_OF)
+}""".replace("%s", AS_OF)
 
 
 async def test_top_player_context_and_count_with_as_of(gateway: Gateway, boards: Boards) -> None:

@@ -30,7 +30,7 @@ UPDATES = """subscription($board: ID!, $user: ID) {
     ... on TopKChanged { sequence %s }
     ... on Resync { reason sequence }
   }
-}""" % (POSITIONS, POSITIONS, POSITIONS)
+}""".replace("%s", POSITIONS)
 
 
 class StalledClient:
