@@ -78,6 +78,9 @@ class ProcessorSettings(BaseModel):
     dedupe_horizon_s: int = Field(86_400, ge=1, description="How long an event id is remembered.")
     dedupe_max_recent: int = Field(64, ge=1, description="Most event ids remembered per player.")
     max_batch: int = Field(2000, ge=1, description="Most awards in one transaction.")
+    commit_gap_ms: float = Field(
+        5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
+    )
     health_port: int = Field(8082, description="Port of /healthz, /readyz and /metrics.")
 
 

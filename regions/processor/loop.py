@@ -219,13 +219,18 @@ class Processor:
             await assign_from_committed(consumer, tps)
             self.restored.set()
             loop = asyncio.get_running_loop()
-            next_lag = 0.0
+            next_lag = committed_at = 0.0
+            gap = self._settings.processor.commit_gap_ms / 1000
             while not stop.is_set():
                 batch = await consumer.getmany(
                     *tps, timeout_ms=100, max_records=self._settings.processor.max_batch
                 )
                 if any(batch.values()):
+                    # The coordinator writes commit markers after it answers; a transaction begun before
+                    # they are written is refused (CONCURRENT_TRANSACTIONS) and the client backs off 20 ms.
+                    await asyncio.sleep(max(0.0, committed_at + gap - loop.time()))
                     await self.process_batch(producer, batch)
+                    committed_at = loop.time()
                 if loop.time() >= next_lag:
                     self._health.report_lag(tps[0].topic, await consumer_lag(consumer, tps))
                     next_lag = loop.time() + 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import httpx
 from aiokafka import TopicPartition
 from cassandra.cluster import Session
 
@@ -171,3 +172,22 @@ async def test_award_is_visible_once_as_of_covers_its_offset(region: Region) -> 
         entry, as_of = await reader.player(board, "eve")
         assert as_of.positions[partition] >= offset and not as_of.stale
         assert entry is not None and entry.score == expected
+
+
+async def test_every_process_reports_health_readiness_and_lag(region: Region) -> None:
+    board = await _board(region)
+    await region.client.send(award(board.id, "zoe", 1))
+    await region.wait_for_total(board.id, "zoe", 1)
+    async with httpx.AsyncClient() as http:
+        for service in ("intake", "processor", "projector", "audit"):
+            base = region.health_url(service)
+            ready = await http.get(base + "/readyz")
+            assert ready.status_code == 200 and ready.json()["ready"] is True
+            assert (await http.get(base + "/healthz")).json()["alive"] is True
+        await asyncio.sleep(2.5)  # lag is reported every 2 s
+        lag = (await http.get(region.health_url("processor") + "/healthz")).json()["lag"]
+        metrics = (await http.get(region.health_url("processor") + "/metrics")).text
+    assert set(lag[region.settings.kafka.topic("awards")]) == {
+        str(p) for p in range(region.settings.kafka.partitions)
+    }
+    assert 'lb_consumer_lag{partition="0",service="processor"' in metrics

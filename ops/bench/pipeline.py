@@ -1,0 +1,282 @@
+"""Pipeline benchmark: signed awards through the HTTP intake for a bounded time, then a replay.
+
+Prints accepted awards/s, acknowledgement latency, freshness (acknowledged -> visible in Redis, by
+the projection's asOf positions), CPU and memory of every process, and the projector's replay rate
+next to redis-benchmark running the same Lua script pipelined on the same Redis.
+
+Run through ``ops/bench/pipeline`` (it starts the servers). Options: ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import connect
+from regions.core.boards import Board
+from regions.core.signing import sign
+from regions.kafka_clients import ensure_topics
+from regions.projector.rebuild import rebuild
+from regions.redis_projection import RedisProjection, connect_redis
+from regions.settings import Settings, load_settings
+from schema.resources import lua_script
+from tests.harness import SERVICES, region_env, with_free_ports
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class Results:
+    ack_ms: list[float] = field(default_factory=list)
+    accepted: int = 0
+    rejected: dict[int, int] = field(default_factory=dict)
+    pending: list[tuple[float, int, int]] = field(default_factory=list)  # ack time, partition, offset
+    fresh_ms: list[float] = field(default_factory=list)
+    late_sends: int = 0
+
+
+class RawHttp:
+    """A keep-alive HTTP/1.1 connection on asyncio streams: the load generator must cost little CPU."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        if self._writer is None:
+            self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self._port)
+        assert self._reader is not None
+        head = f"POST {path} HTTP/1.1\r\nhost: bench\r\ncontent-length: {len(body)}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        self._writer.write(head.encode() + body)
+        status_line = await self._reader.readline()
+        length = 0
+        while (line := await self._reader.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        return int(status_line.split()[1]), await self._reader.readexactly(length)
+
+
+async def drive(port: int, board: str, args: argparse.Namespace, results: Results) -> None:
+    """Open-loop load: one request of ``batch`` awards every 1/(rate/batch) s over ``connections``."""
+    interval = args.batch / args.rate
+    queue: asyncio.Queue[float | None] = asyncio.Queue(maxsize=args.connections * 4)
+    players = [f"p{i}" for i in range(args.players)]
+    rng = random.Random(1)
+
+    async def worker() -> None:
+        http = RawHttp(port)
+        while (scheduled := await queue.get()) is not None:
+            awards = [{"leaderboardId": board, "matchId": uuid.uuid4().hex, "userId": rng.choice(players),
+                       "awardType": "points", "delta": rng.randint(1, 100)} for _ in range(args.batch)]  # fmt: skip
+            body = msgspec.json.encode({"awards": awards})
+            ts = int(time.time())
+            headers = {"content-type": "application/json", "x-award-key-id": "dev", "x-award-timestamp": str(ts),
+                       "x-award-signature": sign("dev-secret", ts, body)}  # fmt: skip
+            status, reply = await http.post("/internal/awards", body, headers)
+            done = time.perf_counter()
+            results.ack_ms.append((done - scheduled) * 1000)
+            if status == 202:
+                accepted = msgspec.json.decode(reply)["accepted"]
+                results.accepted += len(accepted)
+                last = accepted[-1]
+                results.pending.append((done, last["partition"], last["offset"]))
+            else:
+                results.rejected[status] = results.rejected.get(status, 0) + 1
+
+    workers = [asyncio.create_task(worker()) for _ in range(args.connections)]
+    start = time.perf_counter()
+    n = 0
+    while (now := time.perf_counter()) - start < args.duration:
+        due = start + n * interval
+        if due > now:
+            await asyncio.sleep(due - now)
+        if queue.full():
+            results.late_sends += 1
+        await queue.put(due)  # latency counts from the scheduled time: queueing delay is included
+        n += 1
+    for _ in workers:
+        await queue.put(None)
+    await asyncio.gather(*workers)
+
+
+async def watch_freshness(projection: RedisProjection, results: Results, stop: asyncio.Event) -> None:
+    """Polls asOf every 5 ms; an award is visible once its partition's position reaches it."""
+    while not (stop.is_set() and not results.pending):
+        positions = (await projection.positions()).offsets
+        now = time.perf_counter()
+        waiting = []
+        for acked, partition, offset in results.pending:
+            if positions.get(partition, -1) >= offset:
+                results.fresh_ms.append((now - acked) * 1000)
+            else:
+                waiting.append((acked, partition, offset))
+        results.pending = waiting
+        await asyncio.sleep(0.005)
+
+
+def redis_benchmark(settings: Settings, requests: int) -> float:
+    """redis-benchmark calling the projection's Lua script (one total per call), pipelined."""
+    url = re.match(r"redis://([^:/]+):(\d+)", settings.redis.url)
+    host, port = (url.group(1), url.group(2)) if url else ("127.0.0.1", "6379")
+    sha = subprocess.run(["redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", lua_script("apply_totals")],
+                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    tag = f"{{bench:{uuid.uuid4().hex[:6]}}}"
+    out = subprocess.run(
+        ["redis-benchmark", "-h", host, "-p", port, "-n", str(requests), "-P", "64", "-c", "4", "-r", "1000000", "-q",
+         "EVALSHA", sha, "3", f"{tag}:rank", f"{tag}:rec", f"{tag}:seq",
+         "u:__rand_int__", "1", "__rand_int__", "-__rand_int__", "u:__rand_int__"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    match = re.search(r"([\d.]+) requests per second", out)
+    subprocess.run(["redis-cli", "-h", host, "-p", port, "DEL", f"{tag}:rank", f"{tag}:rec", f"{tag}:seq"],
+                   capture_output=True, check=False)  # fmt: skip
+    return float(match.group(1)) if match else float("nan")
+
+
+def start_service(service: str, env: dict[str, str], logs: Path) -> subprocess.Popen[bytes]:
+    with (logs / f"{service}.log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", f"regions.{service}"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+
+
+def server_pids() -> dict[str, int]:
+    run = Path(os.environ.get("LB_OPS_DATA_DIR", ROOT / ".data")) / "run"
+    return {p.stem: int(p.read_text()) for p in run.glob("*.pid")}
+
+
+async def main(args: argparse.Namespace) -> None:
+    tag = uuid.uuid4().hex[:8]
+    base = load_settings()
+    settings = with_free_ports(base.model_copy(update={
+        "kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{tag}"}),
+        "redis": base.redis.model_copy(update={"key_prefix": f"bench{tag}"}),
+        "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
+    }))  # fmt: skip
+    print(
+        f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f}s at {args.rate}/s in batches of {args.batch}"
+    )
+    await ensure_topics(settings.kafka)
+    cluster, session = connect(settings.cassandra)
+    board = Board(f"bench-{tag}", "Benchmark", settings.region)
+    await CassandraCatalog(session).create(board)
+    cluster.shutdown()
+
+    logs = ROOT / ".data" / "logs" / f"bench-{tag}"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **region_env(settings)}
+    procs = {s: start_service(s, env, logs) for s in SERVICES if not (args.no_audit and s == "audit")}
+    redis = connect_redis(settings.redis)
+    projection = RedisProjection(redis, settings.redis.key_prefix)
+    try:
+        await asyncio.sleep(args.warmup)
+        pids = {
+            **{s: p.pid for s, p in procs.items()},
+            **server_pids(),
+            "bench (load generator)": os.getpid(),
+        }
+        cpu_before, wall_before = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
+        results, stop = Results(), asyncio.Event()
+        watcher = asyncio.create_task(watch_freshness(projection, results, stop))
+        print("== load running ...", flush=True)
+        await drive(settings.intake.port, board.id, args, results)
+        wall = time.perf_counter() - wall_before
+        cpu = {n: (cpu_seconds(p) - cpu_before[n]) / wall * 100 for n, p in pids.items()}
+        rss = {n: rss_mib(p) for n, p in pids.items()}
+        stop.set()
+        await asyncio.wait_for(watcher, 60)
+        report(args, results, wall, cpu, rss)
+        await replay_vs_redis_benchmark(settings, projection)
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            p.wait(20)
+        await redis.aclose()
+
+
+def report(
+    args: argparse.Namespace, r: Results, wall: float, cpu: dict[str, float], rss: dict[str, float]
+) -> None:
+    ms = lambda xs, q: f"{percentile(xs, q):8.1f}"  # noqa: E731
+    print(f"\n== intake ({wall:.1f} s, {args.connections} connections, {args.batch} awards per request)")
+    print(
+        f"accepted awards/s      {r.accepted / wall:10.0f}   (target rate {args.rate}/s; {r.accepted} accepted)"
+    )
+    print(f"rejected requests      {sum(r.rejected.values()):10d}   {r.rejected or ''}")
+    print(f"late send slots        {r.late_sends:10d}   (generator could not keep the schedule)")
+    print(
+        f"ack latency ms         p50 {ms(r.ack_ms, 0.5)}  p95 {ms(r.ack_ms, 0.95)}  p99 {ms(r.ack_ms, 0.99)}"
+    )
+    print(f"freshness ms           p50 {ms(r.fresh_ms, .5)}  p95 {ms(r.fresh_ms, .95)}  p99 {ms(r.fresh_ms, .99)}"
+          f"   ({len(r.fresh_ms)} samples, {len(r.pending)} never visible)")  # fmt: skip
+    print("\n== processes            CPU %    RSS MiB")
+    for name in cpu:
+        print(f"{name:22} {cpu[name]:7.1f}  {rss[name]:9.0f}")
+
+
+async def replay_vs_redis_benchmark(settings: Settings, projection: RedisProjection) -> None:
+    print("\n== replay: rebuild of the projection from the totals topic, then redis-benchmark", flush=True)
+    started = time.perf_counter()
+    report_ = await rebuild(settings, projection)
+    replay_s = time.perf_counter() - started
+    totals = report_.records
+    replay_rate = totals / replay_s
+    reference = statistics.median(redis_benchmark(settings, 200_000) for _ in range(3))
+    print(
+        f"projector replay       {replay_rate:10.0f} totals/s  ({totals} offsets in {replay_s:.1f} s, Kafka read included)"
+    )
+    print(
+        f"redis-benchmark        {reference:10.0f} calls/s   (same script, one total per call, -P 64, median of 3)"
+    )
+    print(f"ratio                  {replay_rate / reference:10.2f}x  (target >= 0.4x)")
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
+    p.add_argument("--rate", type=int, default=3000, help="awards per second offered (default 3000)")
+    p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
+    p.add_argument("--connections", type=int, default=32, help="concurrent HTTP connections (default 32)")
+    p.add_argument("--players", type=int, default=100_000, help="distinct players (default 100000)")
+    p.add_argument("--no-audit", action="store_true", help="leave the audit sink off (isolates its CPU cost)")
+    p.add_argument("--warmup", type=float, default=8, help="seconds for the processes to start (default 8)")
+    return p.parse_args()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse()))
