@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -202,9 +202,15 @@ def _as_of(read: AsOf, hint: Hint) -> AsOf:
 
 class HintHub:
     def __init__(
-        self, redis: Redis, key_prefix: str, snapshots: SnapshotReader, settings: GatewaySettings
+        self,
+        redis: Redis,
+        key_prefix: str,
+        snapshots: SnapshotReader,
+        settings: GatewaySettings,
+        on_change: Callable[[str], None] = lambda board_id: None,
     ) -> None:
         self._redis = redis
+        self._on_change = on_change
         self._pattern = hints_channel(key_prefix, "*")
         self._channel_prefix = hints_channel(key_prefix, "")
         self._snapshots = snapshots
@@ -238,7 +244,9 @@ class HintHub:
 
     def _route(self, channel: str, data: str | bytes) -> None:
         metrics.HINTS_IN.inc()
-        feed = self._feeds.get(channel[len(self._channel_prefix) :])
+        board_id = channel[len(self._channel_prefix) :]
+        self._on_change(board_id)
+        feed = self._feeds.get(board_id)
         if feed is None:
             return
         try:

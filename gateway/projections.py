@@ -38,9 +38,14 @@ class Projections:
     ) -> None:
         self._region = region
         self._readers = {region: local}
-        self._top: TtlCache[TopKey, RankPage] = TtlCache(top_ttl_s, max_entries=4096)
+        self._top: TtlCache[TopKey, tuple[int, RankPage]] = TtlCache(top_ttl_s, max_entries=4096)
         self._inflight: dict[TopKey, asyncio.Future[RankPage]] = {}
+        self._generations: dict[str, int] = {}
         self._clock = clock
+
+    def changed(self, board_id: str) -> None:
+        """A hint said the board changed: cached pages read before it are not served again."""
+        self._generations[board_id] = self._generations.get(board_id, 0) + 1
 
     def _route(self, board: Board, scope: Scope) -> tuple[str, RankReader]:
         if scope is Scope.HOME and board.home_region in self._readers:
@@ -48,13 +53,14 @@ class Projections:
         return self._region, self._readers[self._region]
 
     async def top(self, board: Board, k: int, scope: Scope) -> RankPage:
-        """Top ``k``; a page read less than the cache's TTL ago is reused with its own asOf."""
+        """Top ``k``; a page read less than the cache's TTL ago, and since the board's last hint,
+        is reused with its own asOf."""
         region, reader = self._route(board, scope)
-        key = (region, board.id, k)
+        key, generation = (region, board.id, k), self._generations.get(board.id, 0)
         cached = self._top.get(key, self._clock())
-        if cached is not None:
+        if cached is not None and cached[0] == generation:
             metrics.TOP_CACHE.labels("hit").inc()
-            return cached
+            return cached[1]
         running = self._inflight.get(key)
         if running is not None:
             metrics.TOP_CACHE.labels("shared").inc()
@@ -65,8 +71,10 @@ class Projections:
         try:
             page = await asyncio.shield(future)
         finally:
-            self._inflight.pop(key, None)
-        self._top.put(key, page, self._clock())
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
+        if self._generations.get(board.id, 0) == generation:
+            self._top.put(key, (generation, page), self._clock())
         return page
 
     async def player(self, board: Board, user_id: str, scope: Scope) -> tuple[RankedEntry | None, ReadAsOf]:

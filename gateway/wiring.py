@@ -31,16 +31,17 @@ def build_services(settings: Settings, redis: Redis, session: Session) -> Servic
     gw, prefix = settings.gateway, settings.redis.key_prefix
     reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
     store = CassandraProfiles(session)
+    projections = Projections(settings.region, reader, gw.top_cache_ttl_s)
     return Services(
         settings=settings,
         boards=BoardDirectory(CassandraCatalog(session), gw.board_cache_ttl_s),
-        projections=Projections(settings.region, reader, gw.top_cache_ttl_s),
+        projections=projections,
         profiles=GuardedProfiles(
             store,
             gw.profile_timeout_s,
             CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
         ),
-        hub=HintHub(redis, prefix, SnapshotReader(redis, prefix, reader), gw),
+        hub=HintHub(redis, prefix, SnapshotReader(redis, prefix, reader), gw, projections.changed),
         results=CassandraResults(session),
         limits=ReadLimits(gw.max_top_k, gw.max_context_range),
     )

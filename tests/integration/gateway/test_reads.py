@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime
 
 from regions.core.boards import SortOrder, TiePolicy
-from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory
+from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually
 
 AS_OF = "asOf { region positions { region partition offset } newestAcceptedAt stale }"
 BOARD = """query($id: ID!, $k: Int, $user: ID!, $range: Int) {
@@ -148,15 +148,20 @@ async def test_top_k_micro_cache_returns_its_own_as_of(
     await boards.set_totals(board, [("ann", 1)])
     await boards.set_positions({0: 1}, accepted_ms=1_700_000_000_000)
     query = "query($id: ID!) { leaderboard(id: $id) { top { entries { userId score } asOf { positions { offset } } } } }"
-    async with gateway_factory(top_cache_ttl_s=0.5) as gw:
+    async with gateway_factory(top_cache_ttl_s=1.0) as gw:
         first = await gw.query(query, {"id": board.id})
         await boards.set_totals(board, [("ann", 99)])
         await boards.projection.advance("test-epoch", 1_700_000_000_001, {0: 2})
         cached = await gw.query(query, {"id": board.id})
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(1.1)
         fresh = await gw.query(query, {"id": board.id})
+        await gw.query(query, {"id": board.id})  # cached again
+        await boards.set_totals(board, [("ann", 7)], hint=True)  # a hint makes cached pages unusable
+        await eventually(lambda: _top_score(gw, board.id, 7))
+        hinted = await gw.query(query, {"id": board.id})
 
     assert cached == first
+    assert hinted["data"]["leaderboard"]["top"]["entries"] == [{"userId": "ann", "score": 7}]
     assert first["data"]["leaderboard"]["top"] == {
         "entries": [{"userId": "ann", "score": 1}],
         "asOf": {"positions": [{"offset": 1}]},
@@ -165,6 +170,13 @@ async def test_top_k_micro_cache_returns_its_own_as_of(
         "entries": [{"userId": "ann", "score": 99}],
         "asOf": {"positions": [{"offset": 2}]},
     }
+
+
+async def _top_score(gw: Gateway, board_id: str, score: int) -> bool:
+    body = await gw.query(
+        "query($id: ID!) { leaderboard(id: $id) { top { entries { score } } } }", {"id": board_id}
+    )
+    return bool(body["data"]["leaderboard"]["top"]["entries"][0]["score"] == score)
 
 
 async def test_leaderboards_lists_boards_by_status(gateway: Gateway, boards: Boards) -> None:
