@@ -5,8 +5,15 @@ msgspec Structs: frozen, compact, and decoded without per-field Python code on h
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
 import msgspec
 import msgspec.msgpack
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -96,6 +103,16 @@ WATERMARK_KEY = b"\x00watermark"
 def totals_key(board_id: str, user_id: str) -> bytes:
     """Kafka key of awards and totals: one (board, player) always lands on one partition."""
     return f"{board_id}|{user_id}".encode()
+
+
+def decoded(decode: Callable[[bytes], T], record_value: bytes, where: str) -> T | None:
+    """Decode an internal record; None (logged, never raised) when it is not what the topic holds,
+    so one bad record cannot stop a consumer."""
+    try:
+        return decode(record_value)
+    except msgspec.DecodeError as exc:
+        log.error("skipping an undecodable record at %s: %s", where, exc)
+        return None
 
 
 class Codec:

@@ -16,7 +16,7 @@ from regions.cassandra_audit import AuditRow, CassandraAudit
 from regions.health import Health
 from regions.kafka_clients import assign_from_committed, consumer_lag, make_consumer, partitions_of
 from regions.settings import Settings
-from schema.records import AppliedAward, Codec
+from schema.records import AppliedAward, Codec, decoded
 
 log = logging.getLogger(__name__)
 CONCURRENCY = 64
@@ -76,7 +76,9 @@ class AuditSink:
             await assign_from_committed(consumer, tps)
             while not stop.is_set():
                 polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
-                rows = [audit_row(self._codec.applied(r.value)) for rs in polled.values() for r in rs]
+                applied = [decoded(self._codec.applied, r.value, f"{r.topic}:{r.partition}:{r.offset}")
+                           for rs in polled.values() for r in rs]  # fmt: skip
+                rows = [audit_row(a) for a in applied if a is not None]
                 if rows:
                     await self._write(rows)
                     await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})

@@ -23,7 +23,7 @@ from regions.health import Health
 from regions.kafka_clients import assign_from_committed, consumer_lag, make_consumer, partitions_of
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
-from schema.records import Codec, PlayerTotal, Watermark
+from schema.records import Codec, PlayerTotal, Watermark, decoded
 from schema.redis_keys import BoardKeys, board_keys
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,9 @@ class TotalsBatch:
 
     def add(self, codec: Codec, records: Sequence[ConsumerRecord]) -> None:
         for record in records:
-            value = codec.totals(record.value)
+            value = decoded(codec.totals, record.value, f"{record.topic}:{record.partition}:{record.offset}")
+            if value is None:
+                continue
             if isinstance(value, Watermark):
                 mark = self.marks.get(value.source_partition, -1)
                 self.marks[value.source_partition] = max(mark, value.source_offset)

@@ -104,11 +104,16 @@ async def test_restarted_processor_still_remembers_event_ids(region: Region) -> 
     await _converge(region, history, board)
 
 
-async def test_projector_replayed_from_the_beginning_is_identical(region: Region) -> None:
+async def _loaded(region: Region, count: int, seed: int) -> tuple[Board, History, tuple[object, object]]:
+    """A board with ``count`` submissions applied, its history, and a snapshot of its projection."""
     board, history = await _board(region), History()
-    await _load(region, history, board, 200, random.Random(3))
+    await _load(region, history, board, count, random.Random(seed))
     await _converge(region, history, board)
-    before = await _snapshot(region, board)
+    return board, history, await _snapshot(region, board)
+
+
+async def test_projector_replayed_from_the_beginning_is_identical(region: Region) -> None:
+    board, history, before = await _loaded(region, 200, 3)
     await region.stop("projector")
     positions = await region.projection.positions()
     await _rewind_projector(region)
@@ -143,10 +148,7 @@ async def _wipe(region: Region) -> None:
 
 
 async def test_redis_wiped_then_rebuilt_is_identical(region: Region) -> None:
-    board, history = await _board(region), History()
-    await _load(region, history, board, 200, random.Random(5))
-    await _converge(region, history, board)
-    before = await _snapshot(region, board)
+    board, history, before = await _loaded(region, 200, 5)
     await region.stop("projector")
     await _wipe(region)
 
@@ -167,10 +169,7 @@ async def test_redis_wiped_then_rebuilt_is_identical(region: Region) -> None:
 
 
 async def test_redis_wiped_under_a_running_projector_recovers_by_itself(region: Region) -> None:
-    board, history = await _board(region), History()
-    await _load(region, history, board, 120, random.Random(9))
-    await _converge(region, history, board)
-    before = await _snapshot(region, board)
+    board, history, before = await _loaded(region, 120, 9)
 
     await _wipe(region)
 
