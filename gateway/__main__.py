@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import uvicorn
@@ -13,8 +14,11 @@ from regions.settings import load_settings
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s gateway %(message)s")
     settings = load_settings()
+    app = create_app(settings)
+    gc.collect()
+    gc.freeze()  # objects made at start-up stay out of every later collection
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.gateway.host,
         port=settings.gateway.port,
         loop="uvloop",

@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
+from gateway import metrics
 from gateway.api import build_schema
 from gateway.api.context import Context
+from gateway.core.answers import Answer, AnswerCache
 from gateway.services import Services
 from gateway.wiring import open_services
 from regions.health import Health, health_routes
@@ -31,7 +36,8 @@ OpenServices = Callable[[Settings], contextlib.AbstractAsyncContextManager[Servi
 
 
 class GraphQLView(GraphQL[Context, None]):
-    """Strawberry's ASGI view with this gateway's context: one DataLoader per request."""
+    """Strawberry's ASGI view with this gateway's context (one DataLoader per request) and a
+    short-lived cache of whole answers to identical board reads (see :mod:`gateway.core.answers`)."""
 
     def __init__(self, settings: Settings) -> None:
         gw = settings.gateway
@@ -45,11 +51,49 @@ class GraphQLView(GraphQL[Context, None]):
             max_subscriptions_per_connection=gw.max_subscriptions_per_connection,
             allowed_origins=gw.allowed_origins,
         )
+        self._answers = AnswerCache(gw.top_cache_ttl_s)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         services: Services = request.app.state.services
         websocket = isinstance(request, WebSocket)
-        return Context(services, request, response, services.profiles.loader(cache=not websocket))
+        context = Context(services, request, response, services.profiles.loader(cache=not websocket))
+        request.state.graphql_context = context
+        return context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
+            return await super().__call__(scope, receive, send)
+        request = Request(scope, receive)
+        key = await self._answer_key(request)
+        projections = request.app.state.services.projections
+        cached = None if key is None else self._answers.get(key, time.monotonic(), projections.generation)
+        if cached is not None:
+            metrics.ANSWER_CACHE.labels("hit").inc()
+            response: Response = Response(cached, media_type="application/json")
+        else:
+            response = await self._answer(request, key)
+        await response(scope, receive, send)
+
+    async def _answer_key(self, request: Request) -> bytes | None:
+        if "authorization" in request.headers:
+            return None
+        if request.method == "GET":
+            return b"GET " + request.url.query.encode() if "query=" in request.url.query else None
+        return b"POST " + await request.body()
+
+    async def _answer(self, request: Request, key: bytes | None) -> Response:
+        started = time.monotonic()
+        try:
+            response = await self.run(request)
+        except HTTPException as exc:
+            return PlainTextResponse(exc.reason, status_code=exc.status_code)
+        context: Context | None = getattr(request.state, "graphql_context", None)
+        if key is None or context is None or not context.cacheable or not context.boards_read:
+            return response
+        if response.status_code == 200 and b'"errors"' not in response.body:
+            self._answers.put(key, Answer(started, dict(context.boards_read), bytes(response.body)))
+            metrics.ANSWER_CACHE.labels("stored").inc()
+        return response
 
 
 async def live_page(_: Request) -> Response:

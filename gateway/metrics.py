@@ -10,6 +10,9 @@ OPERATIONS = Histogram(
     ["type", "outcome"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
+ANSWER_CACHE = Counter(
+    "lb_gateway_answer_cache_total", "Whole answers served from or stored in the cache", ["result"]
+)
 TOP_CACHE = Counter("lb_gateway_top_cache_total", "Top-K micro-cache lookups", ["result"])
 PROFILE_LOOKUPS = Counter(
     "lb_gateway_profile_lookups_total", "Batched profile lookups", ["outcome"]

@@ -43,6 +43,10 @@ class Projections:
         self._generations: dict[str, int] = {}
         self._clock = clock
 
+    def generation(self, board_id: str) -> int:
+        """How many hints said the board changed since this process started."""
+        return self._generations.get(board_id, 0)
+
     def changed(self, board_id: str) -> None:
         """A hint said the board changed: cached pages read before it are not served again."""
         self._generations[board_id] = self._generations.get(board_id, 0) + 1

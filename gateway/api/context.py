@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,3 +18,8 @@ class Context:
     request: Request | WebSocket
     response: Response | WebSocket
     profiles: ProfileLoader
+    boards_read: dict[str, int] = field(default_factory=dict)  # board -> generation when first read
+    cacheable: bool = True  # False once the operation did anything but read boards
+
+    def read_board(self, board_id: str) -> None:
+        self.boards_read.setdefault(board_id, self.services.projections.generation(board_id))

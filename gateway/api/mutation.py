@@ -73,6 +73,7 @@ class Mutation:
     async def create_leaderboard(
         self, info: Info[Context, None], input: CreateLeaderboardInput
     ) -> Leaderboard:
+        info.context.cacheable = False
         require_admin(info)
         services = info.context.services
         board = board_of(input, services.settings.region)

@@ -16,6 +16,7 @@ from regions.core import boards
 class Query:
     @fields.field("A board by id; null when there is none.")
     async def leaderboard(self, info: Info[Context, None], id: strawberry.ID) -> Leaderboard | None:
+        info.context.read_board(str(id))
         board = await info.context.services.boards.get(str(id))
         return None if board is None else Leaderboard(board=board)
 
@@ -23,5 +24,6 @@ class Query:
     async def leaderboards(
         self, info: Info[Context, None], status: BoardStatus | None = None
     ) -> list[Leaderboard]:
+        info.context.cacheable = False
         wanted = None if status is None else boards.BoardStatus(status.value)
         return [Leaderboard(board=b) for b in await info.context.services.boards.all(wanted)]

@@ -1,5 +1,6 @@
 import pytest
 
+from gateway.core.answers import Answer, AnswerCache
 from gateway.core.auth import bearer_token, is_admin
 from gateway.core.hints import ChangedUser, InvalidHint, merge_positions, parse_hint
 from gateway.core.limits import ReadLimits
@@ -69,3 +70,16 @@ def test_windows_round_trip_and_rules() -> None:
     assert window_error(WindowSpec(Period.ROLLING)) is not None
     assert window_error(WindowSpec(Period.DAILY, 3)) is not None
     assert window_error(rolling) is None
+
+
+def test_answer_cache_reuses_only_fresh_answers_of_unchanged_boards() -> None:
+    cache = AnswerCache(ttl_s=1.0)
+    generations = {"b1": 3}
+    cache.put(b"q", Answer(made_at=10.0, generations={"b1": 3}, body=b"{}"))
+
+    assert cache.get(b"q", 10.5, lambda b: generations[b]) == b"{}"
+    generations["b1"] = 4
+    assert cache.get(b"q", 10.6, lambda b: generations[b]) is None
+    cache.put(b"q", Answer(made_at=11.0, generations={"b1": 4}, body=b"{}"))
+    assert cache.get(b"q", 12.0, lambda b: generations[b]) is None
+    assert len(cache) == 0

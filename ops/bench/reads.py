@@ -1,0 +1,451 @@
+"""Read and fan-out benchmark of the GraphQL gateway (a script that prints figures, not a test).
+
+1. Seeds one board of N players (default 1,000,000) straight into Redis with
+   ``RedisProjection.apply_many``, and the board into the Cassandra catalog.
+2. Starts ``python -m gateway`` and the plain Starlette reference (``reads_reference.py``) as
+   their own processes, both on uvloop + httptools, one worker each.
+3. For top-10, player and context queries (and the reference's top-10): a closed loop at fixed
+   concurrency for throughput, then a paced run at a fixed rate (latency is measured from each
+   request's scheduled time, so a stalled server is not hidden). Prints q/s and p50/p95/p99.
+4. Opens S subscribers (default 1,000) on the board, each following its own player, changes the
+   top 10 once a second by writing Redis and publishing the hint as the projector does, and prints
+   TopKChanged delivery latency (publish -> received by the client) and the gateway's RSS.
+
+The load generator is a small keep-alive HTTP/1.1 client in this process; it shares the machine's
+two cores with the gateway, the reference server and Redis. Run through ``ops/bench/reads``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import msgspec
+import uvloop
+from websockets.asyncio.client import ClientConnection, connect
+
+from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import apply_migrations, connect as connect_cassandra
+from regions.core.boards import Board, SortOrder, TiePolicy
+from regions.core.ordering import encode
+from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
+from regions.settings import Settings, load_settings
+from schema.redis_keys import board_keys, positions_key
+from tests.harness import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTENT_LENGTH = re.compile(rb"content-length:\s*(\d+)", re.IGNORECASE)
+
+TOP = '{"query":"query($b: ID!) { leaderboard(id: $b) { top(k: 10) { entries { rank userId score } asOf { positions { partition offset } newestAcceptedAt } } } }","variables":{"b":"%s"}}'
+PLAYER = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { player(userId: $u) { rank userId score asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":"%s"}}'
+CONTEXT = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { context(userId: $u, range: 4) { above { rank userId score } player { rank userId score } below { rank userId score } asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":"%s"}}'
+UPDATES = "subscription($b: ID!, $u: ID) { leaderboardUpdates(leaderboardId: $b, userId: $u) { __typename ... on TopKChanged { sequence } ... on Resync { reason sequence } } }"
+
+
+def user_id(i: int) -> str:
+    return f"p{i:07d}"
+
+
+# ------------------------------------------------------------------ seeding
+
+
+async def seed(settings: Settings, board: Board, players: int) -> None:
+    redis = connect_redis(settings.redis)
+    projection = RedisProjection(redis, settings.redis.key_prefix)
+    keys = board_keys(settings.redis.key_prefix, board.id)
+    rng = random.Random(7)
+    started, batch, per_round = time.perf_counter(), 5000, 4
+    for first in range(0, players, batch * per_round):
+        work = []
+        for start in range(first, min(first + batch * per_round, players), batch):
+            totals = []
+            for i in range(start, min(start + batch, players)):
+                total = rng.randrange(0, 10_000_000)
+                score, member = encode(board.sort_order, board.tie_policy, user_id(i), total, "")
+                totals.append(ProjectedTotal(user_id(i), 1, total, score, member))
+            work.append((keys, totals))
+        await projection.apply_many(work)
+        done = min(first + batch * per_round, players)
+        if done % 100_000 < batch * per_round or done == players:
+            rate = done / (time.perf_counter() - started)
+            print(f"  seeded {done:>9,} / {players:,} players ({rate:,.0f}/s)", flush=True)
+    await projection.start_epoch("bench")
+    await projection.advance("bench", int(time.time() * 1000), {p: 1_000_000 + p for p in range(6)})
+    await redis.aclose()
+
+
+async def drop(settings: Settings, board: Board) -> None:
+    redis = connect_redis(settings.redis)
+    keys = board_keys(settings.redis.key_prefix, board.id)
+    await redis.unlink(keys.ranking, keys.records, keys.sequence, positions_key(settings.redis.key_prefix))
+    await redis.aclose()
+
+
+# ------------------------------------------------------------------ processes
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    process: asyncio.subprocess.Process
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def start(name: str, args: list[str], env: dict[str, str], port: int, ready_path: str) -> Server:
+    log = (ROOT / ".data" / "logs" / f"bench-{name}.log").open("ab")
+    process = await asyncio.create_subprocess_exec(sys.executable, *args, env=env, stdout=log, stderr=log)
+    async with httpx.AsyncClient() as http:
+        for _ in range(300):
+            if process.returncode is not None:
+                raise RuntimeError(f"{name} exited; see .data/logs/bench-{name}.log")
+            with suppress(httpx.HTTPError):
+                if (await http.get(f"http://127.0.0.1:{port}{ready_path}")).status_code < 500:
+                    return Server(name, port, process)
+            await asyncio.sleep(0.2)
+    raise TimeoutError(f"{name} did not start")
+
+
+async def stop(server: Server) -> None:
+    if server.process.returncode is None:
+        server.process.terminate()
+        try:
+            await asyncio.wait_for(server.process.wait(), 10)
+        except TimeoutError:
+            server.process.kill()
+
+
+# ------------------------------------------------------------------ HTTP load
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection; the cheapest client there is, to leave CPU to the servers."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+        return cls(reader, writer)
+
+    async def exchange(self, request: bytes) -> bytes:
+        self._writer.write(request)
+        head = await self._reader.readuntil(b"\r\n\r\n")
+        match = CONTENT_LENGTH.search(head)
+        body = await self._reader.readexactly(int(match.group(1)) if match else 0)
+        if not head.startswith(b"HTTP/1.1 200") or b'"errors"' in body:
+            raise RuntimeError(f"bad response: {head[:40]!r} {body[:300]!r}")
+        return body
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def post(port: int, body: str) -> bytes:
+    data = body.encode()
+    return (
+        f"POST /graphql HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(data)}\r\n\r\n"
+    ).encode() + data
+
+
+def get(port: int, path: str) -> bytes:
+    return f"GET {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode()
+
+
+@dataclass
+class Result:
+    label: str
+    mode: str
+    requests: int
+    seconds: float
+    latencies: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        q = statistics.quantiles(self.latencies, n=100, method="inclusive")
+        return (
+            f"  {self.label:<22} {self.mode:<16} {self.requests / self.seconds:>8,.0f} q/s   "
+            f"p50 {q[49] * 1000:6.1f} ms   p95 {q[94] * 1000:6.1f} ms   p99 {q[98] * 1000:6.1f} ms"
+        )
+
+    @property
+    def p99_ms(self) -> float:
+        return statistics.quantiles(self.latencies, n=100, method="inclusive")[98] * 1000
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds
+
+
+async def closed_loop(
+    label: str, port: int, make: Callable[[], bytes], concurrency: int, seconds: float
+) -> Result:
+    connections = [await Connection.open(port) for _ in range(concurrency)]
+    result = Result(label, f"closed c={concurrency}", 0, seconds)
+    deadline = time.perf_counter() + seconds
+
+    async def worker(conn: Connection) -> None:
+        while (now := time.perf_counter()) < deadline:
+            await conn.exchange(make())
+            result.latencies.append(time.perf_counter() - now)
+            result.requests += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(c) for c in connections))
+    result.seconds = time.perf_counter() - started
+    for c in connections:
+        c.close()
+    return result
+
+
+async def paced(
+    label: str, port: int, make: Callable[[], bytes], concurrency: int, rate: float, seconds: float
+) -> Result:
+    """``rate`` requests a second spread over ``concurrency`` connections; latency from schedule."""
+    connections = [await Connection.open(port) for _ in range(concurrency)]
+    result = Result(label, f"paced {rate:.0f} q/s", 0, seconds)
+    total = int(rate * seconds)
+    start = time.perf_counter() + 0.05
+
+    async def worker(index: int, conn: Connection) -> None:
+        for n in range(index, total, concurrency):
+            due = start + n / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await conn.exchange(make())
+            result.latencies.append(time.perf_counter() - due)
+            result.requests += 1
+
+    await asyncio.gather(*(worker(i, c) for i, c in enumerate(connections)))
+    result.seconds = time.perf_counter() - start
+    for c in connections:
+        c.close()
+    return result
+
+
+# ------------------------------------------------------------------ subscriptions
+
+
+@dataclass
+class Subscriber:
+    received: dict[int, float] = field(default_factory=dict)
+    resyncs: int = 0
+
+
+async def subscribe(url: str, board: str, user: str, sink: Subscriber, ready: asyncio.Event) -> None:
+    ws: ClientConnection
+    async with connect(url, subprotocols=["graphql-transport-ws"], open_timeout=60, max_size=None) as ws:  # type: ignore[list-item]
+        await ws.send(json.dumps({"type": "connection_init"}))
+        await ws.recv()
+        payload = {"query": UPDATES, "variables": {"b": board, "u": user}}
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+        ready.set()
+        async for raw in ws:
+            now = time.perf_counter()
+            message = json.loads(raw)
+            if message.get("type") == "ping":
+                await ws.send(json.dumps({"type": "pong"}))
+                continue
+            update = message.get("payload", {}).get("data", {}).get("leaderboardUpdates")
+            if update and update["__typename"] == "TopKChanged":
+                sink.received[update["sequence"]] = now
+            elif update:
+                sink.resyncs += 1
+
+
+async def metric(port: int, name: str) -> float:
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+async def fan_out(
+    settings: Settings, board: Board, gateway: Server, subscribers: int, changes: int, players: int
+) -> None:
+    url = f"ws://127.0.0.1:{gateway.port}/graphql"
+    rss_before = gateway.rss_mb()
+    sinks = [Subscriber() for _ in range(subscribers)]
+    readies = [asyncio.Event() for _ in range(subscribers)]
+    rng = random.Random(11)
+    tasks = []
+    for i, (sink, ready) in enumerate(zip(sinks, readies, strict=True)):
+        tasks.append(
+            asyncio.create_task(subscribe(url, board.id, user_id(rng.randrange(players)), sink, ready))
+        )
+        if i % 50 == 49:
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 120)
+    while await metric(gateway.port, "lb_gateway_subscriptions") < subscribers:
+        await asyncio.sleep(0.2)
+    rss_subscribed = gateway.rss_mb()
+    print(
+        f"  {subscribers} subscribers connected; gateway RSS {rss_before:.0f} MB before, {rss_subscribed:.0f} MB now"
+    )
+
+    redis = connect_redis(settings.redis)
+    projection = RedisProjection(redis, settings.redis.key_prefix)
+    keys = board_keys(settings.redis.key_prefix, board.id)
+    published: dict[int, float] = {}
+    cpu_before = gateway.cpu_s()
+    for n in range(changes):
+        champion = f"champion-{n:03d}"
+        total = 20_000_000 + n
+        score, member = encode(board.sort_order, board.tie_policy, champion, total, "")
+        applied = await projection.apply(keys, [ProjectedTotal(champion, 1, total, score, member)])
+        hint = {"boardId": board.id, "sequence": applied.sequence, "positions": {"0": 2_000_000 + n},
+                "users": [{"userId": champion, "score": total, "version": 1}], "truncated": False}  # fmt: skip
+        published[applied.sequence] = time.perf_counter()
+        await projection.publish_hint(board.id, msgspec.json.encode(hint))
+        await asyncio.sleep(1.0)
+    await asyncio.sleep(2.0)
+    cpu_used = gateway.cpu_s() - cpu_before
+    rss_after = gateway.rss_mb()
+
+    latencies = [
+        sink.received[seq] - sent for sink in sinks for seq, sent in published.items() if seq in sink.received
+    ]
+    expected = subscribers * len(published)
+    q = (
+        statistics.quantiles(latencies, n=100, method="inclusive")
+        if len(latencies) > 1
+        else [float("nan")] * 99
+    )
+    print(
+        f"  TopKChanged deliveries {len(latencies):,} of {expected:,} "
+        f"({len(latencies) / expected:.1%}); resyncs {sum(s.resyncs for s in sinks)}"
+    )
+    print(
+        f"  delivery latency  p50 {q[49] * 1000:.0f} ms   p95 {q[94] * 1000:.0f} ms   p99 {q[98] * 1000:.0f} ms   "
+        f"max {max(latencies) * 1000:.0f} ms"
+    )
+    print(
+        f"  gateway RSS {rss_after:.0f} MB after {changes} changes; gateway CPU {cpu_used:.1f} s over {changes + 2} s"
+    )
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await redis.aclose()
+    print(
+        f"  target: 1,000 subscribers get TopKChanged within 1 s p99 -> {'met' if q[98] < 1.0 else 'MISSED'}"
+    )
+
+
+# ------------------------------------------------------------------ main
+
+
+async def run(args: argparse.Namespace) -> None:
+    base = load_settings()
+    prefix = f"bench{uuid.uuid4().hex[:6]}"
+    settings = base.model_copy(update={"redis": base.redis.model_copy(update={"key_prefix": prefix})})
+    board = Board(f"bench-{uuid.uuid4().hex[:8]}", "Benchmark board", settings.region,
+                  sort_order=SortOrder.DESC, tie_policy=TiePolicy.USER_ID)  # fmt: skip
+    print(f"== seeding {args.players:,} players into Redis (prefix {prefix}), board {board.id}")
+    apply_migrations(settings.cassandra)
+    cluster, session = connect_cassandra(settings.cassandra)
+    await CassandraCatalog(session).create(board)
+    cluster.shutdown()
+    await seed(settings, board, args.players)
+
+    env = {**os.environ, "LB_REDIS__KEY_PREFIX": prefix}
+    gw_port, ref_port = free_port(), free_port()
+    (ROOT / ".data" / "logs").mkdir(parents=True, exist_ok=True)
+    gateway = await start(
+        "gateway", ["-m", "gateway"], {**env, "LB_GATEWAY__PORT": str(gw_port)}, gw_port, "/readyz"
+    )
+    reference = await start("reference", [str(ROOT / "ops/bench/reads_reference.py")],
+                            {**env, "LB_BENCH_REFERENCE_PORT": str(ref_port)}, ref_port, f"/top?board={board.id}")  # fmt: skip
+    try:
+        await reads(args, board, gateway, reference)
+        print(
+            f"\n== subscription fan-out: {args.subscribers} subscribers, {args.changes} top-10 changes, 1/s"
+        )
+        await fan_out(settings, board, gateway, args.subscribers, args.changes, args.players)
+    finally:
+        await stop(gateway)
+        await stop(reference)
+        await drop(settings, board)
+
+
+async def reads(args: argparse.Namespace, board: Board, gateway: Server, reference: Server) -> None:
+    rng = random.Random(3)
+    g, r = gateway.port, reference.port
+    top = post(g, TOP % board.id)
+    makers: dict[str, Callable[[], bytes]] = {
+        "graphql top(k: 10)": lambda: top,
+        "graphql player": lambda: post(g, PLAYER % (board.id, user_id(rng.randrange(args.players)))),
+        "graphql context(4)": lambda: post(g, CONTEXT % (board.id, user_id(rng.randrange(args.players)))),
+    }
+    plain = get(r, f"/top?board={board.id}&k=10")
+    print(
+        f"\n== reads: {args.duration:.0f} s per run, warm-up 2 s; gateway and reference on one core each at most"
+    )
+    for port, make in ((g, makers["graphql top(k: 10)"]), (r, lambda: plain)):
+        await closed_loop("warm-up", port, make, 4, 2)
+    results: dict[str, list[Result]] = {}
+    for label, make in [*makers.items(), ("plain starlette top 10", lambda: plain)]:
+        port = r if label.startswith("plain") else g
+        cpu = gateway.cpu_s() if port == g else reference.cpu_s()
+        closed = await closed_loop(label, port, make, args.concurrency, args.duration)
+        print(closed.line(), flush=True)
+        steady = await paced(label, port, make, args.concurrency, args.rate, args.duration)
+        used = (gateway.cpu_s() if port == g else reference.cpu_s()) - cpu
+        print(
+            steady.line() + f"   (server CPU {used / (closed.seconds + steady.seconds):.0%} of a core)",
+            flush=True,
+        )
+        results[label] = [closed, steady]
+    top_gql, top_plain = results["graphql top(k: 10)"], results["plain starlette top 10"]
+    ratio = top_gql[0].rate / top_plain[0].rate
+    print(f"\n  top-10 throughput: graphql {top_gql[0].rate:,.0f} q/s vs plain starlette {top_plain[0].rate:,.0f} q/s "
+          f"= {ratio:.2f}x  (target >= 0.25x: {'met' if ratio >= 0.25 else 'MISSED'})")  # fmt: skip
+    for label in ("graphql top(k: 10)", "graphql context(4)"):
+        p99 = results[label][1].p99_ms
+        print(
+            f"  {label} p99 at {args.rate:.0f} q/s: {p99:.1f} ms  (target < 50 ms: {'met' if p99 < 50 else 'MISSED'})"
+        )
+    print(f"  gateway RSS {gateway.rss_mb():.0f} MB, reference RSS {reference.rss_mb():.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--players", type=int, default=1_000_000)
+    parser.add_argument("--concurrency", type=int, default=32, help="connections per run")
+    parser.add_argument("--rate", type=float, default=500, help="paced runs: requests per second")
+    parser.add_argument("--duration", type=float, default=10, help="seconds per run")
+    parser.add_argument("--subscribers", type=int, default=1000)
+    parser.add_argument("--changes", type=int, default=20, help="top-10 changes during the fan-out run")
+    args = parser.parse_args()
+    uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
