@@ -85,6 +85,8 @@ class BoardFeed:
         self._resync: str | None = None
         self._last_sequence: int | None = None
         self._wake = asyncio.Event()
+        self._joining: dict[str, asyncio.Future[PlayerState]] = {}
+        self._joiner: asyncio.Task[None] | None = None
         self._baseline = asyncio.ensure_future(self._read_baseline())
         self._task = asyncio.create_task(self._run())
 
@@ -98,11 +100,34 @@ class BoardFeed:
         await asyncio.shield(self._baseline)
         user = mailbox.user_id
         if user is not None and user not in self._players:
-            if len(self._players) >= self._settings.max_tracked_players:
-                raise TooManyPlayers(self.board.id)
-            snapshot = await self._snapshots.read(self.board, [user], TOP_K)
-            self._players.setdefault(user, snapshot.players[user])
+            state = await asyncio.shield(self._join(user))
+            self._players.setdefault(user, state)
         self._mailboxes.setdefault(user, set()).add(mailbox)
+
+    def _join(self, user: str) -> asyncio.Future[PlayerState]:
+        """The player's standing now; players joining together are read in one round trip."""
+        joining = self._joining.get(user)
+        if joining is not None:
+            return joining
+        if len(self._players) + len(self._joining) >= self._settings.max_tracked_players:
+            raise TooManyPlayers(self.board.id)
+        joining = self._joining[user] = asyncio.get_running_loop().create_future()
+        if self._joiner is None:
+            self._joiner = asyncio.create_task(self._read_joining())
+        return joining
+
+    async def _read_joining(self) -> None:
+        while self._joining:
+            batch, self._joining = self._joining, {}
+            try:
+                snapshot = await self._snapshots.read(self.board, list(batch), TOP_K)
+            except RedisError as exc:
+                for future in batch.values():
+                    future.set_exception(exc)
+                continue
+            for user, future in batch.items():
+                future.set_result(snapshot.players[user])
+        self._joiner = None
 
     def depths(self) -> list[int]:
         """Pending updates of each subscriber (each is at most one per kind of update)."""
@@ -188,9 +213,10 @@ class BoardFeed:
             await asyncio.sleep(self._settings.hint_min_interval_s)
 
     async def close(self) -> None:
-        for task in (self._task, self._baseline):
+        tasks = [t for t in (self._task, self._baseline, self._joiner) if t is not None]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(self._task, self._baseline, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _as_of(read: AsOf, hint: Hint) -> AsOf:

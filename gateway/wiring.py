@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from cassandra.cluster import Session
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from gateway.boards import BoardDirectory
 from gateway.cassandra_profiles import CassandraProfiles
@@ -22,8 +22,19 @@ from gateway.services import Services
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_store import connect
 from regions.reads import RankReader
-from regions.redis_projection import RedisProjection, connect_redis
+from regions.redis_projection import RedisProjection
 from regions.settings import Settings
+
+
+def gateway_redis(settings: Settings) -> Redis:
+    """A client whose pool waits for a free connection (bounded) instead of failing under bursts."""
+    pool = BlockingConnectionPool.from_url(
+        settings.redis.url,
+        decode_responses=True,
+        max_connections=settings.gateway.redis_max_connections,
+        timeout=5,
+    )
+    return Redis(connection_pool=pool)
 
 
 def build_services(settings: Settings, redis: Redis, session: Session) -> Services:
@@ -62,7 +73,7 @@ async def running(services: Services) -> AsyncIterator[Services]:
 
 @contextlib.asynccontextmanager
 async def open_services(settings: Settings) -> AsyncIterator[Services]:
-    redis = connect_redis(settings.redis)
+    redis = gateway_redis(settings)
     cluster, session = await asyncio.to_thread(connect, settings.cassandra)
     try:
         services = await asyncio.to_thread(build_services, settings, redis, session)

@@ -134,6 +134,7 @@ class GatewaySettings(BaseModel):
     max_tracked_players: int = Field(
         5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."
     )
+    redis_max_connections: int = Field(64, ge=2, description="Redis connections of one gateway process.")
 
 
 class Settings(BaseSettings):

@@ -179,3 +179,35 @@ async def test_websocket_from_a_disallowed_origin_is_refused(gateway_factory: Ga
                 pass
 
     assert refused.value.response.status_code == 403
+
+
+async def _follow(url: str, board: str, user: str, seen: list[str]) -> None:
+    async with connect(url, subprotocols=[TRANSPORT_WS]) as ws:
+        await ws.send(json.dumps({"type": "connection_init"}))
+        await ws.recv()
+        payload = {"query": UPDATES, "variables": {"board": board, "user": user}}
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+        async for raw in ws:
+            message = json.loads(raw)
+            if (
+                message["type"] == "next"
+                and message["payload"]["data"]["leaderboardUpdates"]["__typename"] == "TopKChanged"
+            ):
+                seen.append(user)
+                return
+
+
+async def test_many_players_joining_at_once_share_reads_and_all_get_updates(
+    gateway: Gateway, boards: Boards
+) -> None:
+    board = await boards.create()
+    users = [f"j{i:03d}" for i in range(150)]  # more than the Redis pool has connections
+    await boards.set_totals(board, [(u, i) for i, u in enumerate(users)])
+    seen: list[str] = []
+    tasks = [asyncio.create_task(_follow(gateway.ws_url, board.id, u, seen)) for u in users]
+    await eventually(lambda: _subscribed(gateway, board.id, len(users)), within=30)
+
+    await boards.set_totals(board, [("champion", 10_000)], hint=True)
+    await asyncio.wait_for(asyncio.gather(*tasks), 20)
+
+    assert sorted(seen) == users
