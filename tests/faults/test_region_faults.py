@@ -19,8 +19,8 @@ from schema.event_id import event_id
 from schema.redis_keys import board_keys
 from tests.conftest import RegionFactory
 from tests.faults.history import History, check_totals
-from tests.faults.tcp_proxy import TcpProxy
 from tests.harness import Region
+from tests.proxy import TcpProxy
 
 PLAYERS = [f"player-{i:02d}" for i in range(30)]
 

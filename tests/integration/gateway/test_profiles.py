@@ -14,7 +14,7 @@ from gateway.cassandra_profiles import CassandraProfiles, ProfileRecord
 from regions.cassandra_store import connect
 from regions.settings import Settings
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
-from tests.integration.gateway.slow_proxy import SlowProxy
+from tests.proxy import TcpProxy
 
 TOP = "query($id: ID!, $k: Int) { leaderboard(id: $id) { top(k: $k) { entries { userId score profile { displayName country } } } } }"
 
@@ -63,7 +63,7 @@ def _round_trips(gw: Gateway) -> int:
 
 @contextlib.asynccontextmanager
 async def gateway_via_proxy(
-    settings: Settings, redis: Redis, proxy: SlowProxy, **gateway: object
+    settings: Settings, redis: Redis, proxy: TcpProxy, **gateway: object
 ) -> AsyncIterator[Gateway]:
     port = await proxy.start()
     cassandra = settings.cassandra.model_copy(update={"port": port, "contact_points": ["127.0.0.1"]})
@@ -90,7 +90,7 @@ async def test_slow_profile_store_answers_ids_and_scores_within_budget_then_brea
     users = [f"s{i}-{board.id}" for i in range(10)]
     await boards.set_totals(board, [(u, 100 - i) for i, u in enumerate(users)])
     await seed_profiles(cassandra_session, users)
-    proxy = SlowProxy("127.0.0.1", settings.cassandra.port)
+    proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
     async with gateway_via_proxy(
         settings, redis_client, proxy, profile_timeout_s=0.2, profile_breaker_failures=2,
         profile_breaker_reset_s=60, top_cache_ttl_s=0,
@@ -120,7 +120,7 @@ async def test_profile_store_down_still_answers_ids_and_scores(
     users = [f"d{i}-{board.id}" for i in range(5)]
     await boards.set_totals(board, [(u, 50 - i) for i, u in enumerate(users)])
     await seed_profiles(cassandra_session, users)
-    proxy = SlowProxy("127.0.0.1", settings.cassandra.port)
+    proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
     async with gateway_via_proxy(
         settings, redis_client, proxy, profile_timeout_s=0.2, top_cache_ttl_s=0
     ) as gw:

@@ -1,4 +1,4 @@
-"""A TCP proxy in front of a real server that a test can slow down or cut, to fault one client only."""
+"""A TCP proxy in front of a real server that a test can slow down, cut and heal, to fault one client only."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 
-class SlowProxy:
+class TcpProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self._target = (target_host, target_port)
         self._server: asyncio.Server | None = None
@@ -47,6 +47,9 @@ class SlowProxy:
         self.cut_off = True
         for writer in list(self._writers):
             writer.close()
+
+    def heal(self) -> None:
+        self.cut_off = False
 
     async def close(self) -> None:
         self.delay_s = 0
