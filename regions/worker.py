@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import uvloop
 
 log = logging.getLogger(__name__)
 
@@ -29,3 +32,9 @@ async def run_until_stopped(
             log.warning("%s failed (%r); restarting from durable state in %.0fs", name, exc, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
+
+
+def run_process(service: str, main: Coroutine[Any, Any, None]) -> None:
+    """Run a service's main coroutine on uvloop, with the platform's log format."""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {service} %(message)s")
+    uvloop.run(main)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
 from aiokafka.errors import KafkaError
 
 from regions.audit.loop import AuditSink
@@ -12,7 +9,7 @@ from regions.cassandra_audit import CassandraAudit
 from regions.cassandra_store import connect
 from regions.health import Health, serve_health
 from regions.settings import load_settings
-from regions.worker import run_until_stopped
+from regions.worker import run_process, run_until_stopped
 
 
 async def amain() -> None:
@@ -26,8 +23,7 @@ async def amain() -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s audit %(message)s")
-    asyncio.run(amain())
+    run_process("audit", amain())
 
 
 if __name__ == "__main__":

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator
 
 import uvicorn
@@ -17,6 +15,7 @@ from regions.health import Health
 from regions.intake.app import create_app
 from regions.kafka_clients import AcceptanceUnavailable, AwardPublisher, make_producer
 from regions.settings import Settings, load_settings
+from regions.worker import run_process
 
 
 def build(settings: Settings) -> Starlette:
@@ -56,12 +55,11 @@ def build(settings: Settings) -> Starlette:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s intake %(message)s")
     settings = load_settings()
     config = uvicorn.Config(
         build(settings), host=settings.intake.host, port=settings.intake.port, access_log=False
     )
-    asyncio.run(uvicorn.Server(config).serve())
+    run_process("intake", uvicorn.Server(config).serve())
 
 
 if __name__ == "__main__":

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
 from aiokafka.errors import KafkaError
 
 from regions.health import Health, serve_health
 from regions.processor.loop import Processor
 from regions.settings import load_settings
-from regions.worker import run_until_stopped
+from regions.worker import run_process, run_until_stopped
 
 
 async def amain() -> None:
@@ -24,8 +21,7 @@ async def amain() -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s processor %(message)s")
-    asyncio.run(amain())
+    run_process("processor", amain())
 
 
 if __name__ == "__main__":

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
 from aiokafka.errors import KafkaError
 from redis.exceptions import RedisError
 
@@ -12,7 +9,7 @@ from regions.health import Health, serve_health
 from regions.projector.loop import Projector
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import load_settings
-from regions.worker import run_until_stopped
+from regions.worker import run_process, run_until_stopped
 
 
 async def amain() -> None:
@@ -27,8 +24,7 @@ async def amain() -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s projector %(message)s")
-    asyncio.run(amain())
+    run_process("projector", amain())
 
 
 if __name__ == "__main__":
