@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import msgspec
 
 from regions.cassandra_catalog import CassandraCatalog
@@ -174,6 +175,12 @@ def start_service(service: str, env: dict[str, str], logs: Path) -> subprocess.P
         )
 
 
+async def audit_backlog(settings: Settings) -> int:
+    async with httpx.AsyncClient() as http:
+        lag = (await http.get(f"http://127.0.0.1:{settings.audit.health_port}/healthz")).json()["lag"]
+    return sum(sum(partitions.values()) for partitions in lag.values())
+
+
 def server_pids() -> dict[str, int]:
     run = Path(os.environ.get("LB_OPS_DATA_DIR", ROOT / ".data")) / "run"
     return {p.stem: int(p.read_text()) for p in run.glob("*.pid")}
@@ -198,7 +205,7 @@ async def main(args: argparse.Namespace) -> None:
 
     logs = ROOT / ".data" / "logs" / f"bench-{tag}"
     logs.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **region_env(settings)}
+    env = {**os.environ, **region_env(settings), "LB_AUDIT__MAX_ROWS_PER_S": str(args.audit_rate)}
     procs = {s: start_service(s, env, logs) for s in SERVICES if not (args.no_audit and s == "audit")}
     redis = connect_redis(settings.redis)
     projection = RedisProjection(redis, settings.redis.key_prefix)
@@ -220,6 +227,10 @@ async def main(args: argparse.Namespace) -> None:
         stop.set()
         await asyncio.wait_for(watcher, 60)
         report(args, results, wall, cpu, rss)
+        if "audit" in procs:
+            print(
+                f"audit backlog at the end of the load: {await audit_backlog(settings):,} rows (drains after the peak)"
+            )
         await replay_vs_redis_benchmark(settings, projection)
     finally:
         for p in procs.values():
@@ -274,6 +285,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--connections", type=int, default=32, help="concurrent HTTP connections (default 32)")
     p.add_argument("--players", type=int, default=100_000, help="distinct players (default 100000)")
     p.add_argument("--no-audit", action="store_true", help="leave the audit sink off (isolates its CPU cost)")
+    p.add_argument(
+        "--audit-rate", type=float, default=0, help="LB_AUDIT__MAX_ROWS_PER_S for the run (0: no cap)"
+    )
     p.add_argument("--warmup", type=float, default=8, help="seconds for the processes to start (default 8)")
     return p.parse_args()
 

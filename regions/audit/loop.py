@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from aiokafka import TopicPartition
 
 from regions.cassandra_audit import AuditRow, CassandraAudit
+from regions.core.rate_limit import TokenBuckets
 from regions.health import Health
 from regions.kafka_clients import assign_from_committed, consumer_lag, make_consumer, partitions_of
 from regions.settings import Settings
@@ -40,6 +42,8 @@ class AuditSink:
         self._group = f"{settings.kafka.topic_prefix}.audit.{settings.region}"
         self._codec = Codec()
         self.written = 0
+        cap = settings.audit.max_rows_per_s
+        self._pace = TokenBuckets(rate=cap or 1.0, burst=max(1.0, cap / 10))
         self.cassandra_ok = True
 
     async def _write(self, rows: list[AuditRow]) -> None:
@@ -67,6 +71,19 @@ class AuditSink:
                 delay = min(delay * 2, cfg.retry_max_s)
             pending = failed
 
+    async def _paced(self, rows: list[AuditRow]) -> None:
+        """Write rows, at most ``max_rows_per_s`` a second when a cap is set: audit is eventual, so
+        under a peak it queues in Kafka instead of taking CPU from acceptance and ranking."""
+        cap = self._settings.audit.max_rows_per_s
+        if not cap:
+            await self._write(rows)
+            return
+        chunk = max(1, int(cap / 10))
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            await asyncio.sleep(self._pace.reserve("audit", len(part), time.monotonic()))
+            await self._write(part)
+
     async def run(self, stop: asyncio.Event) -> None:
         consumer = make_consumer(self._settings.kafka, group_id=self._group)
         await consumer.start()
@@ -80,7 +97,7 @@ class AuditSink:
                            for rs in polled.values() for r in rs]  # fmt: skip
                 rows = [audit_row(a) for a in applied if a is not None]
                 if rows:
-                    await self._write(rows)
+                    await self._paced(rows)
                     await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})
                 self._health.report_lag(topic, await consumer_lag(consumer, tps))
         finally:

@@ -22,3 +22,11 @@ class TokenBuckets:
             return 0.0
         self._buckets[key] = (tokens, now_s)
         return (cost - tokens) / self.rate
+
+    def reserve(self, key: str, cost: float, now_s: float) -> float:
+        """Take ``cost`` tokens even if that leaves a debt; returns the seconds to wait before
+        spending them. Callers that always wait this long proceed at ``rate`` on average."""
+        tokens, stamp = self._buckets.get(key, (self.burst, now_s))
+        tokens = min(self.burst, tokens + (now_s - stamp) * self.rate) - cost
+        self._buckets[key] = (tokens, now_s)
+        return max(0.0, -tokens / self.rate)

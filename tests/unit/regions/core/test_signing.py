@@ -39,3 +39,10 @@ def test_token_bucket_refuses_then_refills() -> None:
     buckets = TokenBuckets(rate=10, burst=2)
     assert [buckets.take("k", 1, 0.0) for _ in range(3)] == [0.0, 0.0, 0.1]
     assert buckets.take("k", 1, 0.2) == 0.0
+
+
+def test_reserve_paces_callers_to_the_rate() -> None:
+    buckets = TokenBuckets(rate=100, burst=10)
+    waits = [buckets.reserve("a", 10, 0.0) for _ in range(3)]
+    assert waits == [0.0, 0.1, 0.2]  # 30 rows at 100/s: the last waits until 0.2 s
+    assert buckets.reserve("a", 10, 1.0) == 0.0  # refilled
