@@ -95,6 +95,18 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_offset: int
 
 
+class ProjectedView(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
+    """The part of a PlayerTotal the projection needs; decoding it skips the dedupe memory."""
+
+    board_id: str
+    user_id: str
+    total: int
+    version: int
+    reached: str
+    sort_order: str
+    tie_policy: str
+
+
 TotalsRecord = PlayerTotal | Watermark
 
 WATERMARK_KEY = b"\x00watermark"
@@ -122,5 +134,6 @@ class Codec:
         self.encode = msgspec.msgpack.Encoder().encode
         self.award = msgspec.msgpack.Decoder(AwardEvent).decode
         self.totals = msgspec.msgpack.Decoder(TotalsRecord).decode
+        self.projected = msgspec.msgpack.Decoder(ProjectedView | Watermark).decode
         self.applied = msgspec.msgpack.Decoder(AppliedAward).decode
         self.reconciliation = msgspec.msgpack.Decoder(Reconciliation).decode

@@ -181,6 +181,13 @@ async def audit_backlog(settings: Settings) -> int:
     return sum(sum(partitions.values()) for partitions in lag.values())
 
 
+def stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
+    for p in procs.values():
+        p.terminate()
+    for p in procs.values():
+        p.wait(20)
+
+
 def server_pids() -> dict[str, int]:
     run = Path(os.environ.get("LB_OPS_DATA_DIR", ROOT / ".data")) / "run"
     return {p.stem: int(p.read_text()) for p in run.glob("*.pid")}
@@ -231,12 +238,10 @@ async def main(args: argparse.Namespace) -> None:
             print(
                 f"audit backlog at the end of the load: {await audit_backlog(settings):,} rows (drains after the peak)"
             )
+        stop_all(procs)  # the replay is measured on an otherwise idle machine, like redis-benchmark
         await replay_vs_redis_benchmark(settings, projection)
     finally:
-        for p in procs.values():
-            p.terminate()
-        for p in procs.values():
-            p.wait(20)
+        stop_all(procs)
         await redis.aclose()
 
 

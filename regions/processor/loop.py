@@ -44,6 +44,7 @@ from schema.records import (
     PlayerTotal,
     Reconciliation,
     Watermark,
+    decoded,
     totals_key,
 )
 
@@ -98,15 +99,21 @@ class Processor:
             read += len(records)
             for record in records:
                 if record.key != WATERMARK_KEY:
-                    t = self._codec.totals(record.value)
+                    t = decoded(
+                        self._codec.totals, record.value, f"{record.topic}:{record.partition}:{record.offset}"
+                    )
                     if isinstance(t, PlayerTotal):
                         self.state[(t.board_id, t.user_id)] = PlayerState(
                             t.total, t.version, t.reached, t.recent
                         )
 
+        next_report = 100_000
+
         def progress(done: int, total: int) -> None:
-            if total > 50_000 and done % 100_000 < 20_000:
-                log.info("restoring state: %d of %d changelog records", done, total)
+            nonlocal next_report
+            if done >= next_report:
+                log.info("restoring state: %d of %d changelog offsets", done, total)
+                next_report += 100_000
 
         tps = [TopicPartition(self._kafka.topic("totals"), p) for p in partitions]
         await replay(self._kafka, tps, load, progress=progress)

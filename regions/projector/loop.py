@@ -23,7 +23,7 @@ from regions.health import Health
 from regions.kafka_clients import assign_from_committed, consumer_lag, make_consumer, partitions_of
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
-from schema.records import Codec, PlayerTotal, Watermark, decoded
+from schema.records import Codec, ProjectedView, Watermark, decoded
 from schema.redis_keys import BoardKeys, board_keys
 
 log = logging.getLogger(__name__)
@@ -34,13 +34,15 @@ MAX_HINT_USERS = 64
 class TotalsBatch:
     """A batch of the totals topic reduced to what the projection needs."""
 
-    latest: dict[tuple[str, str], PlayerTotal] = field(default_factory=dict)
+    latest: dict[tuple[str, str], ProjectedView] = field(default_factory=dict)
     marks: dict[int, int] = field(default_factory=dict)
     newest_accepted_ms: int = 0
 
     def add(self, codec: Codec, records: Sequence[ConsumerRecord]) -> None:
         for record in records:
-            value = decoded(codec.totals, record.value, f"{record.topic}:{record.partition}:{record.offset}")
+            value = decoded(
+                codec.projected, record.value, f"{record.topic}:{record.partition}:{record.offset}"
+            )
             if value is None:
                 continue
             if isinstance(value, Watermark):
