@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from cassandra.cluster import Session
 
-from regions.cassandra_store import execute
+from regions.cassandra_store import execute, execute_all
 
 _INSERT = (
     "INSERT INTO award_history (event_id, board_id, user_id, match_id, award_type, amount, "
@@ -31,6 +31,13 @@ class AuditRow:
     version: int
 
 
+def _values(row: AuditRow) -> tuple[object, ...]:
+    return (
+        row.event_id, row.board_id, row.user_id, row.match_id, row.award_type, row.amount,
+        row.occurred_at_ms, row.region, row.source_partition, row.source_offset, row.total, row.version,
+    )  # fmt: skip
+
+
 class CassandraAudit:
     """Writes audit rows; a repeat of an event id is refused by Cassandra, never duplicated."""
 
@@ -40,25 +47,13 @@ class CassandraAudit:
 
     async def record(self, row: AuditRow) -> bool:
         """Insert the row unless its event id exists; True when this call wrote it."""
-        result = await execute(
-            self._session,
-            self._insert,
-            (
-                row.event_id,
-                row.board_id,
-                row.user_id,
-                row.match_id,
-                row.award_type,
-                row.amount,
-                row.occurred_at_ms,
-                row.region,
-                row.source_partition,
-                row.source_offset,
-                row.total,
-                row.version,
-            ),
-        )
+        result = await execute(self._session, self._insert, _values(row))
         return bool(result.was_applied)
+
+    async def record_many(self, rows: list[AuditRow]) -> list[bool | Exception]:
+        """``record`` for many rows at once: per row, whether this call wrote it, or its error."""
+        results = await execute_all(self._session, self._insert, [_values(r) for r in rows])
+        return [r if isinstance(r, Exception) else bool(r.was_applied) for r in results]
 
     async def count(self, event_id: str) -> int:
         """How many rows hold this event id (0 or 1 by construction)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, ResponseFuture, Session
@@ -83,3 +84,40 @@ async def execute(session: Session, statement: Any, params: Any = None) -> Any:
         lambda exc: loop.call_soon_threadsafe(_failed, exc),
     )
     return await future
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def execute_all(session: Session, statement: Any, params: list[Any]) -> list[Any]:
+    """Run one statement for many parameter sets at once; each slot holds a result set or the
+    exception it raised. The event loop is woken once for the whole group, not once per row."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    results: list[Any] = [None] * len(params)
+    remaining = [len(params)]
+    lock = threading.Lock()
+
+    def finish(slot: int, value: Any) -> None:
+        results[slot] = value
+        with lock:
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            loop.call_soon_threadsafe(_resolve, done)
+
+    for slot, values in enumerate(params):
+        try:
+            response = session.execute_async(statement, values)
+        except Exception as exc:  # the driver may refuse at once (e.g. no host); the slot records it
+            finish(slot, exc)
+            continue
+        response.add_callbacks(
+            lambda _rows, slot=slot, response=response: finish(slot, response.result()),
+            lambda exc, slot=slot: finish(slot, exc),
+        )
+    if params:
+        await done
+    return results

@@ -21,7 +21,7 @@ from regions.settings import Settings
 from schema.records import AppliedAward, Codec, decoded
 
 log = logging.getLogger(__name__)
-CONCURRENCY = 64
+CONCURRENCY = 128  # rows in flight to Cassandra at once
 
 
 def audit_row(applied: AppliedAward) -> AuditRow:
@@ -51,14 +51,10 @@ class AuditSink:
         cfg = self._settings.audit
         delay = cfg.retry_initial_s
         pending = rows
-        limiter = asyncio.Semaphore(CONCURRENCY)
-
-        async def one(row: AuditRow) -> None:
-            async with limiter:
-                await self._audit.record(row)
-
         while pending:
-            results = await asyncio.gather(*(one(r) for r in pending), return_exceptions=True)
+            results: list[bool | Exception] = []
+            for start in range(0, len(pending), CONCURRENCY):
+                results += await self._audit.record_many(pending[start : start + CONCURRENCY])
             failed = [
                 row for row, result in zip(pending, results, strict=True) if isinstance(result, Exception)
             ]

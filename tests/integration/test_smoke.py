@@ -91,3 +91,20 @@ async def test_cassandra_insert_if_not_exists_applies_once(cassandra_session: Se
 
     assert (first, second) == (True, False)
     assert await audit.count(row.event_id) == 1
+
+
+async def test_cassandra_many_inserts_report_each_row(cassandra_session: Session) -> None:
+    audit = CassandraAudit(cassandra_session)
+    rows = [
+        AuditRow(
+            event_id=f"ev-{uuid.uuid4().hex}", board_id="b", user_id=f"u{i}", match_id="m", award_type="kill",
+            amount=i, occurred_at_ms=None, region="local", source_partition=0, source_offset=i, total=i, version=1,
+        )
+        for i in range(50)
+    ]  # fmt: skip
+    await audit.record(rows[0])
+
+    results = await audit.record_many(rows)
+
+    assert results == [False] + [True] * 49
+    assert [await audit.count(r.event_id) for r in rows] == [1] * 50
