@@ -16,7 +16,7 @@ from gateway.core.updates import PlayerState, TopSignature
 from regions.core.boards import Board, TiePolicy
 from regions.core.ordering import REACHED_WIDTH
 from regions.reads import AsOf, RankReader, entries_of
-from regions.redis_projection import Window
+from regions.redis_projection import Window, execute_pipeline
 from schema.redis_keys import board_keys
 from schema.resources import lua_script
 
@@ -50,7 +50,7 @@ class SnapshotReader:
         await self._script(keys=[keys.ranking, keys.records], args=["", k, strip], client=pipe)
         for user in users:
             await self._script(keys=[keys.ranking, keys.records], args=[user, 0, strip], client=pipe)
-        replies = await pipe.execute()
+        replies = await execute_pipeline(pipe)
         top = _window(replies[0])
         top_entries = [] if top is None else entries_of(board, top)
         players = {}

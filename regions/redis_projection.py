@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from regions.settings import RedisSettings
 from schema.redis_keys import BoardKeys, hints_channel, positions_key
@@ -16,6 +18,24 @@ from schema.resources import lua_script
 def connect_redis(redis: RedisSettings) -> Redis:
     """A client for the projection; replies are decoded to str."""
     return Redis.from_url(redis.url, decode_responses=True)
+
+
+async def execute_pipeline(pipe: Pipeline) -> list[Any]:
+    """Run a pipeline so that neither a cancelled caller nor an error strands its connection.
+
+    A pipeline takes a connection already while it loads its scripts and gives it back only at the
+    end of a successful ``execute``; a caller cancelled in between (a closed subscription, a stopping
+    service) or an error while loading scripts would leave it checked out. The work runs shielded on
+    its own task and always resets the pipeline.
+    """
+
+    async def run() -> list[Any]:
+        try:
+            return await pipe.execute()
+        finally:
+            await pipe.reset()  # type: ignore[no-untyped-call]
+
+    return await asyncio.shield(run())
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +105,7 @@ class RedisProjection:
             await self._apply(
                 keys=[keys.ranking, keys.records, keys.sequence], args=self._args(totals), client=pipe
             )
-        replies = await pipe.execute()
+        replies = await execute_pipeline(pipe)
         return [ApplyResult(int(r[0]), list(r[1:])) for r in replies]
 
     async def start_epoch(self, epoch: str) -> None:
