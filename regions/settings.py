@@ -93,6 +93,13 @@ class AuditSettings(BaseModel):
     max_rows_per_s: float = Field(
         0, ge=0, description="Cap on audit writes per second (0: none); peaks then queue in Kafka."
     )
+    niceness: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="CPU niceness the sink adds to itself: the audit is eventual, so on a shared host a "
+        "peak slows it rather than acceptance and ranking (0: same priority as the rest).",
+    )
     retry_initial_s: float = Field(0.2, gt=0, description="First retry delay after a Cassandra error.")
     retry_max_s: float = Field(10.0, gt=0, description="Longest retry delay.")
     health_port: int = Field(8084, description="Port of /healthz, /readyz and /metrics.")

@@ -32,7 +32,7 @@ from regions.core.signing import sign
 from regions.kafka_clients import ensure_topics
 from regions.projector.rebuild import rebuild
 from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import Settings, load_settings
+from regions.settings import AuditSettings, Settings, load_settings
 from schema.resources import lua_script
 from tests.harness import SERVICES, region_env, with_free_ports
 
@@ -203,6 +203,7 @@ async def main(args: argparse.Namespace) -> None:
     }))  # fmt: skip
     print(
         f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f}s at {args.rate}/s in batches of {args.batch}"
+        f", audit cap {args.audit_rate or 'none'}, audit niceness {args.audit_niceness}"
     )
     await ensure_topics(settings.kafka)
     cluster, session = connect(settings.cassandra)
@@ -212,7 +213,12 @@ async def main(args: argparse.Namespace) -> None:
 
     logs = ROOT / ".data" / "logs" / f"bench-{tag}"
     logs.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **region_env(settings), "LB_AUDIT__MAX_ROWS_PER_S": str(args.audit_rate)}
+    env = {
+        **os.environ,
+        **region_env(settings),
+        "LB_AUDIT__MAX_ROWS_PER_S": str(args.audit_rate),
+        "LB_AUDIT__NICENESS": str(args.audit_niceness),
+    }
     procs = {s: start_service(s, env, logs) for s in SERVICES if not (args.no_audit and s == "audit")}
     redis = connect_redis(settings.redis)
     projection = RedisProjection(redis, settings.redis.key_prefix)
@@ -292,6 +298,12 @@ def parse() -> argparse.Namespace:
     p.add_argument("--no-audit", action="store_true", help="leave the audit sink off (isolates its CPU cost)")
     p.add_argument(
         "--audit-rate", type=float, default=0, help="LB_AUDIT__MAX_ROWS_PER_S for the run (0: no cap)"
+    )
+    p.add_argument(
+        "--audit-niceness",
+        type=int,
+        default=AuditSettings().niceness,
+        help="LB_AUDIT__NICENESS for the run (default %(default)s; 0: same CPU priority as the rest)",
     )
     p.add_argument("--warmup", type=float, default=8, help="seconds for the processes to start (default 8)")
     return p.parse_args()

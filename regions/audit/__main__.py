@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from aiokafka.errors import KafkaError
 
 from regions.audit.loop import AuditSink
@@ -14,6 +16,7 @@ from regions.worker import run_process, run_until_stopped
 
 async def amain() -> None:
     settings = load_settings()
+    os.nice(settings.audit.niceness)
     health = Health("audit")
     _, session = connect(settings.cassandra)
     sink = AuditSink(settings, CassandraAudit(session), health)

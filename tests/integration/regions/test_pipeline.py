@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 
 import httpx
@@ -191,3 +192,12 @@ async def test_every_process_reports_health_readiness_and_lag(region: Region) ->
         str(p) for p in range(region.settings.kafka.partitions)
     }
     assert 'lb_consumer_lag{partition="0",service="processor"' in metrics
+
+
+async def test_audit_sink_runs_at_its_configured_lower_cpu_priority(region: Region) -> None:
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    audit = os.getpriority(os.PRIO_PROCESS, region.processes["audit"].pid)
+    intake = os.getpriority(os.PRIO_PROCESS, region.processes["intake"].pid)
+    assert region.settings.audit.niceness > 0
+    assert audit == min(19, own + region.settings.audit.niceness)
+    assert intake == own
