@@ -26,6 +26,9 @@ class Health:
     lag: dict[str, dict[int, int]] = field(default_factory=dict)
 
     def report_lag(self, topic: str, lag: dict[int, int]) -> None:
+        """Lag of the partitions this process now reads; partitions it no longer reads are dropped."""
+        for gone in self.lag.get(topic, {}).keys() - lag.keys():
+            CONSUMER_LAG.remove(self.service, topic, str(gone))
         self.lag[topic] = lag
         for partition, value in lag.items():
             CONSUMER_LAG.labels(self.service, topic, str(partition)).set(value)

@@ -87,7 +87,11 @@ def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) 
 
 
 def make_consumer(
-    kafka: KafkaSettings, *topics: str, group_id: str | None, from_beginning: bool = True
+    kafka: KafkaSettings,
+    *topics: str,
+    group_id: str | None,
+    from_beginning: bool = True,
+    session_timeout_ms: int = 10_000,
 ) -> AIOKafkaConsumer:
     """A read_committed consumer that never auto-commits."""
     return AIOKafkaConsumer(
@@ -97,6 +101,8 @@ def make_consumer(
         isolation_level="read_committed",
         enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest",
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_interval_ms=session_timeout_ms // 3,
     )
 
 

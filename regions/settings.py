@@ -73,11 +73,16 @@ class IntakeSettings(BaseModel):
 
 
 class ProcessorSettings(BaseModel):
-    instance: int = Field(0, ge=0, description="This instance's index (owns partitions p % instances).")
-    instances: int = Field(1, ge=1, description="Number of processor instances in the region.")
+    session_timeout_ms: int = Field(
+        10_000,
+        ge=6_000,
+        description="How long the group waits for a silent instance before its partitions move to the others.",
+    )
     dedupe_horizon_s: int = Field(86_400, ge=1, description="How long an event id is remembered.")
     dedupe_max_recent: int = Field(64, ge=1, description="Most event ids remembered per player.")
-    max_batch: int = Field(2000, ge=1, description="Most awards in one transaction.")
+    max_batch: int = Field(
+        2000, ge=1, description="Most awards read in one round (one transaction per partition)."
+    )
     commit_gap_ms: float = Field(
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
     )

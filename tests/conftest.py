@@ -53,6 +53,8 @@ def settings(base_settings: Settings, session_tag: str) -> Settings:
             "kafka": base_settings.kafka.model_copy(update={"topic_prefix": f"t{tag}"}),
             "redis": base_settings.redis.model_copy(update={"key_prefix": f"t{tag}"}),
             "cassandra": base_settings.cassandra.model_copy(update={"keyspace": f"lbtest_{session_tag}"}),
+            # The broker's smallest session timeout: a killed processor's partitions move on sooner.
+            "processor": base_settings.processor.model_copy(update={"session_timeout_ms": 6000}),
         }
     )
 

@@ -53,6 +53,7 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_INTAKE__PORT": str(settings.intake.port),
         "LB_INTAKE__CATALOG_TTL_S": str(settings.intake.catalog_ttl_s),
         "LB_PROCESSOR__HEALTH_PORT": str(settings.processor.health_port),
+        "LB_PROCESSOR__SESSION_TIMEOUT_MS": str(settings.processor.session_timeout_ms),
         "LB_PROJECTOR__HEALTH_PORT": str(settings.projector.health_port),
         "LB_AUDIT__HEALTH_PORT": str(settings.audit.health_port),
     }
@@ -77,6 +78,8 @@ class Region:
     logs: Path
     env: dict[str, str] = field(init=False)
     processes: dict[str, asyncio.subprocess.Process] = field(default_factory=dict)
+    # Extra instances of a service, by name: (service, health port).
+    instances: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.env = region_env(self.settings)
@@ -86,22 +89,34 @@ class Region:
     def intake_url(self) -> str:
         return f"http://127.0.0.1:{self.settings.intake.port}"
 
-    def health_url(self, service: str) -> str:
-        port = (
-            self.settings.intake.port if service == "intake" else getattr(self.settings, service).health_port
-        )
+    def health_url(self, name: str) -> str:
+        if name in self.instances:
+            port = self.instances[name][1]
+        elif name == "intake":
+            port = self.settings.intake.port
+        else:
+            port = getattr(self.settings, name).health_port
         return f"http://127.0.0.1:{port}"
 
-    async def start(self, *services: str) -> None:
-        """Start the services (all by default) and wait until each reports ready."""
-        for service in services or SERVICES:
-            with (self.logs / f"{service}.log").open("ab") as log:
-                self.processes[service] = await asyncio.create_subprocess_exec(
+    async def start(self, *names: str) -> None:
+        """Start the services or named extra instances (all services by default); wait until ready."""
+        for name in names or SERVICES:
+            service, env = name, self.env
+            if name in self.instances:
+                service, port = self.instances[name]
+                env = {**env, f"LB_{service.upper()}__HEALTH_PORT": str(port)}
+            with (self.logs / f"{name}.log").open("ab") as log:
+                self.processes[name] = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", f"regions.{service}",
-                    env={**os.environ, **self.env}, stdout=log, stderr=log,
+                    env={**os.environ, **env}, stdout=log, stderr=log,
                 )  # fmt: skip
-        for service in services or SERVICES:
-            await self.wait_ready(service)
+        for name in names or SERVICES:
+            await self.wait_ready(name)
+
+    async def start_instance(self, name: str, service: str) -> None:
+        """Start one more instance of ``service`` under ``name``, with a health port of its own."""
+        self.instances[name] = (service, free_port())
+        await self.start(name)
 
     async def wait_ready(self, service: str, within: float = 60) -> None:
         async with httpx.AsyncClient() as http:
@@ -119,6 +134,10 @@ class Region:
     def tail(self, service: str, lines: int = 30) -> str:
         path = self.logs / f"{service}.log"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def send_signal(self, name: str, sig: signal.Signals) -> None:
+        """Send a signal, e.g. SIGSTOP and SIGCONT to freeze a process as a long pause would."""
+        self.processes[name].send_signal(sig)
 
     async def kill(self, service: str) -> None:
         """SIGKILL: no shutdown code runs, as in a machine crash."""

@@ -1,21 +1,32 @@
 """The stateful processor: awards in, versioned absolute totals out, exactly once.
 
-Each instance owns the awards partitions ``p`` with ``p % instances == instance`` and a
-transactional id of its own, so a restarted instance fences its previous incarnation. Per batch,
-one Kafka transaction holds the totals (which are also the compacted changelog of the state), the
-applied-award audit feed, reconciliation records, a watermark per partition and the consumer
-offsets. State changes of a batch live in an overlay until the commit succeeds; on any failure the
-process restores its whole state (dedupe memory included) from the changelog.
+Instances of a region form one Kafka consumer group; the group spreads the awards partitions over
+them and moves partitions when an instance joins, leaves or goes silent. Each source partition has
+its own transactional id, so whoever takes a partition over fences every earlier owner (a crashed
+instance, or a paused one the group already gave up on) and aborts its open transaction before it
+restores the partition's state, dedupe memory included, from the compacted changelog.
+
+Per partition and round, one Kafka transaction holds the totals (which are also the changelog of
+the state), the applied-award audit feed, reconciliation records, a watermark and the consumer
+offset. State changes live in an overlay until the commit succeeds; on any failure the process
+restores its state from the changelog.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import msgspec
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka import (
+    AIOKafkaConsumer,
+    AIOKafkaProducer,
+    ConsumerRebalanceListener,
+    ConsumerRecord,
+    TopicPartition,
+)
 
 from regions.core.aggregation import (
     Applied,
@@ -28,8 +39,6 @@ from regions.core.aggregation import (
 from regions.core.ordering import reached_position
 from regions.health import Health
 from regions.kafka_clients import (
-    assign_from_committed,
-    consumer_lag,
     make_consumer,
     make_producer,
     partitions_of,
@@ -63,6 +72,18 @@ class BatchCounts:
     reconciled: int = 0
 
 
+@dataclass(slots=True, eq=False)
+class OwnedPartition:
+    """A source partition this instance owns: the producer that fences its earlier owners, its state,
+    and the offset it continues from."""
+
+    tp: TopicPartition
+    producer: AIOKafkaProducer
+    state: dict[StateKey, PlayerState] = field(default_factory=dict)
+    next_offset: int = 0
+    committed_at: float = 0.0
+
+
 class Processor:
     def __init__(self, settings: Settings, health: Health) -> None:
         self._settings = settings
@@ -71,13 +92,20 @@ class Processor:
         cfg = settings.processor
         self._policy = DedupePolicy(cfg.dedupe_horizon_s * 1000, cfg.dedupe_max_recent)
         self._group = f"{self._kafka.topic_prefix}.processor.{settings.region}"
-        self._txn_id = f"{self._group}.{cfg.instance}"
         self._codec = Codec()
-        self.state: dict[StateKey, PlayerState] = {}
+        self.owned: dict[int, OwnedPartition] = {}
         self.counts = BatchCounts()
         self.restored = asyncio.Event()
+        # Held while a round's transactions run and while ownership changes, so a partition is never
+        # handed over in the middle of a transaction.
+        self._lock = asyncio.Lock()
+        self._rebalancing = True
+        self._failure: BaseException | None = None
 
-    async def _owned_partitions(self, consumer: AIOKafkaConsumer) -> list[int]:
+    def transactional_id(self, partition: int) -> str:
+        return f"{self._group}.p{partition}"
+
+    async def _check_partitions(self) -> None:
         awards, totals = self._kafka.topic("awards"), self._kafka.topic("totals")
         source = set(await partitions_of(self._kafka, awards))
         changelog = set(await partitions_of(self._kafka, totals))
@@ -86,12 +114,10 @@ class Processor:
                 f"{awards} has {len(source)} partitions and {totals} has {len(changelog)}; they must be equal "
                 "and non-zero. Run 'ops/lb bootstrap' or fix the topics before starting the processor."
             )
-        cfg = self._settings.processor
-        return sorted(p for p in source if p % cfg.instances == cfg.instance)
 
-    async def restore(self, partitions: list[int]) -> int:
-        """Rebuild the in-memory state, dedupe memory included, from the changelog partitions."""
-        self.state.clear()
+    async def restore(self, partition: int) -> dict[StateKey, PlayerState]:
+        """The state of one partition, dedupe memory included, rebuilt from its changelog partition."""
+        state: dict[StateKey, PlayerState] = {}
         read = 0
 
         async def load(records: list[ConsumerRecord]) -> None:
@@ -103,22 +129,68 @@ class Processor:
                         self._codec.totals, record.value, f"{record.topic}:{record.partition}:{record.offset}"
                     )
                     if isinstance(t, PlayerTotal):
-                        self.state[(t.board_id, t.user_id)] = PlayerState(
-                            t.total, t.version, t.reached, t.recent
-                        )
+                        state[(t.board_id, t.user_id)] = PlayerState(t.total, t.version, t.reached, t.recent)
 
         next_report = 100_000
 
         def progress(done: int, total: int) -> None:
             nonlocal next_report
             if done >= next_report:
-                log.info("restoring state: %d of %d changelog offsets", done, total)
+                log.info("restoring partition %d: %d of %d changelog offsets", partition, done, total)
                 next_report += 100_000
 
-        tps = [TopicPartition(self._kafka.topic("totals"), p) for p in partitions]
-        await replay(self._kafka, tps, load, progress=progress)
-        log.info("state restored: %d players from %d changelog records", len(self.state), read)
-        return read
+        await replay(
+            self._kafka, [TopicPartition(self._kafka.topic("totals"), partition)], load, progress=progress
+        )
+        log.info("partition %d restored: %d players from %d changelog records", partition, len(state), read)
+        return state
+
+    async def _acquire(self, consumer: AIOKafkaConsumer, tp: TopicPartition) -> OwnedPartition:
+        """Take a partition over: fence its earlier owners first, then restore, then find the offset."""
+        producer = make_producer(self._kafka, transactional_id=self.transactional_id(tp.partition))
+        # init_transactions bumps the epoch of this transactional id: an earlier owner can no longer
+        # commit, and its open transaction is aborted before the changelog is read.
+        await producer.start()
+        try:
+            state = await self.restore(tp.partition)
+            committed = await consumer.committed(tp)
+            start = committed if committed is not None else (await consumer.beginning_offsets([tp]))[tp]
+        except BaseException:
+            await producer.stop()
+            raise
+        return OwnedPartition(tp, producer, state, start)
+
+    async def take(self, consumer: AIOKafkaConsumer, assigned: Iterable[TopicPartition]) -> None:
+        """Own exactly ``assigned``: release the others, acquire the new ones, and continue each one
+        from where its state stands. The consumer only logs a listener's exception, so a failure is
+        handed to the processing loop, which raises it."""
+        try:
+            await self._take(consumer, assigned)
+        except Exception as exc:
+            self._failure = exc
+
+    async def _take(self, consumer: AIOKafkaConsumer, assigned: Iterable[TopicPartition]) -> None:
+        async with self._lock:
+            wanted = {tp.partition: tp for tp in assigned}
+            for partition in [p for p in self.owned if p not in wanted]:
+                await self.owned.pop(partition).producer.stop()
+            for partition, tp in sorted(wanted.items()):
+                if partition not in self.owned:
+                    self.owned[partition] = await self._acquire(consumer, tp)
+                # A partition kept across the rebalance keeps its state: if anyone owned it meanwhile,
+                # they fenced this producer and the next commit fails, which restores from Kafka.
+                consumer.seek(tp, self.owned[partition].next_offset)
+            self._rebalancing = False
+            self.restored.set()
+            log.info("owning partitions %s", sorted(self.owned))
+
+    async def pause(self) -> None:
+        """Stop processing until the next assignment, once the round in flight has committed: a new
+        owner fences this instance's producers only after every member has paused. Partitions are
+        released when the assignment is known, so those that stay here keep their state."""
+        async with self._lock:
+            self._rebalancing = True
+            self.restored.clear()
 
     def _total(self, award: AwardEvent, state: PlayerState, partition: int, offset: int) -> PlayerTotal:
         return PlayerTotal(
@@ -137,6 +209,7 @@ class Processor:
     def _process_record(
         self,
         record: ConsumerRecord,
+        state: dict[StateKey, PlayerState],
         overlay: dict[StateKey, PlayerState],
         out: list[tuple[str, bytes, bytes]],
     ) -> None:
@@ -155,9 +228,9 @@ class Processor:
             self.counts.reconciled += 1
             return
         key = (award.board_id, award.user_id)
-        state = overlay.get(key) or self.state.get(key)
+        before = overlay.get(key) or state.get(key)
         reached = reached_position(award.accepted_at_ms, record.partition, record.offset)
-        outcome = apply_award(state, award, reached, self._policy)
+        outcome = apply_award(before, award, reached, self._policy)
         if isinstance(outcome, Applied):
             overlay[key] = outcome.state
             total = self._total(award, outcome.state, record.partition, record.offset)
@@ -186,62 +259,94 @@ class Processor:
             )
             self.counts.reconciled += 1
 
-    async def process_batch(
-        self, producer: AIOKafkaProducer, batch: dict[TopicPartition, list[ConsumerRecord]]
-    ) -> None:
-        """One transaction: outputs, watermarks and offsets; the overlay is kept only after commit."""
+    async def process_partition(self, owned: OwnedPartition, records: list[ConsumerRecord]) -> None:
+        """One transaction: outputs, the watermark and the offset; the overlay is kept only after commit."""
         overlay: dict[StateKey, PlayerState] = {}
-        offsets: dict[TopicPartition, int] = {}
+        out: list[tuple[str, bytes, bytes]] = []
+        for record in records:
+            self._process_record(record, owned.state, overlay, out)
+        last = records[-1]
+        mark = Watermark(source_partition=owned.tp.partition, source_offset=last.offset,
+                         accepted_at_ms=last.timestamp)  # fmt: skip
+        out.append((self._kafka.topic("totals"), WATERMARK_KEY, self._codec.encode(mark)))
+        # The coordinator writes commit markers after it answers; a transaction begun before they are
+        # written is refused (CONCURRENT_TRANSACTIONS) and the client backs off 20 ms.
+        loop = asyncio.get_running_loop()
+        gap = self._settings.processor.commit_gap_ms / 1000
+        await asyncio.sleep(max(0.0, owned.committed_at + gap - loop.time()))
+        producer = owned.producer
         async with producer.transaction():
-            futures = []
-            for tp, records in batch.items():
-                if not records:
-                    continue
-                out: list[tuple[str, bytes, bytes]] = []
-                for record in records:
-                    self._process_record(record, overlay, out)
-                last = records[-1]
-                mark = Watermark(source_partition=tp.partition, source_offset=last.offset,
-                                 accepted_at_ms=last.timestamp)  # fmt: skip
-                out.append((self._kafka.topic("totals"), WATERMARK_KEY, self._codec.encode(mark)))
-                for topic, key, value in out:
-                    # Totals and applied records stay on the source partition: the changelog is co-partitioned.
-                    futures.append(await producer.send(topic, value, key=key, partition=tp.partition))
-                offsets[tp] = last.offset + 1
+            # Totals and applied records stay on the source partition: the changelog is co-partitioned.
+            futures = [
+                await producer.send(topic, value, key=key, partition=owned.tp.partition)
+                for topic, key, value in out
+            ]
             await asyncio.gather(*futures)
-            await producer.send_offsets_to_transaction(offsets, self._group)
-        self.state.update(overlay)
+            await producer.send_offsets_to_transaction({owned.tp: last.offset + 1}, self._group)
+        owned.committed_at = loop.time()
+        owned.next_offset = last.offset + 1
+        owned.state.update(overlay)
+
+    async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:
+        """Records not yet committed, per owned partition (also what this instance owns)."""
+        owned = list(self.owned.values())
+        end = await consumer.end_offsets([o.tp for o in owned]) if owned else {}
+        lag = {o.tp.partition: max(0, end[o.tp] - o.next_offset) for o in owned}
+        self._health.report_lag(self._kafka.topic("awards"), lag)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Restore, then process until ``stop`` is set. Raises on Kafka errors (the caller restarts)."""
+        """Join the group and process until ``stop`` is set. Raises on Kafka errors (the caller reruns,
+        which restores every partition from the changelog)."""
         self.restored.clear()
-        producer = make_producer(self._kafka, transactional_id=self._txn_id)
-        consumer = make_consumer(self._kafka, group_id=self._group)
-        await producer.start()  # init_transactions: fences an older incarnation, aborts its open transaction
+        self._failure = None
+        await self._check_partitions()
+        cfg = self._settings.processor
+        consumer = make_consumer(self._kafka, group_id=self._group, session_timeout_ms=cfg.session_timeout_ms)
+        consumer.subscribe([self._kafka.topic("awards")], listener=_Ownership(self, consumer))
         await consumer.start()
         try:
-            partitions = await self._owned_partitions(consumer)
-            await self.restore(partitions)
-            tps = [TopicPartition(self._kafka.topic("awards"), p) for p in partitions]
-            await assign_from_committed(consumer, tps)
-            self.restored.set()
             loop = asyncio.get_running_loop()
-            next_lag = committed_at = 0.0
-            gap = self._settings.processor.commit_gap_ms / 1000
+            next_lag = 0.0
             while not stop.is_set():
-                batch = await consumer.getmany(
-                    *tps, timeout_ms=100, max_records=self._settings.processor.max_batch
-                )
-                if any(batch.values()):
-                    # The coordinator writes commit markers after it answers; a transaction begun before
-                    # they are written is refused (CONCURRENT_TRANSACTIONS) and the client backs off 20 ms.
-                    await asyncio.sleep(max(0.0, committed_at + gap - loop.time()))
-                    await self.process_batch(producer, batch)
-                    committed_at = loop.time()
+                if self._failure is not None:
+                    raise self._failure
+                batch = await consumer.getmany(timeout_ms=100, max_records=cfg.max_batch)
+                # Which partitions the records were fetched for: ownership may change before the lock.
+                fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
+                async with self._lock:
+                    work = []
+                    for tp, records in batch.items() if not self._rebalancing else ():
+                        owned = fetched_for[tp]
+                        if owned is None or self.owned.get(tp.partition) is not owned:
+                            continue
+                        fresh = [r for r in records if r.offset >= owned.next_offset]
+                        if fresh:
+                            work.append(self.process_partition(owned, fresh))
+                    # Every partition's transaction settles before a failure is raised.
+                    failures = [r for r in await asyncio.gather(*work, return_exceptions=True) if r]
+                    if failures:
+                        raise failures[0]
                 if loop.time() >= next_lag:
-                    self._health.report_lag(tps[0].topic, await consumer_lag(consumer, tps))
+                    await self._report_lag(consumer)
                     next_lag = loop.time() + 2
         finally:
             self.restored.clear()
             await consumer.stop()
-            await producer.stop()
+            async with self._lock:
+                for owned in self.owned.values():
+                    await owned.producer.stop()
+                self.owned.clear()
+
+
+class _Ownership(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Keeps the processor's owned partitions equal to the group's assignment."""
+
+    def __init__(self, processor: Processor, consumer: AIOKafkaConsumer) -> None:
+        self._processor = processor
+        self._consumer = consumer
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self._processor.pause()
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        await self._processor.take(self._consumer, assigned)

@@ -1,0 +1,93 @@
+"""Taking a partition over fences every earlier owner, in-process and deterministic.
+
+Instance A owns partition 0; instance B takes it over (as after a rebalance that A, frozen, did not
+notice). A's next transaction for the partition is refused and leaves nothing in the changelog;
+B's goes through and B continues from the state and offset A had committed.
+"""
+
+from __future__ import annotations
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.errors import KafkaError
+
+from regions.health import Health
+from regions.kafka_clients import ensure_topics, make_consumer, make_producer, replay
+from regions.processor.loop import Processor
+from regions.settings import Settings
+from schema.event_id import event_id, payload_digest
+from schema.records import WATERMARK_KEY, AwardEvent, Codec, PlayerTotal, totals_key
+
+
+def _award(match: str, amount: int) -> AwardEvent:
+    return AwardEvent(
+        event_id=event_id("board", match, "ann", "kill"), digest=payload_digest(amount, None),
+        board_id="board", match_id=match, user_id="ann", award_type="kill", amount=amount,
+        occurred_at_ms=None, region="local", accepted_at_ms=0, aggregation="SUM", sort_order="DESC",
+        tie_policy="USER_ID",
+    )  # fmt: skip
+
+
+async def _publish(settings: Settings, tp: TopicPartition, *awards: AwardEvent) -> None:
+    producer = make_producer(settings.kafka)
+    await producer.start()
+    try:
+        for award in awards:
+            await producer.send_and_wait(
+                tp.topic, Codec().encode(award), key=totals_key("board", "ann"), partition=tp.partition
+            )
+    finally:
+        await producer.stop()
+
+
+async def _read(consumer: AIOKafkaConsumer, tp: TopicPartition, count: int) -> list[ConsumerRecord]:
+    records: list[ConsumerRecord] = []
+    while len(records) < count:
+        records += (await consumer.getmany(tp, timeout_ms=1000)).get(tp, [])
+    return records
+
+
+async def _changelog(settings: Settings) -> list[PlayerTotal]:
+    found: list[PlayerTotal] = []
+
+    async def keep(records: list[ConsumerRecord]) -> None:
+        found.extend(Codec().totals(r.value) for r in records if r.key != WATERMARK_KEY)  # type: ignore[misc]
+
+    await replay(settings.kafka, [TopicPartition(settings.kafka.topic("totals"), 0)], keep)
+    return found
+
+
+async def test_a_partition_taken_over_fences_its_earlier_owner(settings: Settings, kafka_ready: None) -> None:
+    await ensure_topics(settings.kafka)
+    tp = TopicPartition(settings.kafka.topic("awards"), 0)
+    a, b = Processor(settings, Health("processor")), Processor(settings, Health("processor"))
+    group = f"{settings.kafka.topic_prefix}.processor.{settings.region}"
+    consumers = [make_consumer(settings.kafka, group_id=group) for _ in range(2)]
+    for consumer in consumers:
+        await consumer.start()
+        consumer.assign([tp])
+    try:
+        await _publish(settings, tp, _award("m1", 5))
+        await a.take(consumers[0], [tp])
+        await a.process_partition(a.owned[0], await _read(consumers[0], tp, 1))
+
+        await _publish(settings, tp, _award("m2", 7))
+        stale = await _read(consumers[0], tp, 1)
+        await b.take(consumers[1], [tp])  # B fences A, restores ann = 5 and continues after m1
+        assert b.owned[0].state[("board", "ann")].total == 5
+
+        fenced: KafkaError | None = None
+        try:
+            await a.process_partition(a.owned[0], stale)
+        except KafkaError as exc:
+            fenced = exc
+        assert fenced is not None, "the earlier owner committed after it was fenced"
+
+        await b.process_partition(b.owned[0], await _read(consumers[1], tp, 1))
+        totals = [(t.total, t.version) for t in await _changelog(settings)]
+        assert totals == [(5, 1), (12, 2)]
+    finally:
+        for consumer in consumers:
+            await consumer.stop()
+        for processor in (a, b):
+            for owned in processor.owned.values():
+                await owned.producer.stop()
