@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 
 from gateway import metrics
 from gateway.api import build_schema
@@ -35,9 +37,29 @@ STATIC = Path(__file__).parent / "static"
 OpenServices = Callable[[Settings], contextlib.AbstractAsyncContextManager[Services]]
 
 
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """The legacy ``graphql-ws`` protocol with the same connection-init timeout as
+    ``graphql-transport-ws``: a socket that never initialises is closed with 4408 instead of being
+    held open for ever."""
+
+    async def handle(self) -> None:
+        watchdog = asyncio.create_task(self._close_unless_initialised())
+        try:
+            await super().handle()
+        finally:
+            watchdog.cancel()
+
+    async def _close_unless_initialised(self) -> None:
+        await asyncio.sleep(self.view.connection_init_wait_timeout.total_seconds())
+        if not self.connection_acknowledged:
+            await self.websocket.close(code=4408, reason="Connection initialisation timeout")
+
+
 class GraphQLView(GraphQL[Context, None]):
     """Strawberry's ASGI view with this gateway's context (one DataLoader per request) and a
     short-lived cache of whole answers to identical board reads (see :mod:`gateway.core.answers`)."""
+
+    graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(self, settings: Settings) -> None:
         gw = settings.gateway

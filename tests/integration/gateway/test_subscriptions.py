@@ -11,6 +11,7 @@ import websockets
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 from websockets.asyncio.client import connect
+from websockets.protocol import State
 
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually
 
@@ -139,15 +140,21 @@ async def test_unknown_board_is_an_error_message(gateway: Gateway) -> None:
     assert message["payload"]["errors"][0]["extensions"]["code"] == "NOT_FOUND"
 
 
-async def test_connection_init_timeout_closes_with_4408(gateway_factory: GatewayFactory) -> None:
-    async with (
-        gateway_factory(connection_init_timeout_s=0.3) as gw,
-        connect(gw.ws_url, subprotocols=[TRANSPORT_WS]) as ws,
-    ):
-        with pytest.raises(websockets.ConnectionClosed):
-            await asyncio.wait_for(ws.recv(), 5)
+@pytest.mark.parametrize("protocol", [TRANSPORT_WS, LEGACY_WS])
+async def test_connection_init_timeout_closes_with_4408(
+    gateway_factory: GatewayFactory, protocol: str
+) -> None:
+    async with gateway_factory(connection_init_timeout_s=0.3) as gw:
+        async with connect(gw.ws_url, subprotocols=[protocol]) as silent:
+            with pytest.raises(websockets.ConnectionClosed):
+                await asyncio.wait_for(silent.recv(), 5)
+        assert silent.close_code == 4408
 
-    assert ws.close_code == 4408
+        async with connect(gw.ws_url, subprotocols=[protocol]) as initialised:
+            await initialised.send(json.dumps({"type": "connection_init"}))
+            assert json.loads(await initialised.recv())["type"] == "connection_ack"
+            await asyncio.sleep(0.6)  # past the timeout: an initialised connection stays open
+            assert initialised.state is State.OPEN
 
 
 async def test_subscriptions_per_connection_are_capped(
