@@ -49,8 +49,7 @@ async def test_partitions_of_a_killed_instance_move_to_the_survivor(region: Regi
     await region.start_instance("processor-b", "processor")
     board, history, rng = await _board(region), History(), random.Random(23)
     await _load(region, history, board, 200, rng)
-    both = await _owned(region, "processor") | await _owned(region, "processor-b")
-    assert both == everything
+    await _wait_shared(region, everything)
 
     await region.kill("processor-b")  # SIGKILL, likely inside one of its transactions
     await _load(region, history, board, 300, rng)
@@ -67,8 +66,7 @@ async def test_a_frozen_instance_is_fenced_when_it_wakes(region: Region) -> None
     await region.start_instance("processor-b", "processor")
     board, history, rng = await _board(region), History(), random.Random(29)
     await _load(region, history, board, 200, rng)
-    frozen = await _owned(region, "processor-b")
-    assert frozen, "the second instance owns no partition"
+    await _wait_shared(region, everything)
 
     loading = asyncio.create_task(_load(region, history, board, 300, rng))
     await asyncio.sleep(0.3)  # mid-stream: the instance holds fetched records and open transactions
@@ -88,10 +86,7 @@ async def test_a_frozen_instance_is_fenced_when_it_wakes(region: Region) -> None
     await _converge(region, history, board)
     assert {o.outcome for o in history.ops} == {"ok"}
     await _assert_versions_count_distinct_awards(region, history, board.id)
-    # Both instances are in the group again and share the partitions.
-    await region.wait_until(
-        lambda: _both_share(region, everything), within=40, what="both instances owning partitions"
-    )
+    await _wait_shared(region, everything)  # both instances are in the group again
     # Had the thawed instance written anything stale, the changelog would now hold it: one instance
     # restores every partition from it, and repeats as well as new awards must still add up.
     await region.stop("processor-b")
@@ -104,6 +99,11 @@ async def test_a_frozen_instance_is_fenced_when_it_wakes(region: Region) -> None
     await _assert_versions_count_distinct_awards(region, history, board.id)
 
 
-async def _both_share(region: Region, everything: set[int]) -> bool:
-    a, b = await _owned(region, "processor"), await _owned(region, "processor-b")
-    return bool(a) and bool(b) and a | b == everything and not a & b
+async def _wait_shared(region: Region, everything: set[int]) -> None:
+    """Until the two instances own disjoint, non-empty sets of partitions that cover them all."""
+
+    async def shared() -> bool:
+        a, b = await _owned(region, "processor"), await _owned(region, "processor-b")
+        return bool(a) and bool(b) and a | b == everything and not a & b
+
+    await region.wait_until(shared, within=40, what="both instances sharing the partitions")
