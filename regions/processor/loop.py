@@ -174,9 +174,17 @@ class Processor:
             wanted = {tp.partition: tp for tp in assigned}
             for partition in [p for p in self.owned if p not in wanted]:
                 await self.owned.pop(partition).producer.stop()
-            for partition, tp in sorted(wanted.items()):
-                if partition not in self.owned:
-                    self.owned[partition] = await self._acquire(consumer, tp)
+            new = [tp for p, tp in sorted(wanted.items()) if p not in self.owned]
+            acquired = await asyncio.gather(
+                *(self._acquire(consumer, tp) for tp in new), return_exceptions=True
+            )
+            for result in acquired:
+                if isinstance(result, OwnedPartition):
+                    self.owned[result.tp.partition] = result
+            failed = [r for r in acquired if isinstance(r, BaseException)]
+            if failed:
+                raise failed[0]
+            for partition, tp in wanted.items():
                 # A partition kept across the rebalance keeps its state: if anyone owned it meanwhile,
                 # they fenced this producer and the next commit fails, which restores from Kafka.
                 consumer.seek(tp, self.owned[partition].next_offset)
