@@ -2,7 +2,7 @@
 
 Nested sections use a double underscore: ``LB_KAFKA__BOOTSTRAP_SERVERS``, ``LB_INTAKE__PORT``.
 Each ``__main__`` loads it once with :func:`load_settings` and passes it down. Defaults work on a
-developer machine; ``LB_MODE=production`` refuses the development secrets.
+developer machine; ``LB_MODE=production`` refuses the development secrets and single-copy storage.
 """
 
 from __future__ import annotations
@@ -155,7 +155,9 @@ class GatewaySettings(BaseModel):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LB_", env_nested_delimiter="__", extra="ignore")
 
-    mode: Mode = Field(Mode.DEVELOPMENT, description="production refuses development secrets.")
+    mode: Mode = Field(
+        Mode.DEVELOPMENT, description="production refuses development secrets and single-copy storage."
+    )
     region: str = Field("local", pattern=r"^[a-z][a-z0-9-]{0,31}$", description="This region's name.")
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
@@ -175,11 +177,27 @@ class Settings(BaseSettings):
             problems.append("LB_INTAKE__AWARD_KEYS still holds the development secret")
         if self.gateway.admin_token.get_secret_value() == DEV_ADMIN_TOKEN:
             problems.append("LB_GATEWAY__ADMIN_TOKEN is the development token")
+        k = self.kafka
+        if k.replication_factor < 3:
+            problems.append(
+                f"LB_KAFKA__REPLICATION_FACTOR is {k.replication_factor}: an acknowledged award must survive "
+                "the loss of a broker (use 3)"
+            )
+        if not 2 <= k.min_insync_replicas < k.replication_factor:
+            problems.append(
+                f"LB_KAFKA__MIN_INSYNC_REPLICAS is {k.min_insync_replicas}: it must be at least 2, so an "
+                "acknowledgement means two copies, and below the replication factor, so one broker may be down"
+            )
+        if self.cassandra.replication_factor < 3:
+            problems.append(
+                f"LB_CASSANDRA__REPLICATION_FACTOR is {self.cassandra.replication_factor}: the catalog, "
+                "audit and archives need 3 replicas"
+            )
         if problems:
             raise UnsafeSettingsError(
-                "production mode refuses unsafe defaults: "
+                "production mode refuses unsafe settings: "
                 + "; ".join(problems)
-                + ". Set real secrets in the environment."
+                + ". Set them in the environment (see README, Settings)."
             )
         return self
 

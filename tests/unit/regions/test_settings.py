@@ -1,0 +1,68 @@
+"""Production mode refuses development secrets and single-copy storage, naming each setting."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pydantic import ValidationError
+
+from regions.settings import Settings
+
+SAFE = {
+    "LB_MODE": "production",
+    "LB_INTAKE__AWARD_KEYS": '{"studio-a": "a-real-secret"}',
+    "LB_GATEWAY__ADMIN_TOKEN": "a-real-admin-token",
+    "LB_KAFKA__REPLICATION_FACTOR": "3",
+    "LB_KAFKA__MIN_INSYNC_REPLICAS": "2",
+    "LB_CASSANDRA__REPLICATION_FACTOR": "3",
+}
+
+
+def _load(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Settings:
+    """Settings from exactly ``env``: whatever LB_* the shell exported is set aside."""
+    for name in [n for n in os.environ if n.startswith("LB_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return Settings()
+
+
+def test_development_defaults_load_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = _load(monkeypatch, {})
+    assert settings.kafka.replication_factor == 1 and settings.mode.value == "development"
+
+
+def test_production_with_real_secrets_and_replicas_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = _load(monkeypatch, SAFE)
+    assert settings.kafka.min_insync_replicas == 2
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ({"LB_INTAKE__AWARD_KEYS": '{"dev": "dev-secret"}'}, "LB_INTAKE__AWARD_KEYS"),
+        ({"LB_GATEWAY__ADMIN_TOKEN": "dev-admin-token"}, "LB_GATEWAY__ADMIN_TOKEN"),
+        (
+            {"LB_KAFKA__REPLICATION_FACTOR": "1", "LB_KAFKA__MIN_INSYNC_REPLICAS": "1"},
+            "LB_KAFKA__REPLICATION_FACTOR",
+        ),
+        ({"LB_KAFKA__MIN_INSYNC_REPLICAS": "1"}, "LB_KAFKA__MIN_INSYNC_REPLICAS"),
+        ({"LB_KAFKA__MIN_INSYNC_REPLICAS": "3"}, "LB_KAFKA__MIN_INSYNC_REPLICAS"),
+        ({"LB_CASSANDRA__REPLICATION_FACTOR": "1"}, "LB_CASSANDRA__REPLICATION_FACTOR"),
+    ],
+)
+def test_production_refuses_each_unsafe_setting_by_name(
+    monkeypatch: pytest.MonkeyPatch, override: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ValidationError, match=named):
+        _load(monkeypatch, {**SAFE, **override})
+
+
+def test_production_defaults_are_all_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValidationError) as refused:
+        _load(monkeypatch, {"LB_MODE": "production"})
+    message = str(refused.value)
+    for named in ("LB_INTAKE__AWARD_KEYS", "LB_GATEWAY__ADMIN_TOKEN", "LB_KAFKA__REPLICATION_FACTOR",
+                  "LB_KAFKA__MIN_INSYNC_REPLICAS", "LB_CASSANDRA__REPLICATION_FACTOR"):  # fmt: skip
+        assert named in message
