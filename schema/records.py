@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Annotated, NamedTuple, TypeVar
 
 import msgspec
 import msgspec.msgpack
@@ -22,8 +22,8 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     ``amount`` is the delta of a SUM board or the score of a MAX/MIN board.
     """
 
-    event_id: str
-    digest: str
+    event_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
+    digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{16}$")]
     board_id: str
     match_id: str
     user_id: str
@@ -37,12 +37,34 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     tie_policy: str
 
 
-class SeenEvent(msgspec.Struct, frozen=True, array_like=True):
-    """One recently applied event id with its payload digest, kept for the dedupe horizon."""
+SEEN_BYTES = 32
+"""Size of one remembered event in ``PlayerTotal.recent``: 16 bytes of event id and 8 of payload
+digest (the binary form of their hex), then 8 of acceptance time in ms (big-endian, signed).
+Packed, a player's dedupe memory is one bytes object instead of a tuple of objects: about 8x less
+memory in the processor for a busy player."""
+
+
+class SeenEvent(NamedTuple):
+    """One remembered event, unpacked (for tests and tools; the processor keeps them packed)."""
 
     event_id: str
     digest: str
     at_ms: int
+
+
+def pack_seen(event_id: str, digest: str, at_ms: int) -> bytes:
+    return bytes.fromhex(event_id) + bytes.fromhex(digest) + at_ms.to_bytes(8, "big", signed=True)
+
+
+def unpack_seen(recent: bytes) -> list[SeenEvent]:
+    return [
+        SeenEvent(
+            recent[at : at + 16].hex(),
+            recent[at + 16 : at + 24].hex(),
+            int.from_bytes(recent[at + 24 : at + 32], "big", signed=True),
+        )
+        for at in range(0, len(recent), SEEN_BYTES)
+    ]
 
 
 class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
@@ -57,7 +79,7 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     total: int
     version: int
     reached: str
-    recent: tuple[SeenEvent, ...]
+    recent: bytes  # dedupe memory, oldest first: SEEN_BYTES per event (see pack_seen)
     sort_order: str
     tie_policy: str
     source_partition: int

@@ -27,7 +27,7 @@ from regions.kafka_clients import ensure_topics, make_producer, replay
 from regions.processor.loop import Processor
 from regions.settings import Settings, load_settings
 from schema.event_id import event_id, payload_digest
-from schema.records import Codec, PlayerTotal, SeenEvent, totals_key
+from schema.records import Codec, PlayerTotal, pack_seen, totals_key
 
 
 def rss_mib() -> float:
@@ -47,16 +47,14 @@ async def fill(settings: Settings, players: int, recent: int) -> None:
         pending = []
         for i in range(players):
             user = f"player-{i:08d}"
-            seen = tuple(
-                SeenEvent(
-                    event_id("bench", f"m{i}-{j}", user, "kill"), payload_digest(j, None), 1_700_000_000_000
-                )
-                for j in range(recent)
+            ids = [event_id("bench", f"m{i}-{j}", user, "kill") for j in range(recent)]
+            seen = b"".join(
+                pack_seen(e, payload_digest(j, None), 1_700_000_000_000) for j, e in enumerate(ids)
             )
             total = PlayerTotal(
                 board_id="bench", user_id=user, total=i, version=recent, reached=f"{i:027x}", recent=seen,
                 sort_order="DESC", tie_policy="USER_ID", source_partition=i % partitions, source_offset=i,
-                event_id=seen[-1].event_id if seen else "",
+                event_id=ids[-1] if ids else "",
             )  # fmt: skip
             pending.append(
                 await producer.send(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from regions.core.boards import Aggregation
 from regions.core.validation import MAX_EXACT
-from schema.records import AwardEvent, SeenEvent
+from schema.records import SEEN_BYTES, AwardEvent, pack_seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class PlayerState:
     total: int
     version: int
     reached: str
-    recent: tuple[SeenEvent, ...]
+    recent: bytes  # packed dedupe memory, oldest first (schema.records.pack_seen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,33 +73,46 @@ def fold(aggregation: Aggregation, current: int | None, amount: int) -> int:
     return min(current, amount)
 
 
-def _remember(recent: tuple[SeenEvent, ...], seen: SeenEvent, policy: DedupePolicy) -> tuple[SeenEvent, ...]:
-    oldest = seen.at_ms - policy.horizon_ms
-    kept = [e for e in recent if e.at_ms > oldest]
+def _at_ms(recent: bytes, at: int) -> int:
+    return int.from_bytes(recent[at + 24 : at + SEEN_BYTES], "big", signed=True)
+
+
+def _remember(recent: bytes, seen: bytes, at_ms: int, policy: DedupePolicy) -> bytes:
+    """``seen`` appended; events older than the horizon and beyond ``max_recent`` forgotten."""
+    oldest = at_ms - policy.horizon_ms
+    kept = [
+        recent[at : at + SEEN_BYTES]
+        for at in range(0, len(recent), SEEN_BYTES)
+        if _at_ms(recent, at) > oldest
+    ]
     kept.append(seen)
-    return tuple(kept[-policy.max_recent :])
+    return b"".join(kept[-policy.max_recent :])
 
 
 def apply_award(state: PlayerState | None, award: AwardEvent, reached: str, policy: DedupePolicy) -> Outcome:
     """Apply one award to a player's state. ``reached`` is the award's position in the log."""
+    seen = pack_seen(award.event_id, award.digest, award.accepted_at_ms)
     if state is not None:
-        for seen in state.recent:
-            if seen.event_id == award.event_id and seen.at_ms > award.accepted_at_ms - policy.horizon_ms:
-                if seen.digest == award.digest:
+        recent = state.recent
+        for at in range(0, len(recent), SEEN_BYTES):
+            if (
+                recent[at : at + 16] == seen[:16]
+                and _at_ms(recent, at) > award.accepted_at_ms - policy.horizon_ms
+            ):
+                if recent[at + 16 : at + 24] == seen[16:24]:
                     return Duplicate(award.event_id)
-                return Conflict(award.event_id, seen.digest, award.digest)
+                return Conflict(award.event_id, recent[at + 16 : at + 24].hex(), award.digest)
     current = None if state is None else state.total
     total = fold(Aggregation(award.aggregation), current, award.amount)
     if not -MAX_EXACT < total < MAX_EXACT:
         return OutOfRange(award.event_id, total)
     changed = total != current
-    seen = SeenEvent(award.event_id, award.digest, award.accepted_at_ms)
     return Applied(
         PlayerState(
             total=total,
             version=1 if state is None else state.version + 1,
             reached=reached if changed or state is None else state.reached,
-            recent=_remember(() if state is None else state.recent, seen, policy),
+            recent=_remember(b"" if state is None else state.recent, seen, award.accepted_at_ms, policy),
         ),
         changed=changed,
     )

@@ -18,6 +18,7 @@ from regions.core.aggregation import (
 )
 from regions.core.boards import Aggregation
 from regions.core.validation import MAX_EXACT
+from schema.records import unpack_seen
 from tests.unit.regions.core.strategies import amounts, award
 
 WIDE = DedupePolicy(horizon_ms=10**12, max_recent=10_000)
@@ -58,7 +59,7 @@ class AggregatorMachine(RuleBasedStateMachine):
     def new_award(self, match: str, amount: int) -> tuple[str, int]:
         outcome = self._submit(match, amount)
         assert isinstance(outcome, Applied)
-        self.applied[outcome.state.recent[-1].event_id] = amount
+        self.applied[unpack_seen(outcome.state.recent)[-1].event_id] = amount
         return match, amount
 
     @rule(original=sent)
@@ -118,7 +119,7 @@ def test_dedupe_memory_is_bounded_per_player() -> None:
         outcome = apply_award(state, award("p", f"m{i}", 1, at_ms=i), "a", policy)
         assert isinstance(outcome, Applied)
         state = outcome.state
-    assert state is not None and [e.at_ms for e in state.recent] == [7, 8, 9]
+    assert state is not None and [e.at_ms for e in unpack_seen(state.recent)] == [7, 8, 9]
 
 
 def test_total_leaving_the_exact_range_is_refused() -> None:
