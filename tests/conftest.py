@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 from cassandra.cluster import Cluster, Session
+from hypothesis import settings as hypothesis_settings
 from redis.asyncio import Redis
 
 from regions.cassandra_catalog import CassandraCatalog
@@ -22,6 +23,10 @@ from regions.kafka_clients import ensure_topics
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
 from tests.harness import Region, with_free_ports
+
+# Properties check results, not speed: no per-example deadline, so a busy machine cannot fail them.
+hypothesis_settings.register_profile("project", deadline=None, print_blob=True)
+hypothesis_settings.load_profile("project")
 
 
 def _require(name: str, host: str, port: int) -> None:

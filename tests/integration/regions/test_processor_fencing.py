@@ -7,6 +7,7 @@ B's goes through and B continues from the state and offset A had committed.
 
 from __future__ import annotations
 
+import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
@@ -91,3 +92,41 @@ async def test_a_partition_taken_over_fences_its_earlier_owner(settings: Setting
         for processor in (a, b):
             for owned in processor.owned.values():
                 await owned.producer.stop()
+
+
+async def test_records_that_are_not_awards_go_to_reconciliation_and_the_partition_goes_on(
+    settings: Settings, kafka_ready: None
+) -> None:
+    await ensure_topics(settings.kafka)
+    tp = TopicPartition(settings.kafka.topic("awards"), 0)
+    processor = Processor(settings, Health("processor"))
+    consumer = make_consumer(
+        settings.kafka, group_id=f"{settings.kafka.topic_prefix}.processor.{settings.region}"
+    )
+    await consumer.start()
+    consumer.assign([tp])
+    try:
+        producer = make_producer(settings.kafka)
+        await producer.start()
+        try:
+            await producer.send_and_wait(tp.topic, b"\xc1 not msgpack", key=b"k", partition=0)
+            not_hex = msgspec.structs.replace(_award("m0", 1), event_id="z" * 32)
+            await producer.send_and_wait(tp.topic, Codec().encode(not_hex), key=b"k", partition=0)
+        finally:
+            await producer.stop()
+        await _publish(settings, tp, _award("m1", 5))
+        await processor.take(consumer, [tp])
+        await processor.process_partition(processor.owned[0], await _read(consumer, tp, 3))
+
+        assert [(t.total, t.version) for t in await _changelog(settings)] == [(5, 1)]
+        reconciled: list[str] = []
+
+        async def keep(records: list[ConsumerRecord]) -> None:
+            reconciled.extend(Codec().reconciliation(r.value).reason for r in records)
+
+        await replay(settings.kafka, [TopicPartition(settings.kafka.topic("reconciliation"), 0)], keep)
+        assert reconciled == ["undecodable", "undecodable"]
+    finally:
+        await consumer.stop()
+        for owned in processor.owned.values():
+            await owned.producer.stop()
