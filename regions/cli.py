@@ -12,6 +12,7 @@ from regions.bootstrap import bootstrap
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_store import connect
 from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
+from regions.kafka_clients import TopicMissing
 from regions.projector.rebuild import rebuild
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
@@ -110,7 +111,11 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return asyncio.run(COMMANDS[args.command](load_settings(), args))
+    try:
+        return asyncio.run(COMMANDS[args.command](load_settings(), args))
+    except TopicMissing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -106,6 +106,12 @@ def make_consumer(
     )
 
 
+class TopicMissing(KafkaError):  # type: ignore[misc]
+    """A platform topic is not there (yet). A Kafka error like any other, so services retry: one
+    started before 'ops/lb bootstrap', or before new topics reach the broker's metadata, waits for
+    them instead of running with no partitions."""
+
+
 class AcceptanceUnavailable(Exception):
     """Kafka did not acknowledge with the configured policy in time; the caller may retry."""
 
@@ -191,11 +197,14 @@ async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) ->
 
 
 async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:
-    """The topic's partitions, from the brokers (empty when the topic does not exist)."""
+    """The topic's partitions, from the brokers; ``TopicMissing`` when it does not exist."""
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
     await admin.start()
     try:
         described = await admin.describe_topics([topic])
     finally:
         await admin.close()
-    return sorted(p["partition"] for t in described if t.get("error_code", 0) == 0 for p in t["partitions"])
+    found = sorted(p["partition"] for t in described if t.get("error_code", 0) == 0 for p in t["partitions"])
+    if not found:
+        raise TopicMissing(f"topic {topic} does not exist (yet); run 'ops/lb bootstrap'")
+    return found

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import sys
@@ -29,10 +30,35 @@ from schema.redis_keys import board_keys
 SERVICES = ("processor", "projector", "audit", "intake")
 
 
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return cast(int, s.getsockname()[1])
+    """A loopback port for a test server: free now, never handed out before in this process, and
+    outside the kernel's ephemeral range, so the many outgoing client connections of a test run
+    (Kafka, Cassandra, Redis) cannot take it between this call and the server's bind."""
+    low, high = _ephemeral_range()
+    candidates = range(20_000, low) if low > 21_000 else range(high + 1, 65_536)
+    for _ in range(200):
+        port = random.choice(candidates)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {candidates.start}-{candidates.stop - 1}")
 
 
 def region_env(settings: Settings) -> dict[str, str]:

@@ -109,10 +109,10 @@ class Processor:
         awards, totals = self._kafka.topic("awards"), self._kafka.topic("totals")
         source = set(await partitions_of(self._kafka, awards))
         changelog = set(await partitions_of(self._kafka, totals))
-        if not source or source != changelog:
+        if source != changelog:
             raise PartitionsMismatch(
-                f"{awards} has {len(source)} partitions and {totals} has {len(changelog)}; they must be equal "
-                "and non-zero. Run 'ops/lb bootstrap' or fix the topics before starting the processor."
+                f"{awards} has {len(source)} partitions and {totals} has {len(changelog)}; they must be equal. "
+                "Fix the topics before starting the processor."
             )
 
     async def restore(self, partition: int) -> dict[StateKey, PlayerState]:

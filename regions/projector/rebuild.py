@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from aiokafka import ConsumerRecord, TopicPartition
 
-from regions.kafka_clients import make_consumer, partitions_of, replay
+from regions.kafka_clients import partitions_of, replay
 from regions.projector.loop import TotalsBatch
 from regions.redis_projection import RedisProjection
 from regions.settings import Settings
@@ -30,13 +30,8 @@ class RebuildReport:
 
 
 async def _partitions(settings: Settings) -> list[TopicPartition]:
-    consumer = make_consumer(settings.kafka, group_id=None)
-    await consumer.start()
-    try:
-        topic = settings.kafka.topic("totals")
-        return [TopicPartition(topic, p) for p in await partitions_of(settings.kafka, topic)]
-    finally:
-        await consumer.stop()
+    topic = settings.kafka.topic("totals")
+    return [TopicPartition(topic, p) for p in await partitions_of(settings.kafka, topic)]
 
 
 async def rebuild(

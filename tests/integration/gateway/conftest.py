@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -30,12 +29,7 @@ from regions.core.ordering import encode, reached_position
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
 from schema.redis_keys import board_keys
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return cast(int, s.getsockname()[1])
+from tests.harness import free_port
 
 
 @dataclass

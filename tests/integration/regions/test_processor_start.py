@@ -1,4 +1,5 @@
-"""The processor refuses to start when its changelog is not co-partitioned with its source."""
+"""The processor refuses a changelog that is not co-partitioned with its source, and waits for topics
+that do not exist yet."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import asyncio
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError
 
 from regions.health import Health
+from regions.kafka_clients import TopicMissing
 from regions.processor.loop import PartitionsMismatch, Processor
 from regions.settings import Settings
 
@@ -27,3 +30,14 @@ async def test_processor_fails_fast_when_changelog_partitions_differ(
 
     with pytest.raises(PartitionsMismatch, match=r"has 6 partitions and .* has 3"):
         await Processor(settings, Health("processor")).run(asyncio.Event())
+
+
+async def test_processor_started_before_bootstrap_waits_for_the_topics(
+    settings: Settings, kafka_ready: None
+) -> None:
+    # A Kafka error: the process retries with backoff until the topics exist, and is not ready meanwhile.
+    processor = Processor(settings, Health("processor"))
+    with pytest.raises(TopicMissing, match=r"awards\.v1 does not exist .*'ops/lb bootstrap'") as missing:
+        await processor.run(asyncio.Event())
+    assert isinstance(missing.value, KafkaError)
+    assert not processor.restored.is_set()
