@@ -56,13 +56,14 @@ def pack_seen(event_id: str, digest: str, at_ms: int) -> bytes:
     return bytes.fromhex(event_id) + bytes.fromhex(digest) + at_ms.to_bytes(8, "big", signed=True)
 
 
+def seen_at_ms(recent: bytes, at: int) -> int:
+    """Acceptance time of the remembered event that starts at byte ``at``."""
+    return int.from_bytes(recent[at + 24 : at + SEEN_BYTES], "big", signed=True)
+
+
 def unpack_seen(recent: bytes) -> list[SeenEvent]:
     return [
-        SeenEvent(
-            recent[at : at + 16].hex(),
-            recent[at + 16 : at + 24].hex(),
-            int.from_bytes(recent[at + 24 : at + 32], "big", signed=True),
-        )
+        SeenEvent(recent[at : at + 16].hex(), recent[at + 16 : at + 24].hex(), seen_at_ms(recent, at))
         for at in range(0, len(recent), SEEN_BYTES)
     ]
 

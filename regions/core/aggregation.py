@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from regions.core.boards import Aggregation
 from regions.core.validation import MAX_EXACT
-from schema.records import SEEN_BYTES, AwardEvent, pack_seen
+from schema.records import SEEN_BYTES, AwardEvent, pack_seen, seen_at_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +73,13 @@ def fold(aggregation: Aggregation, current: int | None, amount: int) -> int:
     return min(current, amount)
 
 
-def _at_ms(recent: bytes, at: int) -> int:
-    return int.from_bytes(recent[at + 24 : at + SEEN_BYTES], "big", signed=True)
-
-
 def _remember(recent: bytes, seen: bytes, at_ms: int, policy: DedupePolicy) -> bytes:
     """``seen`` appended; events older than the horizon and beyond ``max_recent`` forgotten."""
     oldest = at_ms - policy.horizon_ms
     kept = [
         recent[at : at + SEEN_BYTES]
         for at in range(0, len(recent), SEEN_BYTES)
-        if _at_ms(recent, at) > oldest
+        if seen_at_ms(recent, at) > oldest
     ]
     kept.append(seen)
     return b"".join(kept[-policy.max_recent :])
@@ -97,7 +93,7 @@ def apply_award(state: PlayerState | None, award: AwardEvent, reached: str, poli
         for at in range(0, len(recent), SEEN_BYTES):
             if (
                 recent[at : at + 16] == seen[:16]
-                and _at_ms(recent, at) > award.accepted_at_ms - policy.horizon_ms
+                and seen_at_ms(recent, at) > award.accepted_at_ms - policy.horizon_ms
             ):
                 if recent[at + 16 : at + 24] == seen[16:24]:
                     return Duplicate(award.event_id)
