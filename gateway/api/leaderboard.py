@@ -10,19 +10,15 @@ from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.errors import LimitExceeded
 from gateway.api.types import (
-    Aggregation,
     AsOf,
     BoardResult,
-    BoardStatus,
     BoardWindow,
     PlayerContext,
     RankedPlayer,
     RankPage,
     Scope,
-    SortOrder,
-    TiePolicy,
 )
-from regions.core.boards import Board
+from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
 
 
 def _scope(scope: Scope | None) -> projections.Scope:
@@ -47,19 +43,19 @@ class Leaderboard:
 
     @strawberry.field
     def status(self) -> BoardStatus:
-        return BoardStatus(self.board.status.value)
+        return self.board.status
 
     @strawberry.field
     def sort_order(self) -> SortOrder:
-        return SortOrder(self.board.sort_order.value)
+        return self.board.sort_order
 
     @strawberry.field
     def aggregation(self) -> Aggregation:
-        return Aggregation(self.board.aggregation.value)
+        return self.board.aggregation
 
     @strawberry.field
     def tie_policy(self) -> TiePolicy:
-        return TiePolicy(self.board.tie_policy.value)
+        return self.board.tie_policy
 
     @fields.field("The board's time window; null for an all-time board.")
     def window(self) -> BoardWindow | None:

@@ -11,10 +11,11 @@ from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized
 from gateway.api.leaderboard import Leaderboard
-from gateway.api.types import Aggregation, SortOrder, TiePolicy, WindowPeriod
+from gateway.api.types import WindowPeriod
 from gateway.core import windows
 from gateway.core.auth import is_admin
 from regions.core import boards
+from regions.core.boards import Aggregation, SortOrder, TiePolicy
 
 REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
@@ -58,9 +59,9 @@ def board_of(data: CreateLeaderboardInput, serving_region: str) -> boards.Board:
             id=str(data.id),
             name=data.name,
             home_region=home,
-            sort_order=boards.SortOrder((data.sort_order or SortOrder.DESC).value),
-            aggregation=boards.Aggregation((data.aggregation or Aggregation.SUM).value),
-            tie_policy=boards.TiePolicy((data.tie_policy or TiePolicy.USER_ID).value),
+            sort_order=data.sort_order or SortOrder.DESC,
+            aggregation=data.aggregation or Aggregation.SUM,
+            tie_policy=data.tie_policy or TiePolicy.USER_ID,
             window=stored_window,
         )
     except boards.InvalidBoardError as exc:

@@ -8,8 +8,7 @@ from strawberry.types import Info
 from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.leaderboard import Leaderboard
-from gateway.api.types import BoardStatus
-from regions.core import boards
+from regions.core.boards import BoardStatus
 
 
 @strawberry.type
@@ -25,5 +24,4 @@ class Query:
         self, info: Info[Context, None], status: BoardStatus | None = None
     ) -> list[Leaderboard]:
         info.context.cacheable = False
-        wanted = None if status is None else boards.BoardStatus(status.value)
-        return [Leaderboard(board=b) for b in await info.context.services.boards.all(wanted)]
+        return [Leaderboard(board=b) for b in await info.context.services.boards.all(status)]

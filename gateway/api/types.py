@@ -14,6 +14,7 @@ from gateway.api.scalars import Long
 from gateway.cassandra_profiles import ProfileRecord
 from gateway.core import windows
 from regions import reads
+from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 
 
 @strawberry.enum(description="HOME: the board's canonical projection; REGIONAL: this region's.")
@@ -22,30 +23,13 @@ class Scope(Enum):
     REGIONAL = "REGIONAL"
 
 
-@strawberry.enum
-class BoardStatus(Enum):
-    OPEN = "OPEN"
-    CLOSING = "CLOSING"
-    CLOSED = "CLOSED"
-
-
-@strawberry.enum
-class SortOrder(Enum):
-    DESC = "DESC"
-    ASC = "ASC"
-
-
-@strawberry.enum
-class Aggregation(Enum):
-    SUM = "SUM"
-    MAX = "MAX"
-    MIN = "MIN"
-
-
-@strawberry.enum(description="USER_ID: equal scores by user id; FIRST_REACHED: by who reached it first.")
-class TiePolicy(Enum):
-    USER_ID = "USER_ID"
-    FIRST_REACHED = "FIRST_REACHED"
+# The board rules' enums are the core's own, exposed under the same (contract) names.
+strawberry.enum(BoardStatus)
+strawberry.enum(SortOrder)
+strawberry.enum(Aggregation)
+strawberry.enum(
+    TiePolicy, description="USER_ID: equal scores by user id; FIRST_REACHED: by who reached it first."
+)
 
 
 @strawberry.enum(description="Fixed calendar periods (UTC) or a rolling number of days.")
