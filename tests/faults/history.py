@@ -27,6 +27,7 @@ class Op:
 @dataclass(slots=True)
 class History:
     ops: list[Op] = field(default_factory=list)
+    acknowledged: dict[int, int] = field(default_factory=dict)  # awards partition -> highest acked offset
 
     async def submit(self, client: AwardClient, board: str, user: str, match: str, amount: int) -> str:
         payload = {
@@ -37,8 +38,12 @@ class History:
             "delta": amount,
         }
         try:
-            status = (await client.send(payload)).status_code
+            response = await client.send(payload)
+            status = response.status_code
             outcome = "ok" if status == 202 else ("info" if status >= 500 else "fail")
+            for ack in response.json()["accepted"] if status == 202 else ():
+                p = ack["partition"]
+                self.acknowledged[p] = max(self.acknowledged.get(p, -1), ack["offset"])
         except (TimeoutError, httpx.HTTPError):
             outcome = "info"
         self.ops.append(Op(board, user, match, amount, outcome))

@@ -54,13 +54,25 @@ async def _totals(region: Region, board: Board) -> dict[tuple[str, str], int | N
 
 
 async def _converge(region: Region, history: History, board: Board, within: float = 60) -> None:
+    """Totals match the history and the projection's asOf covers every acknowledged award (I5)."""
+
+    async def problems() -> list[str]:
+        found = check_totals(history, await _totals(region, board))
+        offsets = (await region.projection.positions()).offsets
+        found += [
+            f"awards partition {p}: asOf {offsets.get(p)} < acknowledged offset {o}"
+            for p, o in history.acknowledged.items()
+            if offsets.get(p, -1) < o
+        ]
+        return found
+
     async def settled() -> bool:
-        return not check_totals(history, await _totals(region, board))
+        return not await problems()
 
     try:
-        await region.wait_until(settled, within=within, what="totals matching the history")
+        await region.wait_until(settled, within=within, what="totals and asOf matching the history")
     except TimeoutError:
-        raise AssertionError("\n".join(check_totals(history, await _totals(region, board)))) from None
+        raise AssertionError("\n".join(await problems())) from None
 
 
 async def _snapshot(region: Region, board: Board) -> tuple[object, object]:
