@@ -16,6 +16,7 @@ from regions.kafka_clients import replay
 from regions.reads import RankReader
 from schema.event_id import event_id
 from schema.records import Codec
+from schema.redis_keys import board_keys
 from tests.harness import Region
 
 
@@ -112,8 +113,12 @@ async def test_ties_follow_first_reached_policy(region: Region) -> None:
         await region.wait_for_total(board.id, user, 10)
         await asyncio.sleep(0.01)
     await region.client.send(award(board.id, "mia", 0))  # same total again: keeps mia's first-reached time
+    keys = board_keys(region.settings.redis.key_prefix, board.id)
 
-    await asyncio.sleep(0.5)
+    async def applied() -> bool:
+        return await region.projection.version_of(keys, "mia") == 2
+
+    await region.wait_until(applied, what="mia's second award applied")
     page = await _reader(region).top(board, 10)
 
     assert [e.user_id for e in page.entries] == ["zed", "mia", "amy"]
@@ -185,12 +190,15 @@ async def test_every_process_reports_health_readiness_and_lag(region: Region) ->
             ready = await http.get(base + "/readyz")
             assert ready.status_code == 200 and ready.json()["ready"] is True
             assert (await http.get(base + "/healthz")).json()["alive"] is True
-        await asyncio.sleep(2.5)  # lag is reported every 2 s
-        lag = (await http.get(region.health_url("processor") + "/healthz")).json()["lag"]
+        partitions = {str(p) for p in range(region.settings.kafka.partitions)}
+        awards = region.settings.kafka.topic("awards")
+
+        async def lag_of_every_partition() -> bool:  # lag is reported every 2 s
+            health = (await http.get(region.health_url("processor") + "/healthz")).json()
+            return set(health["lag"].get(awards, {})) == partitions
+
+        await region.wait_until(lag_of_every_partition, within=30, what="lag of every awards partition")
         metrics = (await http.get(region.health_url("processor") + "/metrics")).text
-    assert set(lag[region.settings.kafka.topic("awards")]) == {
-        str(p) for p in range(region.settings.kafka.partitions)
-    }
     assert 'lb_consumer_lag{partition="0",service="processor"' in metrics
 
 
