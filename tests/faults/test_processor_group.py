@@ -16,6 +16,7 @@ import signal
 
 import httpx
 
+from regions.core.boards import Board
 from schema.redis_keys import board_keys
 from tests.faults.history import History
 from tests.faults.test_region_faults import PLAYERS, _board, _converge, _load
@@ -44,12 +45,20 @@ async def _assert_versions_count_distinct_awards(region: Region, history: Histor
         assert (version or 0) == applied, f"{user}: version {version} after {applied} distinct awards"
 
 
-async def test_partitions_of_a_killed_instance_move_to_the_survivor(region: Region) -> None:
+async def _two_instances_sharing_a_loaded_board(
+    region: Region, seed: int
+) -> tuple[set[int], Board, History, random.Random]:
+    """A second processor instance, 200 awards on a new board, and every partition owned by one of the two."""
     everything = set(range(region.settings.kafka.partitions))
     await region.start_instance("processor-b", "processor")
-    board, history, rng = await _board(region), History(), random.Random(23)
+    board, history, rng = await _board(region), History(), random.Random(seed)
     await _load(region, history, board, 200, rng)
     await _wait_shared(region, everything)
+    return everything, board, history, rng
+
+
+async def test_partitions_of_a_killed_instance_move_to_the_survivor(region: Region) -> None:
+    everything, board, history, rng = await _two_instances_sharing_a_loaded_board(region, 23)
 
     await region.kill("processor-b")  # SIGKILL, likely inside one of its transactions
     await _load(region, history, board, 300, rng)
@@ -62,11 +71,7 @@ async def test_partitions_of_a_killed_instance_move_to_the_survivor(region: Regi
 
 
 async def test_a_frozen_instance_is_fenced_when_it_wakes(region: Region) -> None:
-    everything = set(range(region.settings.kafka.partitions))
-    await region.start_instance("processor-b", "processor")
-    board, history, rng = await _board(region), History(), random.Random(29)
-    await _load(region, history, board, 200, rng)
-    await _wait_shared(region, everything)
+    everything, board, history, rng = await _two_instances_sharing_a_loaded_board(region, 29)
 
     loading = asyncio.create_task(_load(region, history, board, 300, rng))
     await asyncio.sleep(0.3)  # mid-stream: the instance holds fetched records and open transactions
