@@ -70,7 +70,7 @@ class RankReader:
 
     async def as_of(self) -> AsOf:
         p = await self._projection.positions()
-        return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale=p.epoch is None)
+        return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale=p.epoch is None or p.rebuilding)
 
     async def top(self, board: Board, k: int) -> RankPage:
         as_of = await self.as_of()

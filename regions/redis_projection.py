@@ -57,11 +57,13 @@ class ApplyResult:
 
 @dataclass(frozen=True, slots=True)
 class Positions:
-    """What the projection reflects: per source partition, the last offset included."""
+    """What the projection reflects: per source partition, the last offset included. A projection
+    without an epoch (lost) or still ``rebuilding`` claims nothing fresh: its reads are stale."""
 
     epoch: str | None
     offsets: dict[int, int]
     newest_accepted_ms: int | None
+    rebuilding: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +126,9 @@ class RedisProjection:
         raw = cast(dict[str, str], await self.redis.hgetall(self._positions))
         epoch = raw.pop("epoch", None)
         accepted = raw.pop("accepted_at", None)
-        return Positions(epoch, {int(p): int(o) for p, o in raw.items()}, int(accepted) if accepted else None)
+        rebuilding = raw.pop("rebuilding", "0") == "1"
+        offsets = {int(p): int(o) for p, o in raw.items()}
+        return Positions(epoch, offsets, int(accepted) if accepted else None, rebuilding)
 
     async def window(self, keys: BoardKeys, user_id: str, n: int, strip: int) -> Window | None:
         """Top ``n`` (``user_id`` empty) or the player with ``n`` neighbours each side, atomically."""

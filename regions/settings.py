@@ -110,6 +110,26 @@ class AuditSettings(BaseModel):
     health_port: int = Field(8084, description="Port of /healthz, /readyz and /metrics.")
 
 
+class RegionEndpoint(BaseModel):
+    """How this region reaches another one (and itself)."""
+
+    kafka_bootstrap_servers: str = Field(
+        description="That region's Kafka brokers, host:port,... (the replicator reads its awards)."
+    )
+    redis_url: str | None = Field(
+        None, description="That region's Redis projection (HOME reads of the boards homed there)."
+    )
+
+
+class ReplicatorSettings(BaseModel):
+    source_region: str = Field(
+        "",
+        description="The region whose locally accepted awards this replicator copies here "
+        "(one replicator process per remote region).",
+    )
+    health_port: int = Field(8085, description="Port of /healthz, /readyz and /metrics.")
+
+
 class GatewaySettings(BaseModel):
     host: str = Field("127.0.0.1", description="Listen address.")
     port: int = Field(8080, description="Listen port of /graphql.")
@@ -159,6 +179,11 @@ class Settings(BaseSettings):
         Mode.DEVELOPMENT, description="production refuses development secrets and single-copy storage."
     )
     region: str = Field("local", pattern=r"^[a-z][a-z0-9-]{0,31}$", description="This region's name.")
+    regions: dict[str, RegionEndpoint] = Field(
+        {},
+        description="Every region of the deployment by name, this one included (JSON object); "
+        "empty: this region alone.",
+    )
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
     cassandra: CassandraSettings = Field(default_factory=CassandraSettings)
@@ -167,6 +192,7 @@ class Settings(BaseSettings):
     processor: ProcessorSettings = Field(default_factory=ProcessorSettings)
     projector: ProjectorSettings = Field(default_factory=ProjectorSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    replicator: ReplicatorSettings = Field(default_factory=ReplicatorSettings)
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Self:

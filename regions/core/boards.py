@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+from regions.core.ids import board_id_error
 
 
 class SortOrder(StrEnum):
@@ -29,9 +30,6 @@ class BoardStatus(StrEnum):
     CLOSED = "CLOSED"
 
 
-BOARD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-
-
 class InvalidBoardError(ValueError):
     """A board definition breaks a rule; the message names the field and the rule."""
 
@@ -48,10 +46,9 @@ class Board:
     status: BoardStatus = BoardStatus.OPEN
 
     def __post_init__(self) -> None:
-        if not BOARD_ID.match(self.id):
-            raise InvalidBoardError(
-                f"id {self.id!r}: must be 1..128 of letters, digits and . _ : -, starting alphanumeric"
-            )
+        problem = board_id_error(self.id)
+        if problem is not None:
+            raise InvalidBoardError(f"id {self.id!r}: {problem}")
         if not 1 <= len(self.name) <= 200:
             raise InvalidBoardError(f"name: must be 1..200 characters, got {len(self.name)}")
 

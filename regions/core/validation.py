@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from regions.core.boards import BOARD_ID, Board
+from regions.core.boards import Board
+from regions.core.ids import BOARD_ID
 
 MAX_EXACT = 2**53
 AWARD_FIELDS = frozenset({"matchId", "leaderboardId", "userId", "awardType", "delta", "score", "occurredAt"})
