@@ -83,8 +83,11 @@ async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()
         await admin.close()
 
 
-def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) -> AIOKafkaProducer:
-    """An idempotent acks=all producer; transactional when given a transactional id."""
+def make_producer(
+    kafka: KafkaSettings, *, transactional_id: str | None = None, batch_bytes: int = 16_384
+) -> AIOKafkaProducer:
+    """An idempotent acks=all producer; transactional when given a transactional id. A partition's
+    records wait for its previous batch to be sent: ``batch_bytes`` bounds each batch."""
     return AIOKafkaProducer(
         bootstrap_servers=kafka.bootstrap_servers,
         acks="all",
@@ -93,6 +96,7 @@ def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) 
         request_timeout_ms=kafka.request_timeout_ms,
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
+        max_batch_size=batch_bytes,
     )
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+import msgspec
+
 from schema.replication import (
     HOP_HEADER,
     ORIGIN_HEADER,
@@ -26,9 +28,9 @@ from schema.replication import (
 Headers = tuple[tuple[str, bytes], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class SourceRecord:
-    """One record read from the source's awards partition (committed data only)."""
+class SourceRecord(msgspec.Struct, frozen=True):
+    """One record read from the source's awards partition (committed data only). A Struct, as
+    every record passes through here: several times cheaper to build than a frozen dataclass."""
 
     offset: int
     key: bytes | None
@@ -37,8 +39,7 @@ class SourceRecord:
     headers: Headers = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Copy:
+class Copy(msgspec.Struct, frozen=True):
     """One record to write into the local ``awards.from-<source>`` partition of the same number."""
 
     key: bytes | None
@@ -116,6 +117,8 @@ def accepted_by(source_region: str, headers: Headers) -> bool:
     A record without provenance headers is the source's own. One naming another origin, or with a
     hop count that is not 0 (or unreadable), is a copy: copying it again could loop between regions.
     """
+    if not headers:
+        return True
     origin = header(headers, ORIGIN_HEADER)
     if origin is not None and origin != source_region.encode():
         return False
@@ -125,12 +128,15 @@ def accepted_by(source_region: str, headers: Headers) -> bool:
 
 def provenance(source_region: str, partition: int, offset: int) -> Headers:
     """Headers of a copy: where it was accepted, its source position, and one hop."""
-    return (
-        (ORIGIN_HEADER, source_region.encode()),
-        (SOURCE_PARTITION_HEADER, str(partition).encode()),
-        (SOURCE_OFFSET_HEADER, str(offset).encode()),
-        (HOP_HEADER, b"1"),
-    )
+    return _provenance(_origin(source_region, partition), offset)
+
+
+def _origin(source_region: str, partition: int) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
+    return (ORIGIN_HEADER, source_region.encode()), (SOURCE_PARTITION_HEADER, str(partition).encode())
+
+
+def _provenance(origin: tuple[tuple[str, bytes], tuple[str, bytes]], offset: int) -> Headers:
+    return (*origin, (SOURCE_OFFSET_HEADER, str(offset).encode()), (HOP_HEADER, b"1"))
 
 
 def plan_batch(
@@ -145,8 +151,9 @@ def plan_batch(
     for before, then in pairwise(fresh):
         if then.offset <= before.offset:
             raise ValueError(f"offsets must increase: {before.offset} then {then.offset}")
+    origin = _origin(source_region, partition)
     copies = tuple(
-        Copy(r.key, r.value, r.timestamp_ms, provenance(source_region, partition, r.offset))
+        Copy(r.key, r.value, r.timestamp_ms, _provenance(origin, r.offset))
         for r in fresh
         if accepted_by(source_region, r.headers)
     )
