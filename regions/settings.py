@@ -129,7 +129,7 @@ class ReplicatorSettings(BaseModel):
     )
     health_port: int = Field(8085, description="Port of /healthz, /readyz and /metrics.")
     max_batch: int = Field(
-        5000, ge=1, description="Most source records copied in one local transaction (with their checkpoints)."
+        5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
     )
     lag_interval_s: float = Field(
         1.0, gt=0, description="How often the source's offsets are read for the lag metrics."
