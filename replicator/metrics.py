@@ -39,5 +39,5 @@ COPY_LATENCY = Histogram(
     "lb_replicator_copy_latency_seconds",
     "From a record's acceptance in the source region to its copy's commit here",
     ["source"],
-    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+    buckets=(0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 300),
 )
