@@ -22,55 +22,23 @@ import logging
 import time
 from collections.abc import Sequence
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError, ProducerFenced
-from aiokafka.producer.message_accumulator import BatchBuilder
 
 from regions.health import Health
-from regions.kafka_clients import make_producer, partitions_of, replay
+from regions.kafka_clients import partitions_of
 from regions.settings import Settings
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
-from replicator.core import (
-    BatchPlan,
-    Gap,
-    Headers,
-    Rewound,
-    SourceRecord,
-    after_gap,
-    lag,
-    latest_checkpoints,
-    plan_batch,
-    resume,
-)
-from schema.replication import (
-    CHECKPOINTS_TOPIC,
-    GAP_KEY,
-    HOP_HEADER,
-    ORIGIN_HEADER,
-    SOURCE_OFFSET_HEADER,
-    SOURCE_PARTITION_HEADER,
-    ReplicationCheckpoint,
-    ReplicationCodec,
-    ReplicationGap,
-    checkpoint_key,
-    replicated_awards_topic,
-)
+from replicator.core import BatchPlan, Gap, Rewound, SourceRecord, after_gap, plan_batch, resume
+from replicator.kafka_target import LocalTopics, PartitionsMismatch
+from schema.replication import ReplicationCheckpoint
 
 log = logging.getLogger(__name__)
-BATCH_BYTES = 262_144
-"""Largest record batch written: a few per partition and transaction (each one a round trip),
-well below the brokers' default limit of 1 MiB per batch."""
-Send = tuple[str, int, bytes | None, bytes | None, int | None, Headers]
-"""topic, partition, key, value, timestamp (None: now), headers"""
 
 
 class Fenced(ReplicationStopped):
     """Another instance of the same pair took over."""
-
-
-class PartitionsMismatch(ReplicationStopped):
-    """Source and local topics differ in partitions: partition p must be copied to partition p."""
 
 
 class SourceRewound(ReplicationStopped):
@@ -92,11 +60,7 @@ class Replicator:
         self._local = settings.kafka
         self._source = settings.kafka.model_copy(update={"bootstrap_servers": pair.source_bootstrap_servers})
         self._health = health
-        self._codec = ReplicationCodec()
         self.source_topic = settings.kafka.topic("awards")
-        self.target_topic = settings.kafka.topic(replicated_awards_topic(pair.source))
-        self.checkpoint_topic = settings.kafka.topic(CHECKPOINTS_TOPIC)
-        self.transactional_id = f"{settings.kafka.topic_prefix}.replicator.{pair.local}.from-{pair.source}"
         self.ready = asyncio.Event()
         self.checkpoints: dict[int, ReplicationCheckpoint] = {}
         self._log_end: dict[int, int] = {}
@@ -104,56 +68,28 @@ class Replicator:
     async def run(self, stop: asyncio.Event) -> None:
         """Copy until ``stop`` is set. Local Kafka errors propagate (the caller reruns from the
         checkpoints); conditions for an operator raise ``ReplicationStopped``."""
-        partitions = await self._local_partitions()
-        producer = make_producer(self._local, transactional_id=self.transactional_id, batch_bytes=BATCH_BYTES)
+        local = LocalTopics(self._local, self._pair)
         try:
-            # init_transactions fences every earlier instance of the pair and ends its open
-            # transaction, so the checkpoints read next are final.
-            await producer.start()
-            self.checkpoints = await self._load_checkpoints(partitions)
+            partitions = await local.partitions()
+            await local.open()
+            self.checkpoints = await local.checkpoints(partitions)
             self._log_end = {p: c.next_offset for p, c in self.checkpoints.items()}
             self.ready.set()
-            log.info("replicating %s -> %s from %s", self._pair.source, self._pair.local, self._positions())
-            await self._follow_source(producer, partitions, stop)
+            log.info("replicating %s -> %s from %s", self._pair.source, self._pair.local,
+                     {p: c.next_offset for p, c in sorted(self.checkpoints.items())})  # fmt: skip
+            await self._follow_source(local, partitions, stop)
         except ProducerFenced as exc:
             metrics.FENCED.labels(self._pair.source).inc()
             raise Fenced(
                 f"replicator {self._pair.source} -> {self._pair.local} was fenced: another instance with "
-                f"transactional id {self.transactional_id} started (or this one stalled past the transaction "
+                f"transactional id {local.transactional_id} started (or this one stalled past the transaction "
                 "timeout) and continues from the checkpoints. Run one replicator per source and region."
             ) from exc
         finally:
             self.ready.clear()
-            await producer.stop()
+            await local.close()
 
-    def _positions(self) -> dict[int, int]:
-        return {p: c.next_offset for p, c in sorted(self.checkpoints.items())}
-
-    async def _local_partitions(self) -> list[int]:
-        """The local topic's partitions; the checkpoint topic must have the same (checkpoints are
-        co-partitioned with the copies)."""
-        target = await partitions_of(self._local, self.target_topic)
-        checkpoints = await partitions_of(self._local, self.checkpoint_topic)
-        if target != checkpoints:
-            raise PartitionsMismatch(
-                f"{self.target_topic} has {len(target)} partitions and {self.checkpoint_topic} {len(checkpoints)}; "
-                "they must be equal"
-            )
-        return target
-
-    async def _load_checkpoints(self, partitions: list[int]) -> dict[int, ReplicationCheckpoint]:
-        written: list[ReplicationCheckpoint] = []
-
-        async def keep(records: list[ConsumerRecord]) -> None:
-            written.extend(self._codec.checkpoint(r.value) for r in records)
-
-        tps = [TopicPartition(self.checkpoint_topic, p) for p in partitions]
-        await replay(self._local, tps, keep)
-        return latest_checkpoints(self._pair.source, partitions, written)
-
-    async def _follow_source(
-        self, producer: AIOKafkaProducer, partitions: list[int], stop: asyncio.Event
-    ) -> None:
+    async def _follow_source(self, local: LocalTopics, partitions: list[int], stop: asyncio.Event) -> None:
         """Copy from the source, reconnecting with backoff while it is unreachable."""
         delay = 1.0
         while not stop.is_set():
@@ -165,7 +101,7 @@ class Replicator:
                 except KafkaError as exc:
                     raise SourceUnavailable(repr(exc)) from exc
                 delay = 1.0
-                await self._copy(consumer, producer, partitions, stop)
+                await self._copy(consumer, local, partitions, stop)
             except SourceUnavailable as exc:
                 metrics.SOURCE_REACHABLE.labels(self._pair.source).set(0)
                 log.warning(
@@ -193,19 +129,15 @@ class Replicator:
         source = await partitions_of(self._source, self.source_topic)
         if source != partitions:
             raise PartitionsMismatch(
-                f"{self.source_topic} in region {self._pair.source} has {len(source)} partitions and "
-                f"{self.target_topic} here has {len(partitions)}; every region needs the same count"
+                f"{self.source_topic} in region {self._pair.source} has {len(source)} partitions and this "
+                f"region's copies have {len(partitions)}; every region needs the same count"
             )
 
     async def _copy(
-        self,
-        consumer: AIOKafkaConsumer,
-        producer: AIOKafkaProducer,
-        partitions: list[int],
-        stop: asyncio.Event,
+        self, consumer: AIOKafkaConsumer, local: LocalTopics, partitions: list[int], stop: asyncio.Event
     ) -> None:
         tps = [TopicPartition(self.source_topic, p) for p in partitions]
-        await self._resume(consumer, producer, tps)
+        await self._resume(consumer, local, tps)
         consumer.assign(tps)
         for tp in tps:  # before the fetcher runs: with no reset policy it needs a position
             consumer.seek(tp, self.checkpoints[tp.partition].next_offset)
@@ -216,21 +148,21 @@ class Replicator:
                     batch = await consumer.getmany(timeout_ms=200, max_records=self._cfg.max_batch)
                 except OffsetOutOfRangeError as exc:
                     out = sorted(exc.args[0], key=lambda tp: tp.partition)
-                    await self._resume(consumer, producer, out)
+                    await self._resume(consumer, local, out)
                     for tp in out:
                         consumer.seek(tp, self.checkpoints[tp.partition].next_offset)
                     continue
                 except KafkaError as exc:
                     raise SourceUnavailable(repr(exc)) from exc
                 if batch:
-                    await self._commit(producer, batch)
+                    await self._commit(local, batch)
                 if probe.done():
                     await probe  # raises what ended it
         finally:
             probe.cancel()
 
     async def _resume(
-        self, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer, tps: Sequence[TopicPartition]
+        self, consumer: AIOKafkaConsumer, local: LocalTopics, tps: Sequence[TopicPartition]
     ) -> None:
         """Check each partition's checkpoint against the source's log; report gaps in one transaction."""
         try:
@@ -238,117 +170,54 @@ class Replicator:
             ends = await consumer.end_offsets(list(tps))
         except KafkaError as exc:
             raise SourceUnavailable(repr(exc)) from exc
-        gaps: dict[int, Gap] = {}
+        gaps: dict[int, tuple[Gap, ReplicationCheckpoint]] = {}
         for tp in tps:
-            outcome = resume(self.checkpoints[tp.partition].next_offset, starts[tp], ends[tp])
+            checkpoint = self.checkpoints[tp.partition]
+            outcome = resume(checkpoint.next_offset, starts[tp], ends[tp])
             if isinstance(outcome, Rewound):
                 raise SourceRewound(
                     f"{self.source_topic} partition {tp.partition} in region {self._pair.source} ends at "
                     f"offset {outcome.log_end}, before this region's checkpoint {outcome.checkpoint}: the source "
                     "topic was recreated or truncated. Its offsets no longer name what was copied; "
-                    f"decide what to replay, then reset the checkpoint in {self.checkpoint_topic}"
+                    f"decide what to replay, then reset the checkpoint in {local.checkpoint_topic}"
                 )
             if isinstance(outcome, Gap):
-                gaps[tp.partition] = outcome
+                gaps[tp.partition] = (outcome, after_gap(checkpoint, outcome))
             self._log_end[tp.partition] = ends[tp]
         if gaps:
-            await self._report_gaps(producer, gaps)
+            await local.write_gaps(gaps, int(time.time() * 1000))
+            for p, (gap, after) in gaps.items():
+                self.checkpoints[p] = after
+                metrics.GAPS.labels(self._pair.source, str(p)).inc()
+                metrics.MISSING.labels(self._pair.source, str(p)).inc(gap.missing)
+                log.error(
+                    "gap: %s partition %d in region %s lost offsets %d..%d before they were copied "
+                    "(%d records); continuing from %d",
+                    self.source_topic, p, self._pair.source, gap.first_missing, gap.first_available - 1,
+                    gap.missing, gap.first_available,
+                )  # fmt: skip
 
-    async def _report_gaps(self, producer: AIOKafkaProducer, gaps: dict[int, Gap]) -> None:
-        now_ms = int(time.time() * 1000)
-        after = {p: after_gap(self.checkpoints[p], gap) for p, gap in gaps.items()}
-        sends: list[Send] = []
-        for p, gap in gaps.items():
-            record = ReplicationGap(
-                source_region=self._pair.source, source_partition=p, first_missing=gap.first_missing,
-                first_available=gap.first_available, detected_at_ms=now_ms,
-            )  # fmt: skip
-            headers = (
-                (ORIGIN_HEADER, self._pair.source.encode()),
-                (SOURCE_PARTITION_HEADER, str(p).encode()),
-                (SOURCE_OFFSET_HEADER, str(gap.first_available - 1).encode()),
-                (HOP_HEADER, b"1"),
-            )
-            sends.append((self.target_topic, p, GAP_KEY, self._codec.encode(record), None, headers))
-            sends.append(self._checkpoint_send(after[p]))
-        await self._transaction(producer, sends)
-        for p, gap in gaps.items():
-            self.checkpoints[p] = after[p]
-            metrics.GAPS.labels(self._pair.source, str(p)).inc()
-            metrics.MISSING.labels(self._pair.source, str(p)).inc(gap.missing)
-            log.error(
-                "gap: %s partition %d in region %s lost offsets %d..%d before they were copied (%d records); "
-                "continuing from %d",
-                self.source_topic, p, self._pair.source, gap.first_missing, gap.first_available - 1,
-                gap.missing, gap.first_available,
-            )  # fmt: skip
-
-    def _checkpoint_send(self, checkpoint: ReplicationCheckpoint) -> Send:
-        p = checkpoint.source_partition
-        return (
-            self.checkpoint_topic,
-            p,
-            checkpoint_key(self._pair.source, p),
-            self._codec.encode(checkpoint),
-            None,
-            (),
-        )
-
-    async def _commit(
-        self, producer: AIOKafkaProducer, batch: dict[TopicPartition, list[ConsumerRecord]]
-    ) -> None:
+    async def _commit(self, local: LocalTopics, batch: dict[TopicPartition, list[ConsumerRecord]]) -> None:
         """One transaction: every partition's copies, then its checkpoint."""
         plans: dict[int, BatchPlan] = {}
-        sends: list[Send] = []
         for tp, records in sorted(batch.items(), key=lambda item: item[0].partition):
             p = tp.partition
             plan = plan_batch(self._pair.source, p, self.checkpoints[p], [_source_record(r) for r in records])
-            if plan.checkpoint == self.checkpoints[p]:
-                continue
-            plans[p] = plan
-            sends += [(self.target_topic, p, c.key, c.value, c.timestamp_ms, c.headers) for c in plan.copies]
-            sends.append(self._checkpoint_send(plan.checkpoint))
+            if plan.checkpoint != self.checkpoints[p]:
+                plans[p] = plan
         if not plans:
             return
-        await self._transaction(producer, sends)
+        await local.write(plans)
         now = time.time()
+        latency = metrics.COPY_LATENCY.labels(self._pair.source)
         for p, plan in plans.items():
             self.checkpoints[p] = plan.checkpoint
             self._log_end[p] = max(self._log_end.get(p, 0), plan.checkpoint.next_offset)
             metrics.COPIED.labels(self._pair.source, str(p)).inc(len(plan.copies))
             metrics.SKIPPED.labels(self._pair.source, str(p)).inc(plan.skipped)
             for copy in plan.copies:
-                metrics.COPY_LATENCY.labels(self._pair.source).observe(
-                    max(0.0, now - copy.timestamp_ms / 1000)
-                )
+                latency.observe(max(0.0, now - copy.timestamp_ms / 1000))
         self._report_lag()
-
-    async def _transaction(self, producer: AIOKafkaProducer, sends: list[Send]) -> None:
-        """Write ``sends`` in one transaction, as whole record batches per partition (far less work
-        per record than one send each); within a partition the order is kept."""
-        try:
-            async with producer.transaction():
-                futures: list[asyncio.Future[object]] = []
-                open_batches: dict[tuple[str, int], BatchBuilder] = {}
-                for topic, p, key, value, timestamp_ms, headers in sends:
-                    batch = open_batches.get((topic, p))
-                    record = {"timestamp": timestamp_ms, "key": key, "value": value, "headers": list(headers)}
-                    if batch is None or batch.append(**record) is None:
-                        if batch is not None:
-                            futures.append(await producer.send_batch(batch, topic, partition=p))
-                        batch = open_batches[(topic, p)] = producer.create_batch()
-                        if batch.append(**record) is None:
-                            raise ValueError(f"a record of {len(value or b'')} bytes does not fit a batch")
-                for (topic, p), batch in open_batches.items():
-                    futures.append(await producer.send_batch(batch, topic, partition=p))
-                # Every batch settles before the first failure is raised, so none goes unobserved.
-                settled = await asyncio.gather(*futures, return_exceptions=True)
-                failures = [r for r in settled if isinstance(r, BaseException)]
-                if failures:
-                    raise failures[0]
-        except BaseException:
-            metrics.ABORTS.labels(self._pair.source).inc()
-            raise
 
     async def _probe(
         self, consumer: AIOKafkaConsumer, tps: list[TopicPartition], stop: asyncio.Event
@@ -369,18 +238,7 @@ class Replicator:
 
     def _report_lag(self) -> None:
         now_ms = int(time.time() * 1000)
-        records: dict[int, int] = {}
-        for p, checkpoint in self.checkpoints.items():
-            end = max(self._log_end.get(p, 0), checkpoint.next_offset)
-            behind = lag(checkpoint, end, now_ms)
-            labels = (self._pair.source, str(p))
-            records[p] = behind.records
-            metrics.LAG_RECORDS.labels(*labels).set(behind.records)
-            metrics.LAG_SECONDS.labels(*labels).set(
-                float("nan") if behind.seconds is None else behind.seconds
-            )
-            metrics.CHECKPOINT.labels(*labels).set(checkpoint.next_offset)
-            metrics.SOURCE_END.labels(*labels).set(end)
+        records = metrics.report_progress(self._pair.source, self.checkpoints, self._log_end, now_ms)
         self._health.report_lag(f"{self._pair.source}:{self.source_topic}", records)
 
 

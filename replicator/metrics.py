@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import Counter, Gauge, Histogram
+
+from replicator.core import lag
+from schema.replication import ReplicationCheckpoint
 
 _BY_PARTITION = ["source", "partition"]
 
@@ -41,3 +46,20 @@ COPY_LATENCY = Histogram(
     ["source"],
     buckets=(0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 300),
 )
+
+
+def report_progress(
+    source: str, checkpoints: Mapping[int, ReplicationCheckpoint], log_end: Mapping[int, int], now_ms: int
+) -> dict[int, int]:
+    """Set the lag and checkpoint gauges of every partition; returns the record lag per partition."""
+    records: dict[int, int] = {}
+    for p, checkpoint in checkpoints.items():
+        end = max(log_end.get(p, 0), checkpoint.next_offset)
+        behind = lag(checkpoint, end, now_ms)
+        labels = (source, str(p))
+        records[p] = behind.records
+        LAG_RECORDS.labels(*labels).set(behind.records)
+        LAG_SECONDS.labels(*labels).set(float("nan") if behind.seconds is None else behind.seconds)
+        CHECKPOINT.labels(*labels).set(checkpoint.next_offset)
+        SOURCE_END.labels(*labels).set(end)
+    return records
