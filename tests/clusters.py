@@ -8,7 +8,6 @@ region ``eu``, the second cluster region ``us``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ from schema.replication import (
     SOURCE_PARTITION_HEADER,
     replicated_awards_topic,
 )
-from tests.harness import Region, free_port
+from tests.harness import Region, free_port, wait_ready
 
 wait_until = Region.wait_until
 
@@ -227,17 +226,9 @@ class ReplicatorProcess:
             await self.wait_ready()
 
     async def wait_ready(self, within: float = 60) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        async with httpx.AsyncClient() as http:
-            while loop.time() < deadline:
-                if self.process is None or self.process.returncode is not None:
-                    raise RuntimeError(f"replicator exited: {self.tail()}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await http.get(self.url + "/readyz")).status_code == 200:
-                        return
-                await asyncio.sleep(0.2)
-        raise TimeoutError(f"replicator not ready after {within}s: {self.tail()}")
+        if self.process is None:
+            raise RuntimeError("the replicator was not started")
+        await wait_ready(self.log_path.stem, self.url, self.process, self.tail, within)
 
     async def metrics(self) -> dict[str, float]:
         """The replicator's Prometheus samples by name with labels, e.g. ``lb_replicator_gaps_total{partition="0",source="us"}``."""

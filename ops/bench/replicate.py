@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from pipeline import cpu_seconds, percentile  # the pipeline benchmark, next to this script
 
 from regions.kafka_clients import make_producer
 from regions.settings import Settings, load_settings
@@ -35,18 +36,6 @@ from schema.replication import replicated_awards_topic
 from tests.clusters import KafkaCluster, ReplicatorProcess, bootstrap_topics, end_offsets, two_regions
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def award_value(codec: Codec, i: int, tag: str) -> tuple[bytes, bytes]:
