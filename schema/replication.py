@@ -37,7 +37,7 @@ class ReplicationGap(msgspec.Struct, frozen=True, kw_only=True, tag="gap"):
 
 class ReplicationCheckpoint(msgspec.Struct, frozen=True, kw_only=True, tag="checkpoint"):
     """Every source record of the partition before ``next_offset`` is copied (or was reported
-    missing); ``last_record_ms`` is the source timestamp of the last one copied (None: none yet)."""
+    missing); ``last_record_ms`` is the source timestamp of the last record it covers (None: none yet)."""
 
     source_region: str
     source_partition: int
