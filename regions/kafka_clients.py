@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
@@ -16,6 +16,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from regions.settings import KafkaSettings
+from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +28,23 @@ class TopicSpec:
     description: str
 
 
-def platform_topics(kafka: KafkaSettings) -> list[TopicSpec]:
-    """The topics the platform owns. Totals is compacted: it is also the processor's changelog."""
-    return [
+def platform_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[TopicSpec]:
+    """The topics the platform owns. Totals is compacted: it is also the processor's changelog.
+    With other regions, one topic per remote region receives its replicated awards, and a compacted
+    topic holds the replicators' checkpoints."""
+    topics = [
         TopicSpec(kafka.topic("awards"), False, "accepted awards, key boardId|userId"),
         TopicSpec(kafka.topic("totals"), True, "versioned absolute totals and processor state"),
         TopicSpec(kafka.topic("applied"), False, "applied awards with their totals: the audit feed"),
         TopicSpec(kafka.topic("reconciliation"), False, "conflicting repeats and rejected awards"),
     ]
+    topics += [
+        TopicSpec(kafka.topic(replicated_awards_topic(r)), False, f"awards accepted in {r}, replicated here")
+        for r in remote_regions
+    ]
+    if remote_regions:
+        topics.append(TopicSpec(kafka.topic(CHECKPOINTS_TOPIC), True, "replicators' next source offsets"))
+    return topics
 
 
 def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
@@ -47,7 +57,7 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
     return config
 
 
-async def ensure_topics(kafka: KafkaSettings) -> list[str]:
+async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[str]:
     """Create the platform's topics that are missing; returns the names created. Re-runnable."""
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
     await admin.start()
@@ -60,7 +70,7 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
                 replication_factor=kafka.replication_factor,
                 topic_configs=_topic_config(kafka, spec),
             )
-            for spec in platform_topics(kafka)
+            for spec in platform_topics(kafka, remote_regions)
             if spec.name not in existing
         ]
         if wanted:
@@ -73,8 +83,11 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
         await admin.close()
 
 
-def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) -> AIOKafkaProducer:
-    """An idempotent acks=all producer; transactional when given a transactional id."""
+def make_producer(
+    kafka: KafkaSettings, *, transactional_id: str | None = None, batch_bytes: int = 16_384
+) -> AIOKafkaProducer:
+    """An idempotent acks=all producer; transactional when given a transactional id. A partition's
+    records wait for its previous batch to be sent: ``batch_bytes`` bounds each batch."""
     return AIOKafkaProducer(
         bootstrap_servers=kafka.bootstrap_servers,
         acks="all",
@@ -83,6 +96,7 @@ def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) 
         request_timeout_ms=kafka.request_timeout_ms,
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
+        max_batch_size=batch_bytes,
     )
 
 

@@ -128,6 +128,18 @@ class ReplicatorSettings(BaseModel):
         "(one replicator process per remote region).",
     )
     health_port: int = Field(8085, description="Port of /healthz, /readyz and /metrics.")
+    max_batch: int = Field(
+        5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
+    )
+    lag_interval_s: float = Field(
+        1.0, gt=0, description="How often the source's offsets are read for the lag metrics."
+    )
+    source_timeout_ms: int = Field(
+        10_000, ge=1000, description="Request timeout towards the source region's brokers."
+    )
+    source_retry_max_s: float = Field(
+        10.0, gt=0, description="Longest wait before reconnecting to an unreachable source region."
+    )
 
 
 class GatewaySettings(BaseModel):
@@ -193,6 +205,10 @@ class Settings(BaseSettings):
     projector: ProjectorSettings = Field(default_factory=ProjectorSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     replicator: ReplicatorSettings = Field(default_factory=ReplicatorSettings)
+
+    def remote_regions(self) -> list[str]:
+        """The other regions of the deployment, by name: those whose awards are replicated here."""
+        return sorted(name for name in self.regions if name != self.region)
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Self:

@@ -1,1 +1,2 @@
-"""Cross-region merge of every region's accepted awards into each board's home region (not yet built)."""
+"""Cross-region replication: each region copies every other region's locally accepted awards into a
+local topic per source region, exactly once, so its processor folds all of them (``python -m replicator``)."""

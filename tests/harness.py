@@ -61,6 +61,22 @@ def free_port() -> int:
     raise RuntimeError(f"no free loopback port in {candidates.start}-{candidates.stop - 1}")
 
 
+async def wait_ready(
+    name: str, url: str, process: asyncio.subprocess.Process, tail: Callable[[], str], within: float = 60
+) -> None:
+    """Until ``url``/readyz answers 200; fails at once, with the log's ``tail``, if the process exits."""
+    async with httpx.AsyncClient() as http:
+        deadline = asyncio.get_running_loop().time() + within
+        while asyncio.get_running_loop().time() < deadline:
+            if process.returncode is not None:
+                raise RuntimeError(f"{name} exited with {process.returncode}: {tail()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if (await http.get(url + "/readyz")).status_code == 200:
+                    return
+            await asyncio.sleep(0.2)
+    raise TimeoutError(f"{name} not ready after {within}s: {tail()}")
+
+
 def region_env(settings: Settings) -> dict[str, str]:
     """The LB_* environment that points a subprocess at exactly these settings."""
     k, r, c = settings.kafka, settings.redis, settings.cassandra
@@ -145,17 +161,9 @@ class Region:
         await self.start(name)
 
     async def wait_ready(self, service: str, within: float = 60) -> None:
-        async with httpx.AsyncClient() as http:
-            deadline = asyncio.get_running_loop().time() + within
-            while asyncio.get_running_loop().time() < deadline:
-                process = self.processes[service]
-                if process.returncode is not None:
-                    raise RuntimeError(f"{service} exited with {process.returncode}: {self.tail(service)}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await http.get(self.health_url(service) + "/readyz")).status_code == 200:
-                        return
-                await asyncio.sleep(0.2)
-        raise TimeoutError(f"{service} not ready after {within}s: {self.tail(service)}")
+        await wait_ready(
+            service, self.health_url(service), self.processes[service], lambda: self.tail(service), within
+        )
 
     def tail(self, service: str, lines: int = 30) -> str:
         path = self.logs / f"{service}.log"
