@@ -43,7 +43,9 @@ SCHEMA_PATH = Path(__file__).parent / "leaderboard" / "values.schema.json"
 SECTIONS: dict[str, tuple[type[BaseModel], frozenset[str]]] = {
     "kafka": (
         KafkaSettings,
-        frozenset({"bootstrap_servers", "partitions", "topic_prefix", "replication_factor", "min_insync_replicas"}),
+        frozenset(
+            {"bootstrap_servers", "partitions", "topic_prefix", "replication_factor", "min_insync_replicas"}
+        ),
     ),
     "redis": (RedisSettings, frozenset({"url"})),
     "cassandra": (
@@ -111,8 +113,12 @@ class SecretValue(Values):
     """A secret string: from an existing Secret, or inline for development (never both)."""
 
     model_config = ConfigDict(json_schema_extra=_ONE_SOURCE)
-    value: str | SkipJsonSchema[None] = Field(None, min_length=1, description="Inline value (development only).")
-    existing_secret: SecretRef | SkipJsonSchema[None] = Field(None, description="Where the value is kept instead.")
+    value: str | SkipJsonSchema[None] = Field(
+        None, min_length=1, description="Inline value (development only)."
+    )
+    existing_secret: SecretRef | SkipJsonSchema[None] = Field(
+        None, description="Where the value is kept instead."
+    )
 
 
 class AwardKeys(Values):
@@ -128,7 +134,9 @@ class AwardKeys(Values):
 
 
 class RegionEndpoint(Values):
-    kafka_bootstrap_servers: str = Field(min_length=1, description="That region's Kafka brokers, host:port,...")
+    kafka_bootstrap_servers: str = Field(
+        min_length=1, description="That region's Kafka brokers, host:port,..."
+    )
     redis_url: str | None = Field(None, min_length=1, description="That region's Redis (HOME reads).")
 
 
@@ -145,7 +153,9 @@ class Image(Values):
     repository: str = Field("leaderboard-platform", min_length=1, description="Image repository.")
     tag: str = Field("", description="Image tag (default: the chart's appVersion).")
     digest: str = Field("", pattern=r"^(sha256:[0-9a-f]{64})?$", description="Pin by digest (wins over tag).")
-    pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", description="Pull policy.")
+    pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        "IfNotPresent", description="Pull policy."
+    )
     pull_secrets: list[str] = Field([], description="Names of image pull Secrets.")
 
 
@@ -158,7 +168,9 @@ class Kafka(Values):
 
 
 class Redis(Values):
-    url: str = Field(min_length=1, pattern=r"^rediss?://", description="This region's Redis, without a password.")
+    url: str = Field(
+        min_length=1, pattern=r"^rediss?://", description="This region's Redis, without a password."
+    )
     settings: dict[str, Any] = _settings_field("redis")
 
 
@@ -208,7 +220,9 @@ class Service(Values):
 class Component(Values):
     enabled: bool = Field(True, description="Render this component.")
     replicas: int = Field(1, ge=0, description="Pods.")
-    container_port: int = Field(ge=1024, le=65535, description="Port of the process (and /healthz /readyz /metrics).")
+    container_port: int = Field(
+        ge=1024, le=65535, description="Port of the process (and /healthz /readyz /metrics)."
+    )
     service: Service
     resources: dict[str, Any] = Field({}, description="Container resources (requests, limits).")
     probes: Probes = Field(default_factory=Probes)
@@ -252,7 +266,9 @@ class Replicator(Component):
 
 class ServiceMonitor(Values):
     enabled: bool = Field(False, description="Render a prometheus-operator ServiceMonitor.")
-    labels: dict[str, str] = Field({}, description="Labels Prometheus selects on (e.g. release: kube-prometheus-stack).")
+    labels: dict[str, str] = Field(
+        {}, description="Labels Prometheus selects on (e.g. release: kube-prometheus-stack)."
+    )
     interval: str = Field("30s", pattern=r"^[0-9]+(ms|s|m|h)$")
 
 
@@ -267,7 +283,9 @@ class KafkaTopics(Values):
 
 
 class Bootstrap(Values):
-    enabled: bool = Field(True, description="Run the bootstrap (topics, CQL migrations) as a pre-install/pre-upgrade hook.")
+    enabled: bool = Field(
+        True, description="Run the bootstrap (topics, CQL migrations) as a pre-install/pre-upgrade hook."
+    )
     backoff_limit: int = Field(6, ge=0)
     active_deadline_seconds: int = Field(600, ge=30)
     resources: dict[str, Any] = Field({})
@@ -283,7 +301,9 @@ class ChartValues(Values):
     name_override: str = Field("")
     fullname_override: str = Field("")
     image: Image = Field(default_factory=Image)
-    service_account_name: str = Field("", description="ServiceAccount of every pod (default: the namespace's).")
+    service_account_name: str = Field(
+        "", description="ServiceAccount of every pod (default: the namespace's)."
+    )
     pod_security_context: dict[str, Any] = Field({})
     container_security_context: dict[str, Any] = Field({})
     common_labels: dict[str, str] = Field({})

@@ -23,7 +23,10 @@ PRODUCTION = CHART / "ci" / "production-values.yaml"
 EVERYTHING_ON = [
     "intake.autoscaling.enabled=true",
     "gateway.autoscaling.enabled=true",
-    *(f"{c}.pdb.enabled=true" for c in ("intake", "gateway", "processor", "projector", "audit", "replicator")),
+    *(
+        f"{c}.pdb.enabled=true"
+        for c in ("intake", "gateway", "processor", "projector", "audit", "replicator")
+    ),
     "metrics.serviceMonitor.enabled=true",
     "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
     "kafkaTopics.enabled=true",
@@ -159,8 +162,9 @@ def test_settings_maps_pass_fields_through() -> None:
 def test_large_numbers_render_as_integers() -> None:
     """YAML numbers reach templates as floats; 1048576 must not become 1.048576e+06."""
     env = env_of(
-        render(EU, sets=["intake.settings.max_body_bytes=1048576"])
-        .named("Deployment", "lb-leaderboard-intake")["spec"]["template"]["spec"]["containers"][0]
+        render(EU, sets=["intake.settings.max_body_bytes=1048576"]).named(
+            "Deployment", "lb-leaderboard-intake"
+        )["spec"]["template"]["spec"]["containers"][0]
     )
     assert env["LB_INTAKE__MAX_BODY_BYTES"] == "1048576"
 
@@ -184,8 +188,12 @@ def test_inline_secrets_go_into_a_secret_never_into_env(tmp_path: Path) -> None:
     (secret,) = rendered.of_kind("Secret")
     assert set(secret["data"]) == {"award-keys", "admin-token"}
     assert "inline-award-secret" not in rendered.output and "inline-admin-token" not in rendered.output
-    env = env_of(rendered.named("Deployment", "lb-leaderboard-gateway")["spec"]["template"]["spec"]["containers"][0])
-    assert env["LB_GATEWAY__ADMIN_TOKEN"] == {"secretKeyRef": {"name": "lb-leaderboard-inline", "key": "admin-token"}}
+    env = env_of(
+        rendered.named("Deployment", "lb-leaderboard-gateway")["spec"]["template"]["spec"]["containers"][0]
+    )
+    assert env["LB_GATEWAY__ADMIN_TOKEN"] == {
+        "secretKeyRef": {"name": "lb-leaderboard-inline", "key": "admin-token"}
+    }
 
 
 def test_autoscaling_replaces_replicas_for_intake_and_gateway_only() -> None:

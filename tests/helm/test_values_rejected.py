@@ -75,14 +75,23 @@ REJECTED: dict[str, tuple[Edit, list[str]]] = {
     "string": (_set("cassandra.localDatacenter", 7), ["/cassandra/localDatacenter", "want string"]),
     "string pattern": (_set("global.region", "EU west"), ["/global/region", "pattern"]),
     "enum": (_set("mode", "prod"), ["/mode", "development", "production"]),
-    "number": (_set("processor.settings.commit_gap_ms", "fast"), ["/processor/settings/commit_gap_ms", "want number"]),
+    "number": (
+        _set("processor.settings.commit_gap_ms", "fast"),
+        ["/processor/settings/commit_gap_ms", "want number"],
+    ),
     "array": (_set("gateway.tolerations", "all"), ["/gateway/tolerations", "want array"]),
     "object": (_set("audit.resources", "big"), ["/audit/resources", "want object"]),
     "map of strings": (_set("projector.nodeSelector", {"zone": 1}), ["/projector/nodeSelector/zone"]),
     "unknown value": (_set("gateway.replica", 2), ["/gateway", "replica"]),
-    "unknown setting": (_set("processor.settings.dedupe_horizon", 60), ["/processor/settings", "dedupe_horizon"]),
+    "unknown setting": (
+        _set("processor.settings.dedupe_horizon", 60),
+        ["/processor/settings", "dedupe_horizon"],
+    ),
     "setting the chart owns": (_set("intake.settings.port", 9000), ["/intake/settings", "port"]),
-    "secret as a plain setting": (_set("gateway.settings.admin_token", "x"), ["/gateway/settings", "admin_token"]),
+    "secret as a plain setting": (
+        _set("gateway.settings.admin_token", "x"),
+        ["/gateway/settings", "admin_token"],
+    ),
 }
 
 
