@@ -10,12 +10,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.helpers import create_ssl_context
 
-from regions.settings import KafkaSettings
+from regions.settings import KafkaSecurity, KafkaSettings
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,7 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
 
 async def ensure_topics(kafka: KafkaSettings) -> list[str]:
     """Create the platform's topics that are missing; returns the names created. Re-runnable."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
     await admin.start()
     try:
         existing = set(await admin.list_topics())
@@ -73,6 +75,21 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
         await admin.close()
 
 
+def connection_options(kafka: KafkaSettings) -> dict[str, Any]:
+    """TLS and SASL arguments of every client (producer, consumer, admin) of these brokers."""
+    protocol = kafka.security_protocol
+    options: dict[str, Any] = {"security_protocol": protocol.value}
+    if protocol in (KafkaSecurity.SSL, KafkaSecurity.SASL_SSL):
+        options["ssl_context"] = create_ssl_context(cafile=kafka.ssl_cafile or None)
+    if protocol in (KafkaSecurity.SASL_PLAINTEXT, KafkaSecurity.SASL_SSL):
+        options |= {
+            "sasl_mechanism": kafka.sasl_mechanism.value,
+            "sasl_plain_username": kafka.sasl_username,
+            "sasl_plain_password": kafka.sasl_password.get_secret_value(),
+        }
+    return options
+
+
 def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) -> AIOKafkaProducer:
     """An idempotent acks=all producer; transactional when given a transactional id."""
     return AIOKafkaProducer(
@@ -83,6 +100,7 @@ def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) 
         request_timeout_ms=kafka.request_timeout_ms,
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
+        **connection_options(kafka),
     )
 
 
@@ -103,6 +121,7 @@ def make_consumer(
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=session_timeout_ms // 3,
+        **connection_options(kafka),
     )
 
 
@@ -198,7 +217,7 @@ async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) ->
 
 async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:
     """The topic's partitions, from the brokers; ``TopicMissing`` when it does not exist."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
     await admin.start()
     try:
         described = await admin.describe_topics([topic])
