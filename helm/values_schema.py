@@ -45,12 +45,13 @@ SECTIONS: dict[str, tuple[type[BaseModel], frozenset[str]]] = {
         KafkaSettings,
         frozenset(
             {"bootstrap_servers", "partitions", "topic_prefix", "replication_factor", "min_insync_replicas"}
+            | {"security_protocol", "ssl_cafile", "sasl_mechanism", "sasl_username"}
         ),
     ),
     "redis": (RedisSettings, frozenset({"url"})),
     "cassandra": (
         CassandraSettings,
-        frozenset({"contact_points", "port", "local_dc", "keyspace", "replication_factor"}),
+        frozenset({"contact_points", "port", "local_dc", "keyspace", "replication_factor", "username"}),
     ),
     "intake": (IntakeSettings, frozenset({"host", "port"})),
     "gateway": (GatewaySettings, frozenset({"host", "port"})),
@@ -72,9 +73,7 @@ class Values(BaseModel):
 def passthrough_schema(section: str) -> dict[str, Any]:
     """JSON schema of a ``settings`` map: the section's fields less the chart's and the secrets."""
     model, owned = SECTIONS[section]
-    schema = model.model_json_schema()
-    if "$defs" in schema:
-        raise ValueError(f"settings section {section!r} nests models; pass-through maps take plain fields")
+    schema = _inline_enums(model.model_json_schema())
     properties = {
         name: {k: v for k, v in prop.items() if k != "title"}
         for name, prop in schema["properties"].items()
@@ -86,6 +85,27 @@ def passthrough_schema(section: str) -> dict[str, Any]:
         "properties": properties,
         "additionalProperties": False,
     }
+
+
+def _inline_enums(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace references to the section's enums by the enums; a section nesting models is refused."""
+    defs = schema.pop("$defs", {})
+    for name, definition in defs.items():
+        if "enum" not in definition:
+            raise ValueError(f"settings section nests the model {name}; pass-through maps take plain fields")
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return {
+                    **defs[node["$ref"].rsplit("/", 1)[1]],
+                    **{k: v for k, v in node.items() if k != "$ref"},
+                }
+            return {k: inline(v) for k, v in node.items()}
+        return [inline(v) for v in node] if isinstance(node, list) else node
+
+    result: dict[str, Any] = inline(schema)
+    return result
 
 
 def _is_secret(prop: dict[str, Any]) -> bool:
@@ -113,6 +133,18 @@ class SecretValue(Values):
     """A secret string: from an existing Secret, or inline for development (never both)."""
 
     model_config = ConfigDict(json_schema_extra=_ONE_SOURCE)
+    value: str | SkipJsonSchema[None] = Field(
+        None, min_length=1, description="Inline value (development only)."
+    )
+    existing_secret: SecretRef | SkipJsonSchema[None] = Field(
+        None, description="Where the value is kept instead."
+    )
+
+
+class OptionalSecretValue(Values):
+    """A secret string that may be left out: from an existing Secret, or inline (never both)."""
+
+    model_config = ConfigDict(json_schema_extra={"not": {"required": ["value", "existingSecret"]}})
     value: str | SkipJsonSchema[None] = Field(
         None, min_length=1, description="Inline value (development only)."
     )
@@ -159,17 +191,43 @@ class Image(Values):
     pull_secrets: list[str] = Field([], description="Names of image pull Secrets.")
 
 
+class KafkaTls(Values):
+    enabled: bool = Field(False, description="Connect to the brokers with TLS.")
+    ca_secret: SecretRef | SkipJsonSchema[None] = Field(
+        None,
+        description="Secret key holding the CA certificate that signed the brokers' (Strimzi: "
+        "<cluster>-cluster-ca-cert, key ca.crt); unset: the image's system CAs.",
+    )
+
+
+class KafkaSasl(Values):
+    mechanism: Literal["", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        "", description="SASL mechanism; empty: no SASL."
+    )
+    username: str = Field("", description="SASL user (Strimzi: the KafkaUser's name).")
+    password: OptionalSecretValue = Field(
+        default_factory=OptionalSecretValue,
+        description="SASL password (Strimzi: the KafkaUser's Secret, key password).",
+    )
+
+
 class Kafka(Values):
     partitions: int = Field(6, ge=1, le=10_000, description="Awards partitions; caps processor replicas.")
     topic_prefix: str = Field("lb", pattern=r"^[a-zA-Z0-9._-]{1,100}$", description="Prefix of every topic.")
     replication_factor: int = Field(3, ge=1, description="Replication of created topics.")
     min_insync_replicas: int = Field(2, ge=1, description="min.insync.replicas of created topics.")
+    tls: KafkaTls = Field(default_factory=KafkaTls)
+    sasl: KafkaSasl = Field(default_factory=KafkaSasl)
     settings: dict[str, Any] = _settings_field("kafka")
 
 
 class Redis(Values):
     url: str = Field(
         min_length=1, pattern=r"^rediss?://", description="This region's Redis, without a password."
+    )
+    password: OptionalSecretValue = Field(
+        default_factory=OptionalSecretValue,
+        description="Redis password, put into the URL at start (URL-safe characters only).",
     )
     settings: dict[str, Any] = _settings_field("redis")
 
@@ -180,6 +238,10 @@ class Cassandra(Values):
     local_datacenter: str = Field(min_length=1, description="Data center of this region's nodes (required).")
     keyspace: str = Field("leaderboard", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace.")
     replication_factor: int = Field(3, ge=1, description="Keyspace replication.")
+    username: str = Field("", description="User of password authentication (K8ssandra: <cluster>-superuser).")
+    password: OptionalSecretValue = Field(
+        default_factory=OptionalSecretValue, description="That user's password."
+    )
     settings: dict[str, Any] = _settings_field("cassandra")
 
 

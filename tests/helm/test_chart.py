@@ -169,25 +169,66 @@ def test_large_numbers_render_as_integers() -> None:
     assert env["LB_INTAKE__MAX_BODY_BYTES"] == "1048576"
 
 
+SECRET_ENV = ("LB_INTAKE__AWARD_KEYS", "LB_GATEWAY__ADMIN_TOKEN", "LB_KAFKA__SASL_PASSWORD",
+              "LB_CASSANDRA__PASSWORD", "REDIS_PASSWORD")  # fmt: skip
+
+
 def test_existing_secrets_leave_no_secret_in_the_output() -> None:
     rendered = render(PRODUCTION)
     assert rendered.of_kind("Secret") == []
     for _, pod in pod_specs(rendered.manifests()):
         for c in pod["containers"]:
             env = env_of(c)
-            for name in ("LB_INTAKE__AWARD_KEYS", "LB_GATEWAY__ADMIN_TOKEN"):
-                assert set(env[name]) == {"secretKeyRef"}
+            for name in SECRET_ENV:
+                assert set(env[name]) == {"secretKeyRef"}, name
+            assert all(isinstance(v, str) or set(v) == {"secretKeyRef"} for v in env.values())
+
+
+def test_store_credentials_of_the_production_profile() -> None:
+    """Strimzi SCRAM over TLS with the cluster CA, Bitnami's Redis password, K8ssandra's superuser."""
+    for _, pod in pod_specs(render(PRODUCTION).manifests()):
+        (c,) = pod["containers"]
+        env = env_of(c)
+        assert env["LB_KAFKA__SECURITY_PROTOCOL"] == "SASL_SSL"
+        assert env["LB_KAFKA__SASL_MECHANISM"] == "SCRAM-SHA-512"
+        assert env["LB_KAFKA__SSL_CAFILE"] == "/etc/leaderboard/kafka-ca/ca.crt"
+        assert {"name": "kafka-ca", "mountPath": "/etc/leaderboard/kafka-ca", "readOnly": True} in c[
+            "volumeMounts"
+        ]
+        (ca,) = [v for v in pod["volumes"] if v["name"] == "kafka-ca"]
+        assert ca["secret"] == {
+            "secretName": "eu-cluster-ca-cert",
+            "items": [{"key": "ca.crt", "path": "ca.crt"}],
+        }
+        assert env["LB_CASSANDRA__USERNAME"] == "eu-superuser"
+        names = [e["name"] for e in c["env"]]
+        assert names.index("REDIS_PASSWORD") < names.index(
+            "LB_REDIS__URL"
+        )  # $(...) expands earlier vars only
+        assert env["LB_REDIS__URL"] == "redis://:$(REDIS_PASSWORD)@redis-eu-master.redis.svc:6379/0"
 
 
 def test_inline_secrets_go_into_a_secret_never_into_env(tmp_path: Path) -> None:
     values = yaml.safe_load(EU.read_text())
     values["intake"]["awardKeys"] = {"value": {"dev": "inline-award-secret"}}
     values["gateway"]["adminToken"] = {"value": "inline-admin-token"}
+    values["kafka"]["sasl"] = {"mechanism": "PLAIN", "username": "u", "password": {"value": "inline-kafka"}}
+    values["redis"]["password"] = {"value": "inline-redis"}
+    values["cassandra"] |= {"username": "u", "password": {"value": "inline-cassandra"}}
     (tmp_path / "inline.yaml").write_text(yaml.safe_dump(values))
     rendered = render(tmp_path / "inline.yaml")
     (secret,) = rendered.of_kind("Secret")
-    assert set(secret["data"]) == {"award-keys", "admin-token"}
-    assert "inline-award-secret" not in rendered.output and "inline-admin-token" not in rendered.output
+    assert set(secret["data"]) == {
+        "award-keys", "admin-token", "kafka-sasl-password", "redis-password", "cassandra-password"
+    }  # fmt: skip
+    for value in (
+        "inline-award-secret",
+        "inline-admin-token",
+        "inline-kafka",
+        "inline-redis",
+        "inline-cassandra",
+    ):
+        assert value not in rendered.output
     env = env_of(
         rendered.named("Deployment", "lb-leaderboard-gateway")["spec"]["template"]["spec"]["containers"][0]
     )

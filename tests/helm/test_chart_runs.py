@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -77,11 +78,14 @@ class Container:
 
 
 def _resolve_env(workload: str, entries: list[Manifest]) -> dict[str, str]:
+    """As the kubelet does: secret references resolved, $(NAME) expanded from earlier entries."""
     env: dict[str, str] = {}
     for entry in entries:
         name = entry["name"]
         if "value" in entry:
-            env[name] = entry["value"]
+            env[name] = re.sub(
+                r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), entry["value"]
+            )
         elif name in DEV_SECRETS and "secretKeyRef" in entry["valueFrom"]:
             env[name] = DEV_SECRETS[name]
         else:

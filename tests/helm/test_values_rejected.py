@@ -68,6 +68,23 @@ REJECTED: dict[str, tuple[Edit, list[str]]] = {
         _processors_above_partitions,
         ["processor.replicas 5", "kafka.partitions 4"],
     ),
+    "kafka sasl without a password": (
+        _set("kafka.sasl", {"mechanism": "SCRAM-SHA-512", "username": "lb"}),
+        ["kafka.sasl.mechanism SCRAM-SHA-512 needs", "kafka.sasl.password"],
+    ),
+    "kafka sasl password inline and existingSecret": (
+        _set("kafka.sasl.password", {"value": "x", "existingSecret": {"name": "s", "key": "k"}}),
+        ["/kafka/sasl/password"],
+    ),
+    "cassandra user without a password": (
+        _set("cassandra.username", "su"),
+        ["cassandra.username and cassandra.password"],
+    ),
+    "kafka CA without TLS": (
+        _set("kafka.tls.caSecret", {"name": "ca", "key": "ca.crt"}),
+        ["kafka.tls.caSecret"],
+    ),
+    "unknown sasl mechanism": (_set("kafka.sasl.mechanism", "GSSAPI"), ["/kafka/sasl/mechanism"]),
     # An invalid value of each type.
     "integer": (_set("processor.replicas", "three"), ["/processor/replicas", "want integer"]),
     "integer out of range": (_set("kafka.partitions", 0), ["/kafka/partitions", "minimum"]),

@@ -83,11 +83,22 @@ leaderboard/source-region: {{ .w.source }}
 {{- define "leaderboard.volumes" -}}
 - name: tmp
   emptyDir: {sizeLimit: 64Mi}
+{{- with .Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  secret:
+    secretName: {{ .name | quote }}
+    items: [{key: {{ .key | quote }}, path: ca.crt}]
+{{- end }}
 {{- end -}}
 
 {{- define "leaderboard.volumeMounts" -}}
 - name: tmp
   mountPath: /tmp
+{{- if .Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  mountPath: /etc/leaderboard/kafka-ca
+  readOnly: true
+{{- end }}
 {{- end -}}
 
 {{- define "leaderboard.podCommon" -}}

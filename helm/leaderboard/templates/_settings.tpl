@@ -46,7 +46,22 @@ through (values.schema.json lists the fields), so a new setting needs no change 
   "LB_PROJECTOR__HEALTH_PORT" $v.projector.containerPort
   "LB_AUDIT__HEALTH_PORT" $v.audit.containerPort
   "LB_REPLICATOR__HEALTH_PORT" $v.replicator.containerPort
+  "LB_KAFKA__SECURITY_PROTOCOL" (include "leaderboard.kafkaProtocol" .)
 -}}
+{{- if $v.kafka.sasl.mechanism -}}
+{{- $_ := set $env "LB_KAFKA__SASL_MECHANISM" $v.kafka.sasl.mechanism -}}
+{{- $_ := set $env "LB_KAFKA__SASL_USERNAME" $v.kafka.sasl.username -}}
+{{- end -}}
+{{- if $v.kafka.tls.caSecret -}}
+{{- $_ := set $env "LB_KAFKA__SSL_CAFILE" "/etc/leaderboard/kafka-ca/ca.crt" -}}
+{{- end -}}
+{{- if $v.cassandra.username -}}
+{{- $_ := set $env "LB_CASSANDRA__USERNAME" $v.cassandra.username -}}
+{{- end -}}
+{{- if include "leaderboard.hasSecret" $v.redis.password -}}
+{{- $parts := splitn "://" 2 $v.redis.url -}}
+{{- $_ := set $env "LB_REDIS__URL" (printf "%s://:$(REDIS_PASSWORD)@%s" $parts._0 $parts._1) -}}
+{{- end -}}
 {{- range $section := list "kafka" "redis" "cassandra" "intake" "gateway" "processor" "projector" "audit" "replicator" -}}
 {{- range $field, $value := (get $v $section).settings -}}
 {{- $_ := set $env (printf "LB_%s__%s" (upper $section) (upper $field)) $value -}}
@@ -56,6 +71,16 @@ through (values.schema.json lists the fields), so a new setting needs no change 
 - name: {{ $name }}
   value: {{ include "leaderboard.settingValue" (get $env $name) | quote }}
 {{- end }}
+{{- end -}}
+
+{{- define "leaderboard.kafkaProtocol" -}}
+{{- $k := .Values.kafka -}}
+{{- if $k.sasl.mechanism -}}{{ ternary "SASL_SSL" "SASL_PLAINTEXT" $k.tls.enabled }}{{- else -}}{{ ternary "SSL" "PLAINTEXT" $k.tls.enabled }}{{- end -}}
+{{- end -}}
+
+{{/* "true" when a secret value has a source. */}}
+{{- define "leaderboard.hasSecret" -}}
+{{- if or .value .existingSecret }}true{{ end -}}
 {{- end -}}
 
 {{/* Name of the Secret the chart makes from inline (development) values. */}}
@@ -73,7 +98,19 @@ secretKeyRef: {name: {{ include "leaderboard.inlineSecretName" .root | quote }},
 {{- end -}}
 {{- end -}}
 
-{{/* Secret settings. Every process needs both: production mode checks them in every process. */}}
+{{/*
+Secret settings. Every process gets the award keys and the admin token: production mode checks
+them in every process. REDIS_PASSWORD comes first: Kubernetes expands $(REDIS_PASSWORD) in
+LB_REDIS__URL only from variables defined before it.
+*/}}
+{{- define "leaderboard.redisPassword" -}}
+{{- if include "leaderboard.hasSecret" .Values.redis.password -}}
+- name: REDIS_PASSWORD
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.redis.password "key" "redis-password") | nindent 4 }}
+{{- end -}}
+{{- end -}}
+
 {{- define "leaderboard.secretSettings" -}}
 - name: LB_GATEWAY__ADMIN_TOKEN
   valueFrom:
@@ -81,6 +118,16 @@ secretKeyRef: {name: {{ include "leaderboard.inlineSecretName" .root | quote }},
 - name: LB_INTAKE__AWARD_KEYS
   valueFrom:
     {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.intake.awardKeys "key" "award-keys") | nindent 4 }}
+{{- if include "leaderboard.hasSecret" .Values.kafka.sasl.password }}
+- name: LB_KAFKA__SASL_PASSWORD
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.kafka.sasl.password "key" "kafka-sasl-password") | nindent 4 }}
+{{- end }}
+{{- if include "leaderboard.hasSecret" .Values.cassandra.password }}
+- name: LB_CASSANDRA__PASSWORD
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.cassandra.password "key" "cassandra-password") | nindent 4 }}
+{{- end }}
 {{- end -}}
 
 {{/* Inline values the chart keeps in its own Secret, by key (empty with existingSecret everywhere). */}}
@@ -88,11 +135,15 @@ secretKeyRef: {name: {{ include "leaderboard.inlineSecretName" .root | quote }},
 {{- $data := dict -}}
 {{- with .Values.gateway.adminToken.value }}{{ $_ := set $data "admin-token" . }}{{ end -}}
 {{- with .Values.intake.awardKeys.value }}{{ $_ := set $data "award-keys" (toJson .) }}{{ end -}}
+{{- with .Values.kafka.sasl.password.value }}{{ $_ := set $data "kafka-sasl-password" . }}{{ end -}}
+{{- with .Values.redis.password.value }}{{ $_ := set $data "redis-password" . }}{{ end -}}
+{{- with .Values.cassandra.password.value }}{{ $_ := set $data "cassandra-password" . }}{{ end -}}
 {{- toJson $data -}}
 {{- end -}}
 
 {{/* The env of every container: (dict "root" $ "w" $workload). */}}
 {{- define "leaderboard.env" -}}
+{{- include "leaderboard.redisPassword" .root }}
 {{- include "leaderboard.settings" .root }}
 {{ include "leaderboard.secretSettings" .root }}
 {{- if .w.source }}

@@ -17,6 +17,16 @@ first by deployments.yaml, so lint, template, install and upgrade all fail on th
 {{- $errors = append $errors (printf "%s.autoscaling.minReplicas %d is above maxReplicas %d" $c (int $a.minReplicas) (int $a.maxReplicas)) -}}
 {{- end -}}
 {{- end -}}
+{{- $sasl := $v.kafka.sasl -}}
+{{- if and $sasl.mechanism (not (and $sasl.username (include "leaderboard.hasSecret" $sasl.password))) -}}
+{{- $errors = append $errors (printf "kafka.sasl.mechanism %s needs kafka.sasl.username and kafka.sasl.password" $sasl.mechanism) -}}
+{{- end -}}
+{{- if and $v.kafka.tls.caSecret (not $v.kafka.tls.enabled) -}}
+{{- $errors = append $errors "kafka.tls.caSecret is set but kafka.tls.enabled is false" -}}
+{{- end -}}
+{{- if ne (empty $v.cassandra.username) (empty (include "leaderboard.hasSecret" $v.cassandra.password)) -}}
+{{- $errors = append $errors "cassandra.username and cassandra.password go together: set both or neither" -}}
+{{- end -}}
 {{- if $errors -}}
 {{- fail (printf "\n%s" (join "\n" $errors)) -}}
 {{- end -}}
