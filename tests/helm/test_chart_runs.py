@@ -31,7 +31,7 @@ from cassandra.cluster import Cluster
 from regions.cassandra_store import connect
 from regions.intake.client import AwardClient
 from regions.settings import DEV_ADMIN_TOKEN, DEV_AWARD_KEY_ID, DEV_AWARD_SECRET, Settings
-from tests.harness import free_port
+from tests.harness import free_port, terminate
 from tests.helm.chart import CHART, ROOT, Manifest, render
 
 pytestmark = pytest.mark.integration
@@ -171,13 +171,7 @@ class Deployment:
 
     async def stop_all(self) -> None:
         for workload, process in self.processes.items():
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), 20)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
+            await terminate(process)
             print(f"---- {workload} log tail\n{self.tail(workload)}")
 
 
