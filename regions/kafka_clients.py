@@ -10,14 +10,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
-from aiokafka.helpers import create_ssl_context
 
-from regions.settings import KafkaSecurity, KafkaSettings
+from regions.kafka_security import connection_options
+from regions.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 
@@ -75,32 +74,17 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
         await admin.close()
 
 
-def connection_options(kafka: KafkaSettings) -> dict[str, Any]:
-    """TLS and SASL arguments of every client (producer, consumer, admin) of these brokers."""
-    protocol = kafka.security_protocol
-    options: dict[str, Any] = {"security_protocol": protocol.value}
-    if protocol in (KafkaSecurity.SSL, KafkaSecurity.SASL_SSL):
-        options["ssl_context"] = create_ssl_context(cafile=kafka.ssl_cafile or None)
-    if protocol in (KafkaSecurity.SASL_PLAINTEXT, KafkaSecurity.SASL_SSL):
-        options |= {
-            "sasl_mechanism": kafka.sasl_mechanism.value,
-            "sasl_plain_username": kafka.sasl_username,
-            "sasl_plain_password": kafka.sasl_password.get_secret_value(),
-        }
-    return options
-
-
 def make_producer(kafka: KafkaSettings, *, transactional_id: str | None = None) -> AIOKafkaProducer:
     """An idempotent acks=all producer; transactional when given a transactional id."""
     return AIOKafkaProducer(
         bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
         acks="all",
         enable_idempotence=True,
         linger_ms=kafka.linger_ms,
         request_timeout_ms=kafka.request_timeout_ms,
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
-        **connection_options(kafka),
     )
 
 
@@ -115,13 +99,13 @@ def make_consumer(
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
         group_id=group_id,
         isolation_level="read_committed",
         enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=session_timeout_ms // 3,
-        **connection_options(kafka),
     )
 
 

@@ -8,7 +8,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from pydantic import SecretStr
 
-from regions.kafka_clients import connection_options
+from regions.kafka_security import connection_options
 from regions.settings import KafkaSecurity, KafkaSettings, SaslMechanism
 
 
