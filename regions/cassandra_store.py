@@ -7,6 +7,7 @@ import logging
 import threading
 from typing import Any
 
+from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, ResponseFuture, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy
 
@@ -26,6 +27,11 @@ def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Clu
         contact_points=cassandra.contact_points,
         port=cassandra.port,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        auth_provider=(
+            PlainTextAuthProvider(cassandra.username, cassandra.password.get_secret_value())
+            if cassandra.username
+            else None
+        ),
         protocol_version=5,
         # Reconnect within seconds after an outage (the driver's default backs off to 10 minutes).
         reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),

@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from regions.kafka_security import connection_options
 from regions.settings import KafkaSettings
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
 
@@ -59,7 +60,7 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
 
 async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[str]:
     """Create the platform's topics that are missing; returns the names created. Re-runnable."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
     await admin.start()
     try:
         existing = set(await admin.list_topics())
@@ -90,6 +91,7 @@ def make_producer(
     records wait for its previous batch to be sent: ``batch_bytes`` bounds each batch."""
     return AIOKafkaProducer(
         bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
         acks="all",
         enable_idempotence=True,
         linger_ms=kafka.linger_ms,
@@ -111,6 +113,7 @@ def make_consumer(
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
         group_id=group_id,
         isolation_level="read_committed",
         enable_auto_commit=False,
@@ -212,7 +215,7 @@ async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) ->
 
 async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:
     """The topic's partitions, from the brokers; ``TopicMissing`` when it does not exist."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
     await admin.start()
     try:
         described = await admin.describe_topics([topic])

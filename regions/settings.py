@@ -23,6 +23,19 @@ class Mode(StrEnum):
     PRODUCTION = "production"
 
 
+class KafkaSecurity(StrEnum):
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+
+class SaslMechanism(StrEnum):
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
 class UnsafeSettingsError(ValueError):
     """Production mode was asked to run with a development default."""
 
@@ -37,6 +50,17 @@ class KafkaSettings(BaseModel):
     delivery_timeout_s: float = Field(15.0, gt=0, description="Longest wait for an ack before 503.")
     transaction_timeout_ms: int = Field(60_000, ge=1000, description="Processor transaction timeout.")
     linger_ms: int = Field(2, ge=0, description="Producer batching delay.")
+    security_protocol: KafkaSecurity = Field(
+        KafkaSecurity.PLAINTEXT, description="How every client connects to the brokers (TLS, SASL)."
+    )
+    ssl_cafile: str = Field(
+        "", description="CA certificates that signed the brokers' (SSL, SASL_SSL); empty: the system's."
+    )
+    sasl_mechanism: SaslMechanism = Field(
+        SaslMechanism.SCRAM_SHA_512, description="SASL mechanism (SASL_PLAINTEXT, SASL_SSL)."
+    )
+    sasl_username: str = Field("", description="SASL user (SASL_PLAINTEXT, SASL_SSL).")
+    sasl_password: SecretStr = Field(SecretStr(""), description="SASL password (SASL_PLAINTEXT, SASL_SSL).")
 
     def topic(self, name: str) -> str:
         """Full name of one of the platform's topics (``awards``, ``totals``, ``reconciliation``)."""
@@ -55,6 +79,8 @@ class CassandraSettings(BaseModel):
     replication_factor: int = Field(1, ge=1, description="SimpleStrategy replication (3 in production).")
     local_dc: str = Field("datacenter1", description="Local data center for the load-balancing policy.")
     request_timeout_s: float = Field(5.0, gt=0, description="Per-request timeout.")
+    username: str = Field("", description="User of password authentication; empty: none.")
+    password: SecretStr = Field(SecretStr(""), description="Password of that user.")
 
 
 class IntakeSettings(BaseModel):

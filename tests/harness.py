@@ -101,6 +101,17 @@ def region_env(settings: Settings) -> dict[str, str]:
     }
 
 
+async def terminate(process: asyncio.subprocess.Process, within: float = 20) -> None:
+    """SIGTERM, and SIGKILL when the process has not stopped within ``within`` seconds."""
+    if process.returncode is None:
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), within)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
 def with_free_ports(settings: Settings) -> Settings:
     return settings.model_copy(
         update={
@@ -180,14 +191,7 @@ class Region:
         await process.wait()
 
     async def stop(self, service: str) -> None:
-        process = self.processes.pop(service)
-        if process.returncode is None:
-            process.terminate()
-            try:
-                await asyncio.wait_for(process.wait(), 20)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+        await terminate(self.processes.pop(service))
 
     async def close(self) -> None:
         for service in list(self.processes):

@@ -1,0 +1,179 @@
+{{/*
+The one mapping from values to the platform's settings (regions/settings.py, LB_* variables).
+Every container gets the same list, so every process reads the same settings; only the
+replicators add their source region. A component's `settings` map passes LB_<SECTION>__<FIELD>
+through (values.schema.json lists the fields), so a new setting needs no change here.
+*/}}
+
+{{- define "leaderboard.settingValue" -}}
+{{- if kindIs "string" . -}}{{ . }}{{- else -}}{{ toJson . }}{{- end -}}
+{{- end -}}
+
+{{- define "leaderboard.regionsJson" -}}
+{{- $out := dict -}}
+{{- range $name, $r := .Values.global.regions -}}
+{{- $entry := dict "kafka_bootstrap_servers" $r.kafkaBootstrapServers -}}
+{{- if $r.redisUrl }}{{ $_ := set $entry "redis_url" $r.redisUrl }}{{ end -}}
+{{- $_ := set $out $name $entry -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Plain settings by variable name. */}}
+{{- define "leaderboard.settings" -}}
+{{- $v := .Values -}}
+{{- $local := get $v.global.regions $v.global.region | default dict -}}
+{{- $env := dict
+  "LB_MODE" $v.mode
+  "LB_REGION" $v.global.region
+  "LB_REGIONS" (include "leaderboard.regionsJson" .)
+  "LB_KAFKA__BOOTSTRAP_SERVERS" ($local.kafkaBootstrapServers | default "")
+  "LB_KAFKA__PARTITIONS" $v.kafka.partitions
+  "LB_KAFKA__TOPIC_PREFIX" $v.kafka.topicPrefix
+  "LB_KAFKA__REPLICATION_FACTOR" $v.kafka.replicationFactor
+  "LB_KAFKA__MIN_INSYNC_REPLICAS" $v.kafka.minInsyncReplicas
+  "LB_REDIS__URL" $v.redis.url
+  "LB_CASSANDRA__CONTACT_POINTS" $v.cassandra.contactPoints
+  "LB_CASSANDRA__PORT" $v.cassandra.port
+  "LB_CASSANDRA__LOCAL_DC" $v.cassandra.localDatacenter
+  "LB_CASSANDRA__KEYSPACE" $v.cassandra.keyspace
+  "LB_CASSANDRA__REPLICATION_FACTOR" $v.cassandra.replicationFactor
+  "LB_INTAKE__HOST" "0.0.0.0"
+  "LB_INTAKE__PORT" $v.intake.containerPort
+  "LB_GATEWAY__HOST" "0.0.0.0"
+  "LB_GATEWAY__PORT" $v.gateway.containerPort
+  "LB_PROCESSOR__HEALTH_PORT" $v.processor.containerPort
+  "LB_PROJECTOR__HEALTH_PORT" $v.projector.containerPort
+  "LB_AUDIT__HEALTH_PORT" $v.audit.containerPort
+  "LB_REPLICATOR__HEALTH_PORT" $v.replicator.containerPort
+  "LB_KAFKA__SECURITY_PROTOCOL" (include "leaderboard.kafkaProtocol" .)
+-}}
+{{- if $v.kafka.sasl.mechanism -}}
+{{- $_ := set $env "LB_KAFKA__SASL_MECHANISM" $v.kafka.sasl.mechanism -}}
+{{- $_ := set $env "LB_KAFKA__SASL_USERNAME" $v.kafka.sasl.username -}}
+{{- end -}}
+{{- if $v.kafka.tls.caSecret -}}
+{{- $_ := set $env "LB_KAFKA__SSL_CAFILE" "/etc/leaderboard/kafka-ca/ca.crt" -}}
+{{- end -}}
+{{- if $v.cassandra.username -}}
+{{- $_ := set $env "LB_CASSANDRA__USERNAME" $v.cassandra.username -}}
+{{- end -}}
+{{- if include "leaderboard.hasSecret" $v.redis.password -}}
+{{- $parts := splitn "://" 2 $v.redis.url -}}
+{{- $_ := set $env "LB_REDIS__URL" (printf "%s://:$(REDIS_PASSWORD)@%s" $parts._0 $parts._1) -}}
+{{- end -}}
+{{- range $section := list "kafka" "redis" "cassandra" "intake" "gateway" "processor" "projector" "audit" "replicator" -}}
+{{- range $field, $value := (get $v $section).settings -}}
+{{- $_ := set $env (printf "LB_%s__%s" (upper $section) (upper $field)) $value -}}
+{{- end -}}
+{{- end -}}
+{{- range $name := keys $env | sortAlpha }}
+- name: {{ $name }}
+  value: {{ include "leaderboard.settingValue" (get $env $name) | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "leaderboard.kafkaProtocol" -}}
+{{- $k := .Values.kafka -}}
+{{- if $k.sasl.mechanism -}}{{ ternary "SASL_SSL" "SASL_PLAINTEXT" $k.tls.enabled }}{{- else -}}{{ ternary "SSL" "PLAINTEXT" $k.tls.enabled }}{{- end -}}
+{{- end -}}
+
+{{/* "true" when a secret value has a source. */}}
+{{- define "leaderboard.hasSecret" -}}
+{{- if or .value .existingSecret }}true{{ end -}}
+{{- end -}}
+
+{{/* Name of the Secret the chart makes from inline (development) values. */}}
+{{- define "leaderboard.inlineSecretName" -}}
+{{- printf "%s-inline" (include "leaderboard.fullname" .) -}}
+{{- end -}}
+
+{{/* secretKeyRef of a secret value: its existingSecret, or the chart's inline Secret at `key`. */}}
+{{- define "leaderboard.secretRef" -}}
+{{- $s := .secret -}}
+{{- if $s.existingSecret -}}
+secretKeyRef: {name: {{ $s.existingSecret.name | quote }}, key: {{ $s.existingSecret.key | quote }}}
+{{- else -}}
+secretKeyRef: {name: {{ include "leaderboard.inlineSecretName" .root | quote }}, key: {{ .key | quote }}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Secret settings. Every process gets the award keys and the admin token: production mode checks
+them in every process. REDIS_PASSWORD comes first: Kubernetes expands $(REDIS_PASSWORD) in
+LB_REDIS__URL only from variables defined before it.
+*/}}
+{{- define "leaderboard.redisPassword" -}}
+{{- if include "leaderboard.hasSecret" .Values.redis.password -}}
+- name: REDIS_PASSWORD
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.redis.password "key" "redis-password") | nindent 4 }}
+{{- end -}}
+{{- end -}}
+
+{{- define "leaderboard.secretSettings" -}}
+- name: LB_GATEWAY__ADMIN_TOKEN
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.gateway.adminToken "key" "admin-token") | nindent 4 }}
+- name: LB_INTAKE__AWARD_KEYS
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.intake.awardKeys "key" "award-keys") | nindent 4 }}
+{{- if include "leaderboard.hasSecret" .Values.kafka.sasl.password }}
+- name: LB_KAFKA__SASL_PASSWORD
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.kafka.sasl.password "key" "kafka-sasl-password") | nindent 4 }}
+{{- end }}
+{{- if include "leaderboard.hasSecret" .Values.cassandra.password }}
+- name: LB_CASSANDRA__PASSWORD
+  valueFrom:
+    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.cassandra.password "key" "cassandra-password") | nindent 4 }}
+{{- end }}
+{{- end -}}
+
+{{/* Inline values the chart keeps in its own Secret, by key (empty with existingSecret everywhere). */}}
+{{- define "leaderboard.inlineSecretData" -}}
+{{- $data := dict -}}
+{{- with .Values.gateway.adminToken.value }}{{ $_ := set $data "admin-token" . }}{{ end -}}
+{{- with .Values.intake.awardKeys.value }}{{ $_ := set $data "award-keys" (toJson .) }}{{ end -}}
+{{- with .Values.kafka.sasl.password.value }}{{ $_ := set $data "kafka-sasl-password" . }}{{ end -}}
+{{- with .Values.redis.password.value }}{{ $_ := set $data "redis-password" . }}{{ end -}}
+{{- with .Values.cassandra.password.value }}{{ $_ := set $data "cassandra-password" . }}{{ end -}}
+{{- toJson $data -}}
+{{- end -}}
+
+{{/* The env of every container: (dict "root" $ "w" $workload). */}}
+{{- define "leaderboard.env" -}}
+{{- include "leaderboard.redisPassword" .root }}
+{{- include "leaderboard.settings" .root }}
+{{ include "leaderboard.secretSettings" .root }}
+{{- if .w.source }}
+- name: LB_REPLICATOR__SOURCE_REGION
+  value: {{ .w.source | quote }}
+{{- end }}
+{{- with .extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The workloads to render, as JSON: one per enabled component, and one replicator per region of
+global.regions other than this one. `module` is what `python -m` runs.
+*/}}
+{{- define "leaderboard.workloads" -}}
+{{- $v := .Values -}}
+{{- $out := list -}}
+{{- range $c := list "intake" "gateway" "processor" "projector" "audit" -}}
+{{- if (get $v $c).enabled -}}
+{{- $module := ternary "gateway" (printf "regions.%s" $c) (eq $c "gateway") -}}
+{{- $out = append $out (dict "component" $c "name" $c "module" $module "source" "") -}}
+{{- end -}}
+{{- end -}}
+{{- if $v.replicator.enabled -}}
+{{- range $name := keys $v.global.regions | sortAlpha -}}
+{{- if ne $name $v.global.region -}}
+{{- $out = append $out (dict "component" "replicator" "name" (printf "replicator-%s" $name) "module" "replicator" "source" $name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
