@@ -54,12 +54,16 @@ def build(settings: Settings) -> Starlette:
     return app
 
 
-def main() -> None:
+async def serve() -> None:
     settings = load_settings()
     config = uvicorn.Config(
         build(settings), host=settings.intake.host, port=settings.intake.port, access_log=False
     )
-    run_process("intake", uvicorn.Server(config).serve())
+    await uvicorn.Server(config).serve()
+
+
+def main() -> None:
+    run_process("intake", serve())
 
 
 if __name__ == "__main__":
