@@ -34,7 +34,7 @@ async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
         board = Board(
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
-            tie_policy=TiePolicy(args.tie_policy),
+            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative,
         )  # fmt: skip
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--sort-order", choices=[s.value for s in SortOrder], default="DESC")
     create.add_argument("--aggregation", choices=[a.value for a in Aggregation], default="SUM")
     create.add_argument("--tie-policy", choices=[t.value for t in TiePolicy], default="USER_ID")
+    create.add_argument(
+        "--allow-negative",
+        action="store_true",
+        help="SUM boards: accept negative deltas (default: refuse them)",
+    )
     commands.add_parser("boards", help="list the board catalog")
     rebuild_cmd = commands.add_parser(
         "rebuild", help="rebuild the Redis projection from Kafka and swap it in"
