@@ -58,9 +58,9 @@ def health_routes(health: Health) -> list[Route]:
 
 
 async def serve_health(health: Health, host: str, port: int) -> asyncio.Task[None]:
-    """Serve the health routes of a worker process in the background."""
-    config = uvicorn.Config(
-        Starlette(routes=health_routes(health)), host=host, port=port, log_level="warning"
-    )
+    """Serve the health routes of a worker process in the background. The app needs no lifespan,
+    and without one a clean stop (which cancels this task) logs no CancelledError traceback."""
+    app = Starlette(routes=health_routes(health))
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     return asyncio.create_task(server.serve())
