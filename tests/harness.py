@@ -124,8 +124,9 @@ class Region:
             port = getattr(self.settings, name).health_port
         return f"http://127.0.0.1:{port}"
 
-    async def start(self, *names: str) -> None:
-        """Start the services or named extra instances (all services by default); wait until ready."""
+    async def start(self, *names: str, until: str = "/readyz") -> None:
+        """Start the services or named extra instances (all services by default); wait until ready
+        (``until="/healthz"``: only until they answer, for a process that starts unready)."""
         for name in names or SERVICES:
             service, env = name, self.env
             if name in self.instances:
@@ -137,14 +138,14 @@ class Region:
                     env={**os.environ, **env}, stdout=log, stderr=log,
                 )  # fmt: skip
         for name in names or SERVICES:
-            await self.wait_ready(name)
+            await self.wait_ready(name, path=until)
 
     async def start_instance(self, name: str, service: str) -> None:
         """Start one more instance of ``service`` under ``name``, with a health port of its own."""
         self.instances[name] = (service, free_port())
         await self.start(name)
 
-    async def wait_ready(self, service: str, within: float = 60) -> None:
+    async def wait_ready(self, service: str, within: float = 60, path: str = "/readyz") -> None:
         async with httpx.AsyncClient() as http:
             deadline = asyncio.get_running_loop().time() + within
             while asyncio.get_running_loop().time() < deadline:
@@ -152,7 +153,7 @@ class Region:
                 if process.returncode is not None:
                     raise RuntimeError(f"{service} exited with {process.returncode}: {self.tail(service)}")
                 with contextlib.suppress(httpx.HTTPError):
-                    if (await http.get(self.health_url(service) + "/readyz")).status_code == 200:
+                    if (await http.get(self.health_url(service) + path)).status_code == 200:
                         return
                 await asyncio.sleep(0.2)
         raise TimeoutError(f"{service} not ready after {within}s: {self.tail(service)}")

@@ -31,7 +31,9 @@ from regions.core.validation import (
 )
 from regions.health import Health, health_routes
 from regions.kafka_clients import AcceptanceUnavailable
+from regions.metrics import INTAKE_AWARDS, INTAKE_REQUESTS, INTAKE_SECONDS
 from regions.settings import Settings
+from regions.throttled_log import ThrottledLog
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, totals_key
 
@@ -78,12 +80,13 @@ class CatalogUnavailable(Exception):
 class CachedBoards:
     """Board lookups cached for ``ttl_s``: intake must not read Cassandra per award. When the
     catalog cannot be read, the last answer keeps serving, so a Cassandra outage does not stop
-    acceptance of awards for known boards."""
+    acceptance of awards for known boards. Failures are logged here, at most one line per interval."""
 
     lookup: BoardLookup
     ttl_s: float
     clock: Callable[[], float] = time.monotonic
     _cache: dict[str, tuple[float, Board | None]] = field(default_factory=dict)
+    _errors: ThrottledLog = field(default_factory=lambda: ThrottledLog(log))
 
     async def get(self, board_id: str) -> Board | None:
         hit = self._cache.get(board_id)
@@ -93,10 +96,11 @@ class CachedBoards:
         try:
             board = await self.lookup(board_id)
         except Exception as exc:
+            served = "serving cached boards" if hit is not None else "refusing boards not seen before"
+            self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%r); %s", exc, served)
             if hit is not None:
-                log.warning("board catalog unavailable (%r); serving the cached %s", exc, board_id)
                 return hit[1]
-            raise CatalogUnavailable(f"board catalog unavailable: {exc!r}") from exc
+            raise CatalogUnavailable(board_id) from exc
         self._cache[board_id] = (now, board)
         return board
 
@@ -108,6 +112,7 @@ class Intake:
         self._publish = publish
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
         self._buckets = TokenBuckets(settings.intake.rate_per_key, settings.intake.burst_per_key)
+        self._errors = ThrottledLog(log)
 
     async def _body(self, request: Request) -> bytes:
         """The body, read no further than the cap (a chunked body declares no length)."""
@@ -150,7 +155,10 @@ class Intake:
             try:
                 board = boards.get(award.leaderboard_id) or await self._boards.get(award.leaderboard_id)
             except CatalogUnavailable as exc:
-                raise Rejection(503, "catalog_unavailable", f"{exc}; retry later", retry_after=2) from exc
+                raise Rejection(
+                    503, "store_unavailable", f"the board catalog cannot be read now to look up "
+                    f"{award.leaderboard_id!r}; retry later", retry_after=2,
+                ) from exc  # fmt: skip
             if board is None:
                 raise Rejection(404, "unknown_board", f"leaderboard {award.leaderboard_id!r} does not exist",
                                 (FieldError(prefix + "leaderboardId", "must name an existing board"),))  # fmt: skip
@@ -208,14 +216,26 @@ class Intake:
         try:
             positions = await self._publish([(totals_key(e.board_id, e.user_id), encode(e)) for e in events])
         except AcceptanceUnavailable as exc:
+            self._errors.log(logging.WARNING, "kafka", "awards not acknowledged: %s", exc)
             raise Rejection(
-                503, "kafka_unavailable", f"{exc}; retry with the same awards", retry_after=1
-            ) from exc
+                503, "kafka_unavailable", "Kafka did not acknowledge the awards in time; retry with the "
+                "same awards (a repeat is counted once)", retry_after=1,
+            ) from exc  # fmt: skip
         accepted = [
             {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
             for e, (p, o) in zip(events, positions, strict=True)
         ]
+        INTAKE_AWARDS.inc(len(accepted))
         return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
+
+    def refused(self, rejection: Rejection) -> Response:
+        """The answer to a refused request, counted; a client's mistake is logged at INFO."""
+        INTAKE_REQUESTS.labels(rejection.code).inc()
+        if rejection.status < 500:
+            fields = "; ".join(f"{f.field} {f.rule}" for f in rejection.fields)
+            self._errors.log(logging.INFO, rejection.code, "refused %d %s: %s%s", rejection.status,
+                             rejection.code, rejection.message, f" ({fields})" if fields else "")  # fmt: skip
+        return rejection.response()
 
 
 def _check_content_type(value: str) -> None:
@@ -233,10 +253,13 @@ def create_app(settings: Settings, boards: BoardLookup, publish: Publish, health
     intake = Intake(settings, boards, publish)
 
     async def post_awards(request: Request) -> Response:
-        try:
-            return await intake.accept(request)
-        except Rejection as rejection:
-            return rejection.response()
+        with INTAKE_SECONDS.time():
+            try:
+                response = await intake.accept(request)
+            except Rejection as rejection:
+                return intake.refused(rejection)
+            INTAKE_REQUESTS.labels("accepted").inc()
+            return response
 
     return Starlette(
         routes=[Route("/internal/awards", post_awards, methods=["POST"]), *health_routes(health)]

@@ -7,12 +7,14 @@ import uuid
 
 import httpx
 from aiokafka import ConsumerRecord, TopicPartition
+from cassandra.cluster import Session
 
+from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Board
 from regions.kafka_clients import make_producer, replay
 from regions.settings import Settings
 from schema.event_id import event_id, payload_digest
-from schema.records import AwardEvent, Codec, Reconciliation, totals_key
+from schema.records import AppliedAward, AwardEvent, Codec, Reconciliation, totals_key
 from tests.harness import Region
 
 
@@ -78,3 +80,39 @@ async def test_poison_award_records_are_reconciled_and_the_partition_goes_on(reg
     assert 'lb_processor_reconciled_total{reason="unprocessable"} 1.0' in metrics
     assert "restarting from durable state" not in region.tail("processor", 1000)
 
+
+async def test_audit_records_that_cannot_become_rows_are_reconciled_not_dropped(
+    region: Region, cassandra_session: Session
+) -> None:
+    settings, codec = region.settings, Codec()
+    board = Board(f"p-{uuid.uuid4().hex[:8]}", "Poison", settings.region)
+    too_big = AppliedAward(award=_award(board.id, "bob", 2**63), total=1, version=1,
+                           source_partition=0, source_offset=0)  # fmt: skip
+    good = AppliedAward(award=_award(board.id, "cy", 3), total=3, version=1, source_partition=0,
+                        source_offset=1)  # fmt: skip
+    applied_topic = settings.kafka.topic("applied")
+    await _publish(settings, applied_topic, [
+        (b"k", b"\xc1garbage"), (b"k", codec.encode(too_big)), (b"k", codec.encode(good)),
+    ])  # fmt: skip
+    audit = CassandraAudit(cassandra_session)
+
+    async def good_row_written() -> bool:
+        return await audit.count(good.award.event_id) == 1
+
+    await region.wait_until(good_row_written, what="the audit row after the bad records")
+
+    async def both_reconciled() -> bool:
+        return len(await reconciled(settings)) == 2
+
+    await region.wait_until(both_reconciled, what="both bad records in reconciliation")
+    found = {r.reason: r for r in await reconciled(settings)}
+    assert set(found) == {"undecodable", "audit_refused"}
+    assert (found["undecodable"].source_topic, found["undecodable"].source_offset) == (applied_topic, 0)
+    assert found["undecodable"].raw == b"\xc1garbage"
+    refused = found["audit_refused"]
+    assert refused.award == too_big.award and refused.raw == codec.encode(too_big)
+    assert refused.source_offset == 1 and "amount" in refused.detail
+    assert await audit.count(too_big.award.event_id) == 0
+    metrics = await _metrics(region, "audit")
+    assert 'lb_audit_reconciled_total{reason="undecodable"} 1.0' in metrics
+    assert 'lb_audit_reconciled_total{reason="audit_refused"} 1.0' in metrics
