@@ -4,6 +4,8 @@ missing, answer clearly, and catch up once Cassandra is back."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
 
@@ -16,6 +18,7 @@ from regions.core.boards import Board
 from regions.settings import Settings
 from schema.event_id import event_id
 from tests.conftest import RegionFactory
+from tests.harness import region_env
 from tests.proxy import TcpProxy
 
 
@@ -125,3 +128,18 @@ async def test_audit_started_without_cassandra_reports_its_backlog_and_catches_u
     await audit.wait_ready("audit")
     assert "lb_audit_rows_written_total 12.0" in (await _get(audit.health_url("audit") + "/metrics")).text
 
+
+async def test_cli_without_cassandra_says_so_without_a_traceback(settings: Settings) -> None:
+    unreachable = settings.model_copy(update={"cassandra": settings.cassandra.model_copy(
+        update={"port": 1, "request_timeout_s": 1.0})})  # fmt: skip
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "regions.cli", "boards", env={**os.environ, **region_env(unreachable)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await cli.communicate()
+
+    assert cli.returncode == 1 and out == b""
+    assert "Traceback" not in err.decode()
+    assert (
+        err.decode().startswith("error: Cassandra at 127.0.0.1:1 keyspace") and "ops/services" in err.decode()
+    )
