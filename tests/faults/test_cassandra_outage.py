@@ -80,7 +80,9 @@ async def test_intake_started_without_cassandra_answers_store_unavailable_then_s
         body = (await _get(region.health_url("intake") + "/readyz")).json()
         return bool(body["ready"] and body["missing"] == ["cassandra"])
 
-    await region.wait_until(cassandra_reported_missing, within=60, what="readiness naming Cassandra as missing")
+    await region.wait_until(
+        cassandra_reported_missing, within=60, what="readiness naming Cassandra as missing"
+    )
     assert (await region.client.send(_award(board.id))).status_code == 202
     unseen = await region.client.send(_award("never-looked-up"))
     assert (unseen.status_code, unseen.json()["error"]["code"]) == (503, "store_unavailable")

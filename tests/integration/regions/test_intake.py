@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator
 
@@ -186,3 +187,18 @@ async def test_over_the_rate_is_429_with_retry_after(
     assert (first.status_code, second.status_code, third.status_code) == (202, 202, 429)
     assert _error(third)["code"] == "rate_limited" and int(third.headers["retry-after"]) >= 1
     assert await _awards_written(topics) == 6
+
+
+async def test_client_errors_are_logged_at_info_once_per_code_and_interval(
+    intake: httpx.AsyncClient, boards: dict[str, Board], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, "regions.intake.app"):
+        for _ in range(5):
+            await _post(intake, _award("no-such-board"))
+
+    refused = [r for r in caplog.records if r.name == "regions.intake.app"]
+    assert [(r.levelno, r.exc_info) for r in refused] == [(logging.INFO, None)]
+    assert refused[0].getMessage() == (
+        "refused 404 unknown_board: leaderboard 'no-such-board' does not exist "
+        "(leaderboardId must name an existing board)"
+    )
