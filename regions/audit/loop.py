@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
-from cassandra import RequestValidationException
+from cassandra import InvalidRequest
 
 from regions.cassandra_audit import AuditRow, CassandraAudit
 from regions.cassandra_store import CassandraConnection, CassandraUnavailable
@@ -35,7 +35,7 @@ from schema.records import AppliedAward, Codec, Reconciliation
 log = logging.getLogger(__name__)
 CONCURRENCY = 128  # rows in flight to Cassandra at once
 # Errors that a retry cannot cure: the driver cannot bind the row's values, or Cassandra refuses them.
-REFUSED_FOR_GOOD = (TypeError, ValueError, RequestValidationException)
+REFUSED_FOR_GOOD = (TypeError, ValueError, InvalidRequest)
 
 
 def audit_row(applied: AppliedAward) -> AuditRow:

@@ -107,12 +107,13 @@ async def test_ties_follow_user_id_policy(region: Region) -> None:
 
 
 async def test_ties_follow_first_reached_policy(region: Region) -> None:
-    board = await _board(region, tie_policy=TiePolicy.FIRST_REACHED)
+    board = await _board(region, tie_policy=TiePolicy.FIRST_REACHED, aggregation=Aggregation.MAX)
     for user in ["zed", "mia", "amy"]:  # zed reaches 10 first, amy last
-        assert (await region.client.send(award(board.id, user, 10))).status_code == 202
+        assert (await region.client.send(award(board.id, user, 10, field="score"))).status_code == 202
         await region.wait_for_total(board.id, user, 10)
         await asyncio.sleep(0.01)
-    await region.client.send(award(board.id, "mia", 0))  # same total again: keeps mia's first-reached time
+    # A lower score leaves the best at 10: mia keeps her first-reached time.
+    assert (await region.client.send(award(board.id, "mia", 3, field="score"))).status_code == 202
     keys = board_keys(region.settings.redis.key_prefix, board.id)
 
     async def applied() -> bool:
