@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from cassandra.cluster import Session
@@ -9,7 +11,9 @@ from cassandra.cluster import Session
 from regions.cassandra_store import execute
 from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
 
-_COLUMNS = "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status"
+_COLUMNS = (
+    "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative"
+)
 
 
 def _board(row: Any) -> Board:
@@ -22,7 +26,16 @@ def _board(row: Any) -> Board:
         tie_policy=TiePolicy(row.tie_policy),
         window=row.time_window,
         status=BoardStatus(row.status),
+        allow_negative=bool(row.allow_negative),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """A board as the catalog holds it, with when it was created."""
+
+    board: Board
+    created_at: datetime | None
 
 
 class CassandraCatalog:
@@ -30,7 +43,7 @@ class CassandraCatalog:
         self._session = session
         self._get = session.prepare(f"SELECT {_COLUMNS} FROM boards WHERE board_id = ?")
         self._create = session.prepare(
-            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
+            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
             "IF NOT EXISTS"
         )
 
@@ -53,10 +66,14 @@ class CassandraCatalog:
                 board.tie_policy.value,
                 board.window,
                 board.status.value,
+                board.allow_negative,
             ),
         )
         return bool(result.was_applied)
 
     async def all(self) -> list[Board]:
-        rows = await execute(self._session, f"SELECT {_COLUMNS} FROM boards")
-        return [_board(row) for row in rows]
+        return [entry.board for entry in await self.entries()]
+
+    async def entries(self) -> list[CatalogEntry]:
+        rows = await execute(self._session, f"SELECT {_COLUMNS}, created_at FROM boards")
+        return [CatalogEntry(_board(row), row.created_at) for row in rows]

@@ -1,20 +1,28 @@
-"""Cassandra adapter: one session per process, idempotent migrations, and awaitable statements."""
+"""Cassandra adapter: one session per process, connected in the background when Cassandra is not
+there yet; idempotent migrations; awaitable statements."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, ResponseFuture, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy
 
 from regions.settings import CassandraSettings
+from regions.throttled_log import ThrottledLog
 from schema.resources import cql_migrations
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class CassandraUnavailable(Exception):
+    """Cassandra cannot be used (yet): not connected since start, or no node answers."""
 
 
 def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Cluster, Session]:
@@ -36,8 +44,79 @@ def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Clu
         # Reconnect within seconds after an outage (the driver's default backs off to 10 minutes).
         reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
         connect_timeout=cassandra.request_timeout_s,
+        # A node that went silent is noticed (and readiness says so) within seconds, not half a minute.
+        idle_heartbeat_interval=5,
     )
-    return cluster, cluster.connect(cassandra.keyspace if keyspace else None)
+    try:
+        return cluster, cluster.connect(cassandra.keyspace if keyspace else None)
+    except BaseException:
+        cluster.shutdown()  # its control connection and reconnection threads
+        raise
+
+
+def describe(cassandra: CassandraSettings) -> str:
+    """Where Cassandra is expected, for messages: ``host:port[,host:port] keyspace k``."""
+    hosts = ",".join(f"{host}:{cassandra.port}" for host in cassandra.contact_points)
+    return f"{hosts} keyspace {cassandra.keyspace}"
+
+
+class CassandraConnection(Generic[T]):
+    """A process's Cassandra session and the adapter built on it (``build`` prepares its statements).
+
+    ``run`` connects, retrying with backoff while Cassandra is not there, so a process can start
+    during an outage; until it is connected, ``adapter`` raises ``CassandraUnavailable``. Once
+    connected, the driver reconnects by itself after later outages.
+    """
+
+    def __init__(
+        self, cassandra: CassandraSettings, build: Callable[[Session], T], retry_max_s: float = 5.0
+    ) -> None:
+        self._cassandra = cassandra
+        self._build = build
+        self._retry_max_s = retry_max_s
+        self._cluster: Cluster | None = None
+        self._adapter: T | None = None
+        self._log = ThrottledLog(log, interval_s=30)
+        self.connected = asyncio.Event()
+
+    @property
+    def adapter(self) -> T:
+        if self._adapter is None:
+            raise CassandraUnavailable(f"not connected to Cassandra at {describe(self._cassandra)} yet")
+        return self._adapter
+
+    def reachable(self) -> bool:
+        """Connected, and the driver holds at least one node up."""
+        cluster = self._cluster
+        return cluster is not None and any(host.is_up for host in cluster.metadata.all_hosts())
+
+    def _open(self) -> tuple[Cluster, T]:
+        cluster, session = connect(self._cassandra)
+        try:
+            return cluster, self._build(session)
+        except BaseException:
+            cluster.shutdown()
+            raise
+
+    async def run(self) -> None:
+        """Connect, retrying until Cassandra answers; returns once connected."""
+        delay = 0.5
+        while self._adapter is None:
+            try:
+                self._cluster, self._adapter = await asyncio.to_thread(self._open)
+            except Exception as exc:
+                self._log.log(
+                    logging.WARNING, "connect", "Cassandra at %s is not reachable (%r); still trying",
+                    describe(self._cassandra), exc,
+                )  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._retry_max_s)
+        self.connected.set()
+        log.info("connected to Cassandra at %s", describe(self._cassandra))
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.shutdown()
 
 
 def apply_migrations(cassandra: CassandraSettings) -> list[str]:

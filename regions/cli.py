@@ -1,21 +1,59 @@
-"""The operator's command line: ``ops/lb <command>`` (``python -m regions.cli``)."""
+"""The operator's command line: ``ops/lb <command>`` (``python -m regions.cli``); ``ops/award`` is its
+``award`` command. Failures are one clear line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
-from collections.abc import Callable, Coroutine
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
+import httpx
+from cassandra import DriverException
+from cassandra.cluster import NoHostAvailable, Session
+from cassandra.connection import ConnectionException
+from pydantic import ValidationError
+
 from regions.bootstrap import bootstrap
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import connect
+from regions.cassandra_catalog import CassandraCatalog, CatalogEntry
+from regions.cassandra_profiles import CassandraProfiles
+from regions.cassandra_store import CassandraUnavailable, connect, describe
 from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.profiles import InvalidProfileError, Profile
+from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
 from regions.projector.rebuild import rebuild
+from regions.reconciliation import ReconciliationReader
 from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import Settings, load_settings
+from regions.settings import Settings, UnknownSettingsError, load_settings
+
+
+class CommandError(Exception):
+    """What went wrong, for the operator: printed as ``error: ...``, exit status 1."""
+
+
+@contextlib.asynccontextmanager
+async def _cassandra(settings: Settings) -> AsyncIterator[Session]:
+    """A session for one command; Cassandra being away is a ``CassandraUnavailable`` that says where."""
+    try:
+        cluster, session = connect(settings.cassandra)
+    except (NoHostAvailable, DriverException, ConnectionException, OSError) as exc:
+        raise CassandraUnavailable(
+            f"Cassandra at {describe(settings.cassandra)} is not reachable ({type(exc).__name__}). "
+            "See 'ops/services status'; 'ops/services up' starts it."
+        ) from exc
+    try:
+        yield session
+    except DriverException as exc:
+        raise CassandraUnavailable(
+            f"Cassandra at {describe(settings.cassandra)} did not answer ({type(exc).__name__}); retry, "
+            "or see 'ops/services status'."
+        ) from exc
+    finally:
+        cluster.shutdown()
 
 
 async def _bootstrap(settings: Settings, _: argparse.Namespace) -> int:
@@ -34,29 +72,66 @@ async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
         board = Board(
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
-            tie_policy=TiePolicy(args.tie_policy),
+            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative,
         )  # fmt: skip
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    cluster, session = connect(settings.cassandra)
-    try:
+    async with _cassandra(settings) as session:
         created = await CassandraCatalog(session).create(board)
-    finally:
-        cluster.shutdown()
     print(f"board {board.id} {'created' if created else 'already exists (unchanged)'}")
     return 0
 
 
+BOARD_COLUMNS = (
+    "ID",
+    "STATUS",
+    "HOME",
+    "AGGREGATION",
+    "ORDER",
+    "TIE POLICY",
+    "WINDOW",
+    "NEGATIVE",
+    "CREATED",
+)
+
+
+def board_row(entry: CatalogEntry) -> tuple[str, ...]:
+    b, created = entry.board, entry.created_at
+    return (
+        b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, b.window or "none",
+        ("allowed" if b.allow_negative else "refused") if b.aggregation is Aggregation.SUM else "-",
+        created.strftime("%Y-%m-%d %H:%M:%SZ") if created is not None else "-",
+    )  # fmt: skip
+
+
+def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    )
+
+
 async def _boards(settings: Settings, _: argparse.Namespace) -> int:
-    cluster, session = connect(settings.cassandra)
+    async with _cassandra(settings) as session:
+        entries = sorted(await CassandraCatalog(session).entries(), key=lambda e: e.board.id)
+    if not entries:
+        print("no boards yet; add one with 'ops/lb create-board ID'")
+        return 0
+    print(table(BOARD_COLUMNS, [board_row(e) for e in entries]))
+    return 0
+
+
+async def _put_profile(settings: Settings, args: argparse.Namespace) -> int:
     try:
-        for b in sorted(await CassandraCatalog(session).all(), key=lambda b: b.id):
-            print(
-                f"{b.id:30} {b.status:8} {b.aggregation:4} {b.sort_order:4} {b.tie_policy:14} home={b.home_region}"
-            )
-    finally:
-        cluster.shutdown()
+        profile = Profile(args.user, args.name, args.country, args.avatar_url)
+    except InvalidProfileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    async with _cassandra(settings) as session:
+        await CassandraProfiles(session).put(profile)
+    print(f"profile of {profile.user_id} saved")
     return 0
 
 
@@ -82,6 +157,38 @@ async def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _reconciliation(settings: Settings, args: argparse.Namespace) -> int:
+    reader = ReconciliationReader(settings.kafka, args.board, lambda text: print(text, flush=True))
+    await reader.read(follow=args.follow)
+    if not reader.shown:
+        print("nothing in reconciliation" + (f" for board {args.board}" if args.board else ""))
+    return 0
+
+
+async def _award(settings: Settings, args: argparse.Namespace) -> int:
+    keys = settings.intake.award_keys
+    key_id = args.key_id or ("dev" if "dev" in keys else min(keys))
+    if key_id not in keys:
+        raise CommandError(
+            f"no secret for key id {key_id!r} in LB_INTAKE__AWARD_KEYS (known: {', '.join(sorted(keys))})"
+        )
+    url = f"http://{settings.intake.host}:{settings.intake.port}"
+    award = {"leaderboardId": args.board, "matchId": args.match or uuid.uuid4().hex, "userId": args.user,
+             "awardType": args.type, "score" if args.score else "delta": args.amount}  # fmt: skip
+    client = AwardClient(url, key_id, keys[key_id].get_secret_value())
+    try:
+        response = await client.send(award)
+    except httpx.TransportError as exc:
+        raise CommandError(
+            f"the intake at {url} is not reachable ({type(exc).__name__}); is the region running ('ops/run')?"
+        ) from exc
+    finally:
+        await client.aclose()
+    ok, text = describe_answer(response)
+    print(text, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lb", description="Operate a leaderboard region.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -93,11 +200,30 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--sort-order", choices=[s.value for s in SortOrder], default="DESC")
     create.add_argument("--aggregation", choices=[a.value for a in Aggregation], default="SUM")
     create.add_argument("--tie-policy", choices=[t.value for t in TiePolicy], default="USER_ID")
-    commands.add_parser("boards", help="list the board catalog")
+    create.add_argument("--allow-negative", action="store_true", help="SUM boards: accept negative deltas")
+    commands.add_parser("boards", help="list the board catalog with every board's settings")
+    profile = commands.add_parser("put-profile", help="create or replace a player's profile")
+    profile.add_argument("user")
+    profile.add_argument("--name", required=True, help="display name (1..64 characters)")
+    profile.add_argument("--country", help="ISO 3166 two-letter code, e.g. SE")
+    profile.add_argument("--avatar-url", help="http(s) URL of the player's picture")
     rebuild_cmd = commands.add_parser(
         "rebuild", help="rebuild the Redis projection from Kafka and swap it in"
     )
     rebuild_cmd.add_argument("--board", help="only this board (default: all boards)")
+    reconciliation = commands.add_parser("reconciliation", help="what was not applied or audited, and why")
+    reconciliation.add_argument("--board", help="only this board")
+    reconciliation.add_argument(
+        "--follow", action="store_true", help="keep printing new entries (Ctrl-C ends)"
+    )
+    award = commands.add_parser("award", help="send one signed award to this region's intake")
+    award.add_argument("board")
+    award.add_argument("user")
+    award.add_argument("amount", type=int, help="the delta (SUM boards) or, with --score, the score")
+    award.add_argument("match", nargs="?", help="match id (default: a new random one)")
+    award.add_argument("--score", action="store_true", help="send a score, for MAX and MIN boards")
+    award.add_argument("--type", default="points", help="award type (default: points)")
+    award.add_argument("--key-id", help="award key id (default: dev, or the first configured key)")
     return parser
 
 
@@ -105,17 +231,27 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
     "bootstrap": _bootstrap,
     "create-board": _create_board,
     "boards": _boards,
+    "put-profile": _put_profile,
     "rebuild": _rebuild,
+    "reconciliation": _reconciliation,
+    "award": _award,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return asyncio.run(COMMANDS[args.command](load_settings(), args))
-    except TopicMissing as exc:
+        settings = load_settings()
+    except (UnknownSettingsError, ValidationError) as exc:
+        print(f"error: settings refused: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(COMMANDS[args.command](settings, args))
+    except (TopicMissing, CassandraUnavailable, CommandError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

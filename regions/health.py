@@ -19,11 +19,17 @@ CONSUMER_LAG = Gauge("lb_consumer_lag", "Records not yet processed", ["service",
 
 @dataclass(slots=True)
 class Health:
-    """What a process reports: readiness checks by name and its consumer lag per partition."""
+    """What a process reports: readiness checks by name and its consumer lag per partition.
+
+    ``checks`` are what the process cannot serve without: one failing makes it unready.
+    ``advisory`` checks name what it works around (e.g. the intake serves cached boards while
+    Cassandra is away): they are reported as missing but leave the process ready.
+    """
 
     service: str
     checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
     lag: dict[str, dict[int, int]] = field(default_factory=dict)
+    advisory: dict[str, Callable[[], bool]] = field(default_factory=dict)
 
     def report_lag(self, topic: str, lag: dict[int, int]) -> None:
         """Lag of the partitions this process now reads; partitions it no longer reads are dropped."""
@@ -34,9 +40,18 @@ class Health:
             CONSUMER_LAG.labels(self.service, topic, str(partition)).set(value)
 
     def status(self) -> tuple[bool, dict[str, object]]:
-        results = {name: bool(check()) for name, check in self.checks.items()}
-        ready = all(results.values())
-        return ready, {"service": self.service, "ready": ready, "checks": results, "lag": self.lag}
+        required = {name: bool(check()) for name, check in self.checks.items()}
+        results = required | {name: bool(check()) for name, check in self.advisory.items()}
+        ready = all(required.values())
+        missing = sorted(name for name, ok in results.items() if not ok)
+        body = {
+            "service": self.service,
+            "ready": ready,
+            "checks": results,
+            "missing": missing,
+            "lag": self.lag,
+        }
+        return ready, body
 
 
 def _json(body: object, status: int = 200) -> Response:
@@ -58,9 +73,9 @@ def health_routes(health: Health) -> list[Route]:
 
 
 async def serve_health(health: Health, host: str, port: int) -> asyncio.Task[None]:
-    """Serve the health routes of a worker process in the background."""
-    config = uvicorn.Config(
-        Starlette(routes=health_routes(health)), host=host, port=port, log_level="warning"
-    )
+    """Serve the health routes of a worker process in the background. The app needs no lifespan,
+    and without one a clean stop (which cancels this task) logs no CancelledError traceback."""
+    app = Starlette(routes=health_routes(health))
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     return asyncio.create_task(server.serve())

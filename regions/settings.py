@@ -3,12 +3,17 @@
 Nested sections use a double underscore: ``LB_KAFKA__BOOTSTRAP_SERVERS``, ``LB_INTAKE__PORT``.
 Each ``__main__`` loads it once with :func:`load_settings` and passes it down. Defaults work on a
 developer machine; ``LB_MODE=production`` refuses the development secrets and single-copy storage.
+An ``LB_*`` variable that names no setting is refused, so a typo in a deployment is caught at start;
+``LB_OPS_*`` variables belong to the ops scripts and are not settings.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Self
+from typing import Self, get_origin
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -38,6 +43,13 @@ class SaslMechanism(StrEnum):
 
 class UnsafeSettingsError(ValueError):
     """Production mode was asked to run with a development default."""
+
+
+class UnknownSettingsError(ValueError):
+    """The environment holds ``LB_*`` variables that name no setting."""
+
+
+OPS_PREFIX = "LB_OPS_"
 
 
 class KafkaSettings(BaseModel):
@@ -270,6 +282,51 @@ class Settings(BaseSettings):
         return self
 
 
+def _variables(model: type[BaseModel], prefix: str) -> tuple[set[str], set[str]]:
+    """The variable names of a model's fields, and the prefixes of fields that take named entries
+    (a mapping, or a section set field by field)."""
+    names: set[str] = set()
+    open_prefixes: set[str] = set()
+    for name, info in model.model_fields.items():
+        full = f"{prefix}{name.upper()}"
+        names.add(full)
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            inner_names, inner_prefixes = _variables(kind, full + "__")
+            names |= inner_names
+            open_prefixes |= inner_prefixes
+        elif get_origin(kind) is dict:
+            open_prefixes.add(full + "__")
+    return names, open_prefixes
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """Refuse ``LB_*`` variables that name no setting (names are case-insensitive, like the
+    settings themselves); ``LB_OPS_*`` belong to the ops scripts and are let through."""
+    names, open_prefixes = _variables(Settings, "LB_")
+    unknown = sorted(
+        variable
+        for variable in (n.upper() for n in environ)
+        if variable.startswith("LB_")
+        and not variable.startswith(OPS_PREFIX)
+        and variable not in names
+        and not variable.startswith(tuple(open_prefixes))
+    )
+    if not unknown:
+        return
+    described = []
+    for variable in unknown:
+        close = difflib.get_close_matches(variable, names, n=1)
+        described.append(f"{variable} (did you mean {close[0]}?)" if close else variable)
+    raise UnknownSettingsError(
+        f"unknown LB_* environment variables: {', '.join(described)}. Every LB_* variable is a setting "
+        f"(see README, Settings); only {OPS_PREFIX}* variables, read by the ops scripts, are not. "
+        f"Known settings: {', '.join(sorted(names))}"
+    )
+
+
 def load_settings() -> Settings:
-    """Read the settings from the environment; call once per process, in ``__main__``."""
+    """Read the settings from the environment; call once per process, in ``__main__``. Raises
+    ``UnknownSettingsError`` for an ``LB_*`` variable that names no setting."""
+    check_environment(os.environ)
     return Settings()

@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import uvloop
+from pydantic import ValidationError
+
+from regions.settings import UnknownSettingsError
+from regions.throttled_log import LibraryNoise
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +40,16 @@ async def run_until_stopped(
 
 
 def run_process(service: str, main: Coroutine[Any, Any, None]) -> None:
-    """Run a service's main coroutine on uvloop, with the platform's log format."""
+    """Run a service's main coroutine on uvloop, with the platform's log format. Settings that are
+    refused end the process with exit status 2 and the reason; Ctrl-C ends it quietly (status 130)."""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {service} %(message)s")
-    uvloop.run(main)
+    noise = LibraryNoise(("cassandra",))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(noise)
+    try:
+        uvloop.run(main)
+    except (UnknownSettingsError, ValidationError) as exc:
+        log.error("%s cannot start, its settings are refused: %s", service, exc)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)

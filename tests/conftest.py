@@ -123,12 +123,14 @@ async def region_factory(
     """Start a region's real processes for this test; ``settings`` may be adjusted first."""
     started: list[Region] = []
 
-    async def make(settings: Settings | None = None, services: tuple[str, ...] = ()) -> Region:
+    async def make(
+        settings: Settings | None = None, services: tuple[str, ...] = (), until: str = "/readyz"
+    ) -> Region:
         chosen = with_free_ports(settings or topics)
         region = Region(chosen, CassandraCatalog(cassandra_session),
                         RedisProjection(redis_client, chosen.redis.key_prefix), tmp_path)  # fmt: skip
         started.append(region)
-        await region.start(*services)
+        await region.start(*services, until=until)
         return region
 
     try:

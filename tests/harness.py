@@ -62,16 +62,21 @@ def free_port() -> int:
 
 
 async def wait_ready(
-    name: str, url: str, process: asyncio.subprocess.Process, tail: Callable[[], str], within: float = 60
+    name: str,
+    url: str,
+    process: asyncio.subprocess.Process,
+    tail: Callable[[], str],
+    within: float = 60,
+    path: str = "/readyz",
 ) -> None:
-    """Until ``url``/readyz answers 200; fails at once, with the log's ``tail``, if the process exits."""
+    """Until ``url`` + ``path`` answers 200; fails at once, with the log's ``tail``, if the process exits."""
     async with httpx.AsyncClient() as http:
         deadline = asyncio.get_running_loop().time() + within
         while asyncio.get_running_loop().time() < deadline:
             if process.returncode is not None:
                 raise RuntimeError(f"{name} exited with {process.returncode}: {tail()}")
             with contextlib.suppress(httpx.HTTPError):
-                if (await http.get(url + "/readyz")).status_code == 200:
+                if (await http.get(url + path)).status_code == 200:
                     return
             await asyncio.sleep(0.2)
     raise TimeoutError(f"{name} not ready after {within}s: {tail()}")
@@ -151,8 +156,9 @@ class Region:
             port = getattr(self.settings, name).health_port
         return f"http://127.0.0.1:{port}"
 
-    async def start(self, *names: str) -> None:
-        """Start the services or named extra instances (all services by default); wait until ready."""
+    async def start(self, *names: str, until: str = "/readyz") -> None:
+        """Start the services or named extra instances (all services by default); wait until ready
+        (``until="/healthz"``: only until they answer, for a process that starts unready)."""
         for name in names or SERVICES:
             service, env = name, self.env
             if name in self.instances:
@@ -164,16 +170,16 @@ class Region:
                     env={**os.environ, **env}, stdout=log, stderr=log,
                 )  # fmt: skip
         for name in names or SERVICES:
-            await self.wait_ready(name)
+            await self.wait_ready(name, path=until)
 
     async def start_instance(self, name: str, service: str) -> None:
         """Start one more instance of ``service`` under ``name``, with a health port of its own."""
         self.instances[name] = (service, free_port())
         await self.start(name)
 
-    async def wait_ready(self, service: str, within: float = 60) -> None:
+    async def wait_ready(self, service: str, within: float = 60, path: str = "/readyz") -> None:
         await wait_ready(
-            service, self.health_url(service), self.processes[service], lambda: self.tail(service), within
+            service, self.health_url(service), self.processes[service], lambda: self.tail(service), within, path
         )
 
     def tail(self, service: str, lines: int = 30) -> str:

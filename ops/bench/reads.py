@@ -383,7 +383,7 @@ async def run(args: argparse.Namespace) -> None:
         "gateway", ["-m", "gateway"], {**env, "LB_GATEWAY__PORT": str(gw_port)}, gw_port, "/readyz"
     )
     reference = await start("reference", [str(ROOT / "ops/bench/reads_reference.py")],
-                            {**env, "LB_BENCH_REFERENCE_PORT": str(ref_port)}, ref_port, f"/top?board={board.id}")  # fmt: skip
+                            {**env, "LB_OPS_BENCH_REFERENCE_PORT": str(ref_port)}, ref_port, f"/top?board={board.id}")  # fmt: skip
     try:
         await reads(args, board, gateway, reference)
         print(

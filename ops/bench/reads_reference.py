@@ -45,7 +45,7 @@ def main() -> None:
         return Response(encode(body), media_type="application/json")
 
     app = Starlette(routes=[Route("/top", top)])
-    port = int(os.environ["LB_BENCH_REFERENCE_PORT"])
+    port = int(os.environ["LB_OPS_BENCH_REFERENCE_PORT"])
     uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", access_log=False,
                 log_level="warning")  # fmt: skip
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 
 from aiokafka.errors import KafkaError
 
 from regions.audit.loop import AuditSink
 from regions.cassandra_audit import CassandraAudit
-from regions.cassandra_store import connect
+from regions.cassandra_store import CassandraConnection
 from regions.health import Health, serve_health
 from regions.settings import load_settings
 from regions.worker import run_process, run_until_stopped
@@ -18,11 +20,19 @@ async def amain() -> None:
     settings = load_settings()
     os.nice(settings.audit.niceness)
     health = Health("audit")
-    _, session = connect(settings.cassandra)
-    sink = AuditSink(settings, CassandraAudit(session), health)
-    health.checks["cassandra"] = lambda: sink.cassandra_ok
+    # Connected in the background: during a Cassandra outage the sink starts, waits and reports its backlog.
+    audit = CassandraConnection(settings.cassandra, CassandraAudit)
+    connecting = asyncio.create_task(audit.run())
+    sink = AuditSink(settings, audit, health)
+    health.checks["cassandra"] = lambda: audit.reachable() and sink.cassandra_ok
     await serve_health(health, settings.intake.host, settings.audit.health_port)
-    await run_until_stopped("audit", sink.run, (KafkaError,))
+    try:
+        await run_until_stopped("audit", sink.run, (KafkaError,))
+    finally:
+        connecting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await connecting
+        audit.close()
 
 
 def main() -> None:

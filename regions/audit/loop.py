@@ -2,7 +2,12 @@
 
 At-least-once from Kafka plus ``INSERT ... IF NOT EXISTS`` gives exactly one row per applied award.
 Offsets are committed only after every row of a batch is written, so a Cassandra outage only delays
-the audit: it never blocks intake or projection, and the sink catches up when Cassandra returns.
+the audit: it never blocks intake or projection, and the sink catches up when Cassandra returns. The
+sink starts during an outage too, and reports its true backlog meanwhile.
+
+A record that can never become a row (it cannot be decoded, or Cassandra refuses its values) is sent
+to the reconciliation topic with the reason, its position and its bytes, then committed past: it
+neither stops the audit nor disappears.
 """
 
 from __future__ import annotations
@@ -10,18 +15,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
-from aiokafka import TopicPartition
+import msgspec
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from cassandra import InvalidRequest
 
 from regions.cassandra_audit import AuditRow, CassandraAudit
+from regions.cassandra_store import CassandraConnection, CassandraUnavailable
 from regions.core.rate_limit import TokenBuckets
 from regions.health import Health
-from regions.kafka_clients import assign_from_committed, consumer_lag, make_consumer, partitions_of
+from regions.kafka_clients import assign_from_committed, make_consumer, make_producer, partitions_of
+from regions.metrics import AUDIT_BACKLOG, AUDIT_RECONCILED, AUDIT_WRITTEN
 from regions.settings import Settings
-from schema.records import AppliedAward, Codec, decoded
+from regions.throttled_log import ThrottledLog
+from schema.records import AppliedAward, Codec, Reconciliation
 
 log = logging.getLogger(__name__)
 CONCURRENCY = 128  # rows in flight to Cassandra at once
+# Errors that a retry cannot cure: the driver cannot bind the row's values, or Cassandra refuses them.
+REFUSED_FOR_GOOD = (TypeError, ValueError, InvalidRequest)
 
 
 def audit_row(applied: AppliedAward) -> AuditRow:
@@ -34,67 +48,147 @@ def audit_row(applied: AppliedAward) -> AuditRow:
     )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A row to write and the record it came from."""
+
+    record: ConsumerRecord
+    applied: AppliedAward
+    row: AuditRow
+
+
 class AuditSink:
-    def __init__(self, settings: Settings, audit: CassandraAudit, health: Health) -> None:
+    def __init__(
+        self, settings: Settings, audit: CassandraConnection[CassandraAudit], health: Health
+    ) -> None:
         self._settings = settings
         self._audit = audit
         self._health = health
         self._group = f"{settings.kafka.topic_prefix}.audit.{settings.region}"
+        self._topic = settings.kafka.topic("applied")
         self._codec = Codec()
-        self.written = 0
         cap = settings.audit.max_rows_per_s
         self._pace = TokenBuckets(rate=cap or 1.0, burst=max(1.0, cap / 10))
+        self._errors = ThrottledLog(log)
+        self._report: Callable[[], Awaitable[None]] | None = None
         self.cassandra_ok = True
 
-    async def _write(self, rows: list[AuditRow]) -> None:
-        """Write every row, retrying failures with capped exponential backoff until all succeed."""
+    async def _record(self, rows: list[AuditRow]) -> list[bool | Exception]:
+        try:
+            audit = self._audit.adapter
+        except CassandraUnavailable as exc:
+            return [exc] * len(rows)
+        results: list[bool | Exception] = []
+        for start in range(0, len(rows), CONCURRENCY):
+            results += await audit.record_many(rows[start : start + CONCURRENCY])
+        return results
+
+    async def _write(self, pending: list[Pending]) -> list[tuple[Pending, Exception]]:
+        """Write every row, retrying failures with capped exponential backoff until each is written
+        or refused for good; returns those refused, with why."""
         cfg = self._settings.audit
         delay = cfg.retry_initial_s
-        pending = rows
+        refused: list[tuple[Pending, Exception]] = []
         while pending:
-            results: list[bool | Exception] = []
-            for start in range(0, len(pending), CONCURRENCY):
-                results += await self._audit.record_many(pending[start : start + CONCURRENCY])
-            failed = [
-                row for row, result in zip(pending, results, strict=True) if isinstance(result, Exception)
-            ]
-            self.written += len(pending) - len(failed)
+            results = await self._record([p.row for p in pending])
+            failed = []
+            for item, result in zip(pending, results, strict=True):
+                if isinstance(result, REFUSED_FOR_GOOD):
+                    refused.append((item, result))
+                elif isinstance(result, Exception):
+                    failed.append((item, result))
+                elif result:
+                    AUDIT_WRITTEN.inc()
             self.cassandra_ok = not failed
             if failed:
-                first = next(r for r in results if isinstance(r, Exception))
-                log.warning("audit: %d rows not written (%r); retrying in %.1fs", len(failed), first, delay)
+                self._errors.log(logging.WARNING, "write", "audit: %d rows not written (%r); retrying",
+                                 len(failed), failed[0][1])  # fmt: skip
+                if self._report is not None:
+                    await self._report()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, cfg.retry_max_s)
-            pending = failed
+            pending = [item for item, _ in failed]
+        return refused
 
-    async def _paced(self, rows: list[AuditRow]) -> None:
+    async def _paced(self, pending: list[Pending]) -> list[tuple[Pending, Exception]]:
         """Write rows, at most ``max_rows_per_s`` a second when a cap is set: audit is eventual, so
         under a peak it queues in Kafka instead of taking CPU from acceptance and ranking."""
         cap = self._settings.audit.max_rows_per_s
         if not cap:
-            await self._write(rows)
-            return
+            return await self._write(pending)
         chunk = max(1, int(cap / 10))
-        for start in range(0, len(rows), chunk):
-            part = rows[start : start + chunk]
+        refused = []
+        for start in range(0, len(pending), chunk):
+            part = pending[start : start + chunk]
             await asyncio.sleep(self._pace.reserve("audit", len(part), time.monotonic()))
-            await self._write(part)
+            refused += await self._write(part)
+        return refused
+
+    def _reconciliation(
+        self, record: ConsumerRecord, reason: str, detail: str, applied: AppliedAward | None
+    ) -> bytes:
+        AUDIT_RECONCILED.labels(reason).inc()
+        log.error("audit: %s:%d:%d sent to reconciliation (%s: %s)", record.topic, record.partition,
+                  record.offset, reason, detail)  # fmt: skip
+        return self._codec.encode(
+            Reconciliation(
+                reason=reason, detail=detail, award=None if applied is None else applied.award,
+                source_partition=record.partition, source_offset=record.offset, source_topic=record.topic,
+                raw=record.value,
+            )
+        )  # fmt: skip
+
+    async def _handle(self, producer: AIOKafkaProducer, records: list[ConsumerRecord]) -> None:
+        """Audit a batch; what cannot be audited goes to reconciliation, acknowledged before return."""
+        pending, unaudited = [], []
+        for record in records:
+            try:
+                applied = self._codec.applied(record.value)
+            except msgspec.DecodeError as exc:
+                unaudited.append((record, self._reconciliation(record, "undecodable", str(exc), None)))
+                continue
+            pending.append(Pending(record, applied, audit_row(applied)))
+        for item, error in await self._paced(pending):
+            detail = f"Cassandra refused the row: {error}"
+            unaudited.append(
+                (item.record, self._reconciliation(item.record, "audit_refused", detail, item.applied))
+            )
+        topic = self._settings.kafka.topic("reconciliation")
+        sent = [await producer.send(topic, value, key=record.key) for record, value in unaudited]
+        await asyncio.gather(*sent)
+
+    async def _report_backlog(self, consumer: AIOKafkaConsumer, done: dict[TopicPartition, int]) -> None:
+        """Records not yet audited, from Kafka's end offsets and the sink's own progress."""
+        end = await consumer.end_offsets(list(done))
+        lag = {tp.partition: max(0, end[tp] - done[tp]) for tp in done}
+        self._health.report_lag(self._topic, lag)
+        AUDIT_BACKLOG.set(sum(lag.values()))
 
     async def run(self, stop: asyncio.Event) -> None:
         consumer = make_consumer(self._settings.kafka, group_id=self._group)
+        producer = make_producer(self._settings.kafka)
         await consumer.start()
+        await producer.start()
         try:
-            topic = self._settings.kafka.topic("applied")
-            tps = [TopicPartition(topic, p) for p in await partitions_of(self._settings.kafka, topic)]
+            tps = [
+                TopicPartition(self._topic, p) for p in await partitions_of(self._settings.kafka, self._topic)
+            ]
             await assign_from_committed(consumer, tps)
+            done = {tp: await consumer.position(tp) for tp in tps}
+            self._report = lambda: self._report_backlog(consumer, done)
             while not stop.is_set():
                 polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
-                applied = [decoded(self._codec.applied, r.value, f"{r.topic}:{r.partition}:{r.offset}")
-                           for rs in polled.values() for r in rs]  # fmt: skip
-                rows = [audit_row(a) for a in applied if a is not None]
-                if rows:
-                    await self._paced(rows)
-                    await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})
-                self._health.report_lag(topic, await consumer_lag(consumer, tps))
+                records = [r for rs in polled.values() for r in rs]
+                if records:
+                    await self._handle(producer, records)
+                # Every record before the position is handled; it also steps over transaction markers.
+                positions = {tp: await consumer.position(tp) for tp in tps}
+                moved = {tp: offset for tp, offset in positions.items() if offset != done[tp]}
+                if moved:
+                    await consumer.commit(moved)
+                    done |= moved
+                await self._report_backlog(consumer, done)
         finally:
+            self._report = None
+            await producer.stop()
             await consumer.stop()

@@ -38,7 +38,6 @@ class PlayerState:
 @dataclass(frozen=True, slots=True)
 class Applied:
     state: PlayerState
-    changed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +101,11 @@ def apply_award(state: PlayerState | None, award: AwardEvent, reached: str, poli
     total = fold(Aggregation(award.aggregation), current, award.amount)
     if not -MAX_EXACT < total < MAX_EXACT:
         return OutOfRange(award.event_id, total)
-    changed = total != current
     return Applied(
         PlayerState(
             total=total,
             version=1 if state is None else state.version + 1,
-            reached=reached if changed or state is None else state.reached,
+            reached=reached if state is None or total != state.total else state.reached,
             recent=_remember(b"" if state is None else state.recent, seen, award.accepted_at_ms, policy),
-        ),
-        changed=changed,
+        )
     )

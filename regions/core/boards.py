@@ -44,6 +44,7 @@ class Board:
     tie_policy: TiePolicy = TiePolicy.USER_ID
     window: str | None = None
     status: BoardStatus = BoardStatus.OPEN
+    allow_negative: bool = False  # SUM boards only: whether an award may lower a total
 
     def __post_init__(self) -> None:
         problem = board_id_error(self.id)
@@ -51,6 +52,10 @@ class Board:
             raise InvalidBoardError(f"id {self.id!r}: {problem}")
         if not 1 <= len(self.name) <= 200:
             raise InvalidBoardError(f"name: must be 1..200 characters, got {len(self.name)}")
+        if self.allow_negative and self.aggregation is not Aggregation.SUM:
+            raise InvalidBoardError(
+                f"allow_negative: only SUM boards take deltas; a {self.aggregation} board keeps any score"
+            )
 
     @property
     def amount_field(self) -> str:

@@ -1,12 +1,18 @@
-"""Validation of untrusted award input at the intake edge. Every rejection names field and rule."""
+"""Validation of untrusted award input at the intake edge. Every rejection names field and rule.
+
+Ids follow the shared rules of ``regions.core.ids`` (the gateway checks them the same way). An award
+changes a total: ``delta`` is never 0, and negative only on a board that allows it; ``score`` (best-of
+boards) is any exact integer.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from regions.core.boards import Board
-from regions.core.ids import BOARD_ID
+from regions.core.ids import MAX_AWARD_TYPE, MAX_MATCH_ID, board_id_error, text_error, user_id_error
 
 MAX_EXACT = 2**53
 AWARD_FIELDS = frozenset({"matchId", "leaderboardId", "userId", "awardType", "delta", "score", "occurredAt"})
@@ -53,24 +59,25 @@ class Parsed:
     field_prefixes: tuple[str, ...]
 
 
-def _text(raw: dict[str, object], name: str, limit: int, errors: list[FieldError], at: str) -> str:
+def _id(
+    raw: dict[str, object], name: str, rule: Callable[[str], str | None], errors: list[FieldError], at: str
+) -> str:
     value = raw.get(name)
     if not isinstance(value, str):
         errors.append(FieldError(at + name, "is required and must be a string"))
         return ""
-    if not 1 <= len(value) <= limit:
-        errors.append(FieldError(at + name, f"must be 1..{limit} characters, got {len(value)}"))
-    elif not value.isprintable():
-        errors.append(FieldError(at + name, "must contain printable characters only"))
+    problem = rule(value)
+    if problem is not None:
+        errors.append(FieldError(at + name, problem))
     return value
 
 
 def _integer(raw: dict[str, object], name: str, errors: list[FieldError], at: str) -> int | None:
-    value = raw.get(name)
-    if value is None:
+    if name not in raw:
         return None
+    value = raw[name]
     if isinstance(value, bool) or not isinstance(value, int):
-        errors.append(FieldError(at + name, "must be an integer"))
+        errors.append(FieldError(at + name, "must be an integer" + (", not null" if value is None else "")))
         return None
     if not -MAX_EXACT < value < MAX_EXACT:
         errors.append(FieldError(at + name, "must be an exact integer with |value| < 2^53"))
@@ -80,7 +87,7 @@ def _integer(raw: dict[str, object], name: str, errors: list[FieldError], at: st
 
 def _time(raw: dict[str, object], errors: list[FieldError], at: str) -> int | None:
     value = raw.get("occurredAt")
-    if value is None:
+    if value is None:  # optional: null is the same as absent
         return None
     try:
         if not isinstance(value, str):
@@ -100,14 +107,11 @@ def parse_award(raw: object, at: str = "") -> AwardInput | list[FieldError]:
     if not isinstance(raw, dict):
         return [FieldError(at.rstrip(".") or "body", "must be a JSON object")]
     errors = [FieldError(at + name, "is not a known field") for name in sorted(set(raw) - AWARD_FIELDS)]
-    board = _text(raw, "leaderboardId", 128, errors, at)
-    if board and not BOARD_ID.match(board) and not any(e.field == at + "leaderboardId" for e in errors):
-        errors.append(FieldError(at + "leaderboardId", "must be a board id (letters, digits, . _ : -)"))
     award = AwardInput(
-        leaderboard_id=board,
-        match_id=_text(raw, "matchId", 128, errors, at),
-        user_id=_text(raw, "userId", 128, errors, at),
-        award_type=_text(raw, "awardType", 64, errors, at),
+        leaderboard_id=_id(raw, "leaderboardId", board_id_error, errors, at),
+        match_id=_id(raw, "matchId", lambda v: text_error(v, MAX_MATCH_ID), errors, at),
+        user_id=_id(raw, "userId", user_id_error, errors, at),
+        award_type=_id(raw, "awardType", lambda v: text_error(v, MAX_AWARD_TYPE), errors, at),
         delta=_integer(raw, "delta", errors, at),
         score=_integer(raw, "score", errors, at),
         occurred_at_ms=_time(raw, errors, at),
@@ -115,6 +119,8 @@ def parse_award(raw: object, at: str = "") -> AwardInput | list[FieldError]:
     has_delta, has_score = "delta" in raw, "score" in raw
     if has_delta == has_score:
         errors.append(FieldError(at + "delta", "exactly one of delta or score is required"))
+    if award.delta == 0:
+        errors.append(FieldError(at + "delta", "must not be 0: an award changes the total"))
     return errors or award
 
 
@@ -144,9 +150,14 @@ def parse_request(body: object, max_batch: int) -> Parsed | Invalid | BatchTooLa
 
 
 def check_against_board(award: AwardInput, board: Board, at: str = "") -> list[FieldError]:
-    """Rules that depend on the board: SUM boards take ``delta``, best-of boards take ``score``."""
+    """Rules that depend on the board: SUM boards take ``delta`` (negative only when the board allows
+    it), best-of boards take ``score``."""
     wanted = board.amount_field
     if getattr(award, wanted) is None:
         other = "score" if wanted == "delta" else "delta"
         return [FieldError(at + other, f"board {board.id} is {board.aggregation}: send {wanted} instead")]
+    if award.delta is not None and award.delta < 0 and not board.allow_negative:
+        return [
+            FieldError(at + "delta", f"must be positive: board {board.id} does not allow negative deltas")
+        ]
     return []

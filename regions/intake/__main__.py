@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -9,7 +10,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import connect
+from regions.cassandra_store import CassandraConnection
 from regions.core.boards import Board
 from regions.health import Health
 from regions.intake.app import create_app
@@ -19,9 +20,9 @@ from regions.worker import run_process
 
 
 def build(settings: Settings) -> Starlette:
-    """The intake app; Kafka and Cassandra are opened in its lifespan and closed after it."""
-    cluster, session = connect(settings.cassandra)
-    catalog = CassandraCatalog(session)
+    """The intake app. Kafka is opened in its lifespan; Cassandra is connected in the background, so
+    the intake starts during a Cassandra outage and serves every board it can resolve."""
+    catalog = CassandraConnection(settings.cassandra, CassandraCatalog)
     publisher: AwardPublisher | None = None
 
     async def publish(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
@@ -30,14 +31,19 @@ def build(settings: Settings) -> Starlette:
         return await publisher.publish(records)
 
     async def boards(board_id: str) -> Board | None:
-        return await catalog.get(board_id)
+        return await catalog.adapter.get(board_id)
 
-    health = Health("intake", {"kafka": lambda: publisher is not None})
+    health = Health(
+        "intake",
+        {"kafka": lambda: publisher is not None, "catalog": catalog.connected.is_set},
+        advisory={"cassandra": catalog.reachable},
+    )
     app = create_app(settings, boards, publish, health)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         nonlocal publisher
+        connecting = asyncio.create_task(catalog.run())
         producer = make_producer(settings.kafka)
         await producer.start()
         publisher = AwardPublisher(
@@ -47,19 +53,26 @@ def build(settings: Settings) -> Starlette:
             yield
         finally:
             publisher = None
+            connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await connecting
             await producer.stop()
-            cluster.shutdown()
+            catalog.close()
 
     app.router.lifespan_context = lifespan
     return app
 
 
-def main() -> None:
+async def serve() -> None:
     settings = load_settings()
     config = uvicorn.Config(
         build(settings), host=settings.intake.host, port=settings.intake.port, access_log=False
     )
-    run_process("intake", uvicorn.Server(config).serve())
+    await uvicorn.Server(config).serve()
+
+
+def main() -> None:
+    run_process("intake", serve())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Award intake: ``POST /internal/awards``. Answers 202 only after Kafka acknowledged (acks=all).
 
-Order of checks: body size, signature, JSON, fields, boards, rate; then publish. Every rejection
-is JSON ``{"error": {"code", "message", "fields"?}}`` and leaves nothing behind.
+Order of checks: content type, body size (reading stops at the cap), signature, JSON, fields,
+boards, rate; then publish. Every rejection is JSON ``{"error": {"code", "message", "fields"}}``;
+every 4xx names the field or header at fault, and a rejection leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from starlette.routing import Route
 
 from regions.core.boards import Board, BoardStatus
 from regions.core.rate_limit import TokenBuckets
-from regions.core.signing import Denied, verify
+from regions.core.signing import AuthFailure, Denied, verify
 from regions.core.validation import (
     AwardInput,
     BatchTooLarge,
@@ -30,11 +31,20 @@ from regions.core.validation import (
 )
 from regions.health import Health, health_routes
 from regions.kafka_clients import AcceptanceUnavailable
+from regions.metrics import INTAKE_AWARDS, INTAKE_REQUESTS, INTAKE_SECONDS
 from regions.settings import Settings
+from regions.throttled_log import ThrottledLog
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, totals_key
 
 log = logging.getLogger(__name__)
+AUTH_HEADERS = ("X-Award-Key-Id", "X-Award-Timestamp", "X-Award-Signature")
+_AUTH_HEADER_AT_FAULT = {
+    AuthFailure.MALFORMED: "X-Award-Timestamp",
+    AuthFailure.SKEWED: "X-Award-Timestamp",
+    AuthFailure.UNKNOWN_KEY: "X-Award-Key-Id",
+    AuthFailure.BAD_SIGNATURE: "X-Award-Signature",
+}
 BoardLookup = Callable[[str], Awaitable[Board | None]]
 Publish = Callable[[list[tuple[bytes, bytes]]], Awaitable[list[tuple[int, int]]]]
 
@@ -70,12 +80,13 @@ class CatalogUnavailable(Exception):
 class CachedBoards:
     """Board lookups cached for ``ttl_s``: intake must not read Cassandra per award. When the
     catalog cannot be read, the last answer keeps serving, so a Cassandra outage does not stop
-    acceptance of awards for known boards."""
+    acceptance of awards for known boards. Failures are logged here, at most one line per interval."""
 
     lookup: BoardLookup
     ttl_s: float
     clock: Callable[[], float] = time.monotonic
     _cache: dict[str, tuple[float, Board | None]] = field(default_factory=dict)
+    _errors: ThrottledLog = field(default_factory=lambda: ThrottledLog(log))
 
     async def get(self, board_id: str) -> Board | None:
         hit = self._cache.get(board_id)
@@ -85,10 +96,11 @@ class CachedBoards:
         try:
             board = await self.lookup(board_id)
         except Exception as exc:
+            served = "serving cached boards" if hit is not None else "refusing boards not seen before"
+            self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%r); %s", exc, served)
             if hit is not None:
-                log.warning("board catalog unavailable (%r); serving the cached %s", exc, board_id)
                 return hit[1]
-            raise CatalogUnavailable(f"board catalog unavailable: {exc!r}") from exc
+            raise CatalogUnavailable(board_id) from exc
         self._cache[board_id] = (now, board)
         return board
 
@@ -100,16 +112,25 @@ class Intake:
         self._publish = publish
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
         self._buckets = TokenBuckets(settings.intake.rate_per_key, settings.intake.burst_per_key)
+        self._errors = ThrottledLog(log)
 
     async def _body(self, request: Request) -> bytes:
+        """The body, read no further than the cap (a chunked body declares no length)."""
         limit = self._settings.intake.max_body_bytes
+        too_large = Rejection(
+            413, "body_too_large", f"request body is over {limit} bytes",
+            (FieldError("body", f"must be at most {limit} bytes"),),
+        )  # fmt: skip
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            raise Rejection(413, "body_too_large", f"request body is over {limit} bytes")
-        body = await request.body()
-        if len(body) > limit:
-            raise Rejection(413, "body_too_large", f"request body is over {limit} bytes")
-        return body
+            raise too_large
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _authenticate(self, request: Request, body: bytes) -> str:
         h = request.headers
@@ -118,7 +139,11 @@ class Intake:
             self._secrets, int(time.time()), self._settings.intake.max_clock_skew_s,
         )  # fmt: skip
         if isinstance(result, Denied):
-            raise Rejection(result.status, f"auth_{result.reason}", result.message)
+            if result.reason is AuthFailure.MISSING:
+                fields = tuple(FieldError(name, "is required") for name in AUTH_HEADERS if not h.get(name))
+            else:
+                fields = (FieldError(_AUTH_HEADER_AT_FAULT[result.reason], result.message),)
+            raise Rejection(result.status, f"auth_{result.reason}", result.message, fields)
         return result
 
     async def _check_boards(
@@ -130,7 +155,10 @@ class Intake:
             try:
                 board = boards.get(award.leaderboard_id) or await self._boards.get(award.leaderboard_id)
             except CatalogUnavailable as exc:
-                raise Rejection(503, "catalog_unavailable", f"{exc}; retry later", retry_after=2) from exc
+                raise Rejection(
+                    503, "store_unavailable", f"the board catalog cannot be read now to look up "
+                    f"{award.leaderboard_id!r}; retry later", retry_after=2,
+                ) from exc  # fmt: skip
             if board is None:
                 raise Rejection(404, "unknown_board", f"leaderboard {award.leaderboard_id!r} does not exist",
                                 (FieldError(prefix + "leaderboardId", "must name an existing board"),))  # fmt: skip
@@ -161,47 +189,77 @@ class Intake:
         )
 
     async def accept(self, request: Request) -> Response:
+        _check_content_type(request.headers.get("content-type", ""))
         body = await self._body(request)
         key_id = self._authenticate(request, body)
         try:
             raw = msgspec.json.decode(body)
         except msgspec.DecodeError as exc:
-            raise Rejection(400, "invalid_json", f"body is not valid JSON: {exc}") from exc
+            raise Rejection(400, "invalid_json", f"body is not valid JSON: {exc}",
+                            (FieldError("body", "must be valid JSON"),)) from exc  # fmt: skip
         parsed = parse_request(raw, self._settings.intake.max_batch)
         if isinstance(parsed, BatchTooLarge):
             raise Rejection(
-                413, "batch_too_large", f"{parsed.size} awards in one request; at most {parsed.limit}"
-            )
+                413, "batch_too_large", f"{parsed.size} awards in one request; at most {parsed.limit}",
+                (FieldError("awards", f"must hold at most {parsed.limit} awards"),),
+            )  # fmt: skip
         if isinstance(parsed, Invalid):
             raise Rejection(400, "invalid_field", "some fields are invalid", parsed.errors)
         boards = await self._check_boards(parsed.awards, parsed.field_prefixes)
         wait = self._buckets.take(key_id, len(parsed.awards), time.monotonic())
         if wait:
-            raise Rejection(429, "rate_limited", f"key {key_id!r} is over its award rate", retry_after=wait)
+            raise Rejection(429, "rate_limited", f"key {key_id!r} is over its award rate",
+                            (FieldError("X-Award-Key-Id", "is over its award rate"),), retry_after=wait)  # fmt: skip
         now_ms = int(time.time() * 1000)
         events = [self._event(a, boards[a.leaderboard_id], now_ms) for a in parsed.awards]
         encode = msgspec.msgpack.encode
         try:
             positions = await self._publish([(totals_key(e.board_id, e.user_id), encode(e)) for e in events])
         except AcceptanceUnavailable as exc:
+            self._errors.log(logging.WARNING, "kafka", "awards not acknowledged: %s", exc)
             raise Rejection(
-                503, "kafka_unavailable", f"{exc}; retry with the same awards", retry_after=1
-            ) from exc
+                503, "kafka_unavailable", "Kafka did not acknowledge the awards in time; retry with the "
+                "same awards (a repeat is counted once)", retry_after=1,
+            ) from exc  # fmt: skip
         accepted = [
             {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
             for e, (p, o) in zip(events, positions, strict=True)
         ]
+        INTAKE_AWARDS.inc(len(accepted))
         return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
+
+    def refused(self, rejection: Rejection) -> Response:
+        """The answer to a refused request, counted; a client's mistake is logged at INFO."""
+        INTAKE_REQUESTS.labels(rejection.code).inc()
+        if rejection.status < 500:
+            fields = "; ".join(f"{f.field} {f.rule}" for f in rejection.fields)
+            self._errors.log(logging.INFO, rejection.code, "refused %d %s: %s%s", rejection.status,
+                             rejection.code, rejection.message, f" ({fields})" if fields else "")  # fmt: skip
+        return rejection.response()
+
+
+def _check_content_type(value: str) -> None:
+    """Awards are JSON in UTF-8: ``application/json``, with no charset or ``charset=utf-8``."""
+    media, *params = (part.strip().lower() for part in value.split(";"))
+    charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
+    if media != "application/json" or any(c not in ("utf-8", "utf8") for c in charsets):
+        raise Rejection(
+            415, "unsupported_media_type", f"Content-Type {value or '(none)'!r} is not JSON",
+            (FieldError("Content-Type", "must be application/json"),),
+        )  # fmt: skip
 
 
 def create_app(settings: Settings, boards: BoardLookup, publish: Publish, health: Health) -> Starlette:
     intake = Intake(settings, boards, publish)
 
     async def post_awards(request: Request) -> Response:
-        try:
-            return await intake.accept(request)
-        except Rejection as rejection:
-            return rejection.response()
+        with INTAKE_SECONDS.time():
+            try:
+                response = await intake.accept(request)
+            except Rejection as rejection:
+                return intake.refused(rejection)
+            INTAKE_REQUESTS.labels("accepted").inc()
+            return response
 
     return Starlette(
         routes=[Route("/internal/awards", post_awards, methods=["POST"]), *health_routes(health)]

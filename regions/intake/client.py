@@ -40,3 +40,26 @@ class AwardClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def describe_answer(response: httpx.Response) -> tuple[bool, str]:
+    """Whether the intake accepted, and its answer in words: each award's position, or the error
+    code, message and every field at fault."""
+    try:
+        body = response.json()
+    except ValueError:
+        return (
+            False,
+            f"error: HTTP {response.status_code} with a body that is not JSON: {response.text[:200]!r}",
+        )
+    if response.status_code == 202:
+        return True, "\n".join(
+            f"accepted: event {a['eventId']} in region {a['region']}, partition {a['partition']} offset {a['offset']}"
+            for a in body["accepted"]
+        )
+    error = body.get("error", {})
+    lines = [f"error: HTTP {response.status_code} {error.get('code')}: {error.get('message')}"]
+    lines += [f"  {f['field']}: {f['rule']}" for f in error.get("fields", [])]
+    if "retry-after" in response.headers:
+        lines.append(f"  retry after {response.headers['retry-after']} s")
+    return False, "\n".join(lines)

@@ -10,12 +10,17 @@ Per partition and round, one Kafka transaction holds the totals (which are also 
 the state), the applied-award audit feed, reconciliation records, a watermark and the consumer
 offset. State changes live in an overlay until the commit succeeds; on any failure the process
 restores its state from the changelog.
+
+A record that cannot be processed (it does not decode, or names a rule this processor does not know)
+goes to reconciliation with the reason and its bytes, and the partition goes on: one bad record
+must not stop a partition on every restart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -33,9 +38,11 @@ from regions.core.aggregation import (
     Conflict,
     DedupePolicy,
     Duplicate,
+    Outcome,
     PlayerState,
     apply_award,
 )
+from regions.core.boards import Aggregation, SortOrder, TiePolicy
 from regions.core.ordering import reached_position
 from regions.health import Health
 from regions.kafka_clients import (
@@ -44,7 +51,14 @@ from regions.kafka_clients import (
     partitions_of,
     replay,
 )
+from regions.metrics import (
+    PROCESSOR_APPLIED,
+    PROCESSOR_RECONCILED,
+    PROCESSOR_REPEATS,
+    PROCESSOR_TRANSACTION_SECONDS,
+)
 from regions.settings import Settings
+from regions.throttled_log import ThrottledLog
 from schema.records import (
     WATERMARK_KEY,
     AppliedAward,
@@ -63,13 +77,6 @@ StateKey = tuple[str, str]
 
 class PartitionsMismatch(RuntimeError):
     """The changelog must have exactly the source's partitions, or state would land elsewhere."""
-
-
-@dataclass(slots=True)
-class BatchCounts:
-    applied: int = 0
-    duplicates: int = 0
-    reconciled: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -94,7 +101,7 @@ class Processor:
         self._group = f"{self._kafka.topic_prefix}.processor.{settings.region}"
         self._codec = Codec()
         self.owned: dict[int, OwnedPartition] = {}
-        self.counts = BatchCounts()
+        self._unreadable = ThrottledLog(log)
         self.restored = asyncio.Event()
         # Held while a round's transactions run and while ownership changes, so a partition is never
         # handed over in the middle of a transaction.
@@ -208,11 +215,34 @@ class Processor:
             event_id=award.event_id,
         )  # fmt: skip
 
-    def _reconcile(self, reason: str, detail: str, award: AwardEvent | None, record: ConsumerRecord) -> bytes:
-        return self._codec.encode(
-            Reconciliation(reason=reason, detail=detail, award=award, source_partition=record.partition,
-                           source_offset=record.offset)
+    def _reconcile(
+        self, reason: str, detail: str, award: AwardEvent | None, record: ConsumerRecord
+    ) -> tuple[str, bytes, bytes]:
+        """The reconciliation record of an award record that is not applied; the raw bytes are kept
+        when the award itself could not be read."""
+        PROCESSOR_RECONCILED.labels(reason).inc()
+        if award is None:
+            self._unreadable.log(logging.ERROR, reason, "award record %s:%d:%d sent to reconciliation (%s: %s)",
+                                 record.topic, record.partition, record.offset, reason, detail)  # fmt: skip
+        value = self._codec.encode(
+            Reconciliation(
+                reason=reason, detail=detail, award=award, source_partition=record.partition,
+                source_offset=record.offset, source_topic=record.topic,
+                raw=record.value if award is None else None,
+            )
         )  # fmt: skip
+        return self._kafka.topic("reconciliation"), record.key or b"", value
+
+    def _judge(
+        self, record: ConsumerRecord, state: dict[StateKey, PlayerState], overlay: dict[StateKey, PlayerState]
+    ) -> tuple[AwardEvent, Outcome]:
+        """Decode an award and apply it to its player's state (pure: nothing is changed here)."""
+        award = self._codec.award(record.value)
+        # Rules this processor does not know (e.g. an aggregation from a newer release) raise ValueError.
+        Aggregation(award.aggregation), SortOrder(award.sort_order), TiePolicy(award.tie_policy)
+        key = (award.board_id, award.user_id)
+        reached = reached_position(award.accepted_at_ms, record.partition, record.offset)
+        return award, apply_award(overlay.get(key) or state.get(key), award, reached, self._policy)
 
     def _process_record(
         self,
@@ -222,50 +252,32 @@ class Processor:
         out: list[tuple[str, bytes, bytes]],
     ) -> None:
         """Apply one award record; appends (topic, key, value) for everything it produces."""
-        topics = self._kafka
         try:
-            award = self._codec.award(record.value)
+            award, outcome = self._judge(record, state, overlay)
         except msgspec.DecodeError as exc:
-            out.append(
-                (
-                    topics.topic("reconciliation"),
-                    record.key or b"",
-                    self._reconcile("undecodable", str(exc), None, record),
-                )
-            )
-            self.counts.reconciled += 1
+            out.append(self._reconcile("undecodable", str(exc), None, record))
+            return
+        # Whatever one record makes the pure part raise, it must not stop the partition.
+        except Exception as exc:
+            out.append(self._reconcile("unprocessable", f"{type(exc).__name__}: {exc}", None, record))
             return
         key = (award.board_id, award.user_id)
-        before = overlay.get(key) or state.get(key)
-        reached = reached_position(award.accepted_at_ms, record.partition, record.offset)
-        outcome = apply_award(before, award, reached, self._policy)
         if isinstance(outcome, Applied):
             overlay[key] = outcome.state
             total = self._total(award, outcome.state, record.partition, record.offset)
-            out.append((topics.topic("totals"), totals_key(*key), self._codec.encode(total)))
+            out.append((self._kafka.topic("totals"), totals_key(*key), self._codec.encode(total)))
             applied = AppliedAward(award=award, total=total.total, version=total.version,
                                    source_partition=record.partition, source_offset=record.offset)  # fmt: skip
-            out.append((topics.topic("applied"), totals_key(*key), self._codec.encode(applied)))
-            self.counts.applied += 1
+            out.append((self._kafka.topic("applied"), totals_key(*key), self._codec.encode(applied)))
+            PROCESSOR_APPLIED.inc()
         elif isinstance(outcome, Duplicate):
-            self.counts.duplicates += 1
+            PROCESSOR_REPEATS.inc()
+        elif isinstance(outcome, Conflict):
+            detail = f"event {outcome.event_id} was applied with digest {outcome.recorded_digest}"
+            out.append(self._reconcile("conflicting_repeat", detail, award, record))
         else:
-            reason, detail = (
-                (
-                    "conflicting_repeat",
-                    f"event {outcome.event_id} was applied with digest {outcome.recorded_digest}",
-                )
-                if isinstance(outcome, Conflict)
-                else ("total_out_of_range", f"total would be {outcome.total}, outside +-2^53")
-            )
-            out.append(
-                (
-                    topics.topic("reconciliation"),
-                    totals_key(*key),
-                    self._reconcile(reason, detail, award, record),
-                )
-            )
-            self.counts.reconciled += 1
+            detail = f"total would be {outcome.total}, outside +-2^53"
+            out.append(self._reconcile("total_out_of_range", detail, award, record))
 
     async def process_partition(self, owned: OwnedPartition, records: list[ConsumerRecord]) -> None:
         """One transaction: outputs, the watermark and the offset; the overlay is kept only after commit."""
@@ -283,6 +295,7 @@ class Processor:
         gap = self._settings.processor.commit_gap_ms / 1000
         await asyncio.sleep(max(0.0, owned.committed_at + gap - loop.time()))
         producer = owned.producer
+        began = time.perf_counter()
         async with producer.transaction():
             # Totals and applied records stay on the source partition: the changelog is co-partitioned.
             futures = [
@@ -291,6 +304,7 @@ class Processor:
             ]
             await asyncio.gather(*futures)
             await producer.send_offsets_to_transaction({owned.tp: last.offset + 1}, self._group)
+        PROCESSOR_TRANSACTION_SECONDS.observe(time.perf_counter() - began)
         owned.committed_at = loop.time()
         owned.next_offset = last.offset + 1
         owned.state.update(overlay)

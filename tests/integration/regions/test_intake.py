@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator
 
@@ -121,31 +122,60 @@ async def test_every_bad_request_gets_a_clear_error_and_writes_nothing(
     too_many = await _post(intake, {"awards": [_award(open_id)] * 4})
     too_big = await _post(intake, _award(open_id, matchId="x" * 5000))
 
-    codes = [
-        (r.status_code, _error(r)["code"])
-        for r in [
-            unsigned,
-            forged,
-            unknown_key,
-            stale,
-            not_json,
-            bad_fields,
-            unknown_board,
-            closed,
-            wrong_amount,
-            too_many,
-            too_big,
-        ]
-    ]
+    body, headers = signed_request("dev", "dev-secret", _award(open_id))
+    not_declared_json = await intake.post(
+        "/internal/awards", content=body, headers=headers | {"content-type": "text/plain"}
+    )
+    negative = await _post(intake, _award(open_id, delta=-3))
+    responses = [unsigned, forged, unknown_key, stale, not_json, bad_fields, unknown_board, closed,
+                 wrong_amount, too_many, too_big, not_declared_json, negative]  # fmt: skip
+
+    codes = [(r.status_code, _error(r)["code"]) for r in responses]
     assert codes == [
         (401, "auth_missing"), (403, "auth_bad_signature"), (403, "auth_unknown_key"), (401, "auth_skewed"),
         (400, "invalid_json"), (400, "invalid_field"), (404, "unknown_board"), (409, "board_not_open"),
         (400, "invalid_field"), (413, "batch_too_large"), (413, "body_too_large"),
+        (415, "unsupported_media_type"), (400, "invalid_field"),
     ]  # fmt: skip
-    assert {f["field"] for f in _error(bad_fields)["fields"]} == {"matchId", "userId", "delta"}  # type: ignore[union-attr]
-    assert [f["field"] for f in _error(wrong_amount)["fields"]] == ["awards[1].delta"]  # type: ignore[index]
-    assert [f["field"] for f in _error(unknown_board)["fields"]] == ["leaderboardId"]  # type: ignore[index]
+    named = [[f["field"] for f in _error(r)["fields"]] for r in responses]  # type: ignore[attr-defined]
+    assert named == [
+        ["X-Award-Key-Id", "X-Award-Timestamp", "X-Award-Signature"], ["X-Award-Signature"],
+        ["X-Award-Key-Id"], ["X-Award-Timestamp"], ["body"], ["matchId", "userId", "delta"],
+        ["leaderboardId"], ["leaderboardId"], ["awards[1].delta"], ["awards"], ["body"], ["Content-Type"],
+        ["delta"],
+    ]  # fmt: skip
     assert await _awards_written(topics) == 0
+
+
+async def test_a_chunked_body_is_read_no_further_than_the_cap(
+    intake: httpx.AsyncClient, boards: dict[str, Board], topics: Settings
+) -> None:
+    sent = 0
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: sent chunked
+        nonlocal sent
+        for _ in range(1000):
+            sent += 1
+            yield b" " * 1024
+
+    headers = signed_request("dev", "dev-secret", _award(boards["open"].id))[1]
+    response = await intake.post("/internal/awards", content=chunks(), headers=headers)
+
+    assert (response.status_code, _error(response)["code"]) == (413, "body_too_large")
+    assert sent <= 6  # the cap is 4096 bytes: reading stopped there, long before the signature check
+    assert await _awards_written(topics) == 0
+
+
+async def test_a_board_that_allows_negative_deltas_accepts_them(
+    intake: httpx.AsyncClient, cassandra_session: Session
+) -> None:
+    board = Board(f"neg-{uuid.uuid4().hex[:8]}", "Negative", "local", allow_negative=True)
+    await CassandraCatalog(cassandra_session).create(board)
+
+    response = await _post(intake, _award(board.id, delta=-3))
+
+    assert response.status_code == 202
+    assert await CassandraCatalog(cassandra_session).get(board.id) == board
 
 
 async def test_over_the_rate_is_429_with_retry_after(
@@ -157,3 +187,18 @@ async def test_over_the_rate_is_429_with_retry_after(
     assert (first.status_code, second.status_code, third.status_code) == (202, 202, 429)
     assert _error(third)["code"] == "rate_limited" and int(third.headers["retry-after"]) >= 1
     assert await _awards_written(topics) == 6
+
+
+async def test_client_errors_are_logged_at_info_once_per_code_and_interval(
+    intake: httpx.AsyncClient, boards: dict[str, Board], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, "regions.intake.app"):
+        for _ in range(5):
+            await _post(intake, _award("no-such-board"))
+
+    refused = [r for r in caplog.records if r.name == "regions.intake.app"]
+    assert [(r.levelno, r.exc_info) for r in refused] == [(logging.INFO, None)]
+    assert refused[0].getMessage() == (
+        "refused 404 unknown_board: leaderboard 'no-such-board' does not exist "
+        "(leaderboardId must name an existing board)"
+    )

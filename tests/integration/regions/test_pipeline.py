@@ -107,12 +107,13 @@ async def test_ties_follow_user_id_policy(region: Region) -> None:
 
 
 async def test_ties_follow_first_reached_policy(region: Region) -> None:
-    board = await _board(region, tie_policy=TiePolicy.FIRST_REACHED)
+    board = await _board(region, tie_policy=TiePolicy.FIRST_REACHED, aggregation=Aggregation.MAX)
     for user in ["zed", "mia", "amy"]:  # zed reaches 10 first, amy last
-        assert (await region.client.send(award(board.id, user, 10))).status_code == 202
+        assert (await region.client.send(award(board.id, user, 10, field="score"))).status_code == 202
         await region.wait_for_total(board.id, user, 10)
         await asyncio.sleep(0.01)
-    await region.client.send(award(board.id, "mia", 0))  # same total again: keeps mia's first-reached time
+    # A lower score leaves the best at 10: mia keeps her first-reached time.
+    assert (await region.client.send(award(board.id, "mia", 3, field="score"))).status_code == 202
     keys = board_keys(region.settings.redis.key_prefix, board.id)
 
     async def applied() -> bool:
@@ -209,3 +210,41 @@ async def test_audit_sink_runs_at_its_configured_lower_cpu_priority(region: Regi
     assert region.settings.audit.niceness > 0
     assert audit == min(19, own + region.settings.audit.niceness)
     assert intake == own
+
+
+def _metric(text: str, sample: str) -> float:
+    """The value of one sample (name and labels as Prometheus prints them); 0 when absent."""
+    return next(
+        (float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(sample + " ")), 0.0
+    )
+
+
+async def test_every_process_counts_its_work_in_metrics(region: Region) -> None:
+    board = await _board(region)
+    first = award(board.id, "ann", 3, "m1")
+    for payload in [first, award(board.id, "ann", 4), award(board.id, "bob", 5), first]:
+        assert (await region.client.send(payload)).status_code == 202
+    assert (await region.client.send(award(board.id, " ", 1))).status_code == 400
+    await region.client.send(award(board.id, "cy", 1))  # after the repeat: proves it was processed
+    await region.wait_for_total(board.id, "cy", 1)
+
+    async def scrape(service: str) -> str:
+        async with httpx.AsyncClient() as http:
+            return (await http.get(region.health_url(service) + "/metrics")).text
+
+    async def audited() -> bool:
+        text = await scrape("audit")
+        return (
+            _metric(text, "lb_audit_rows_written_total") == 4
+            and _metric(text, "lb_audit_backlog_records") == 0
+        )
+
+    await region.wait_until(audited, what="four audit rows written and no backlog left")
+    intake, processor = await scrape("intake"), await scrape("processor")
+    assert _metric(intake, 'lb_intake_requests_total{outcome="accepted"}') == 5
+    assert _metric(intake, 'lb_intake_requests_total{outcome="invalid_field"}') == 1
+    assert _metric(intake, "lb_intake_awards_accepted_total") == 5
+    assert _metric(intake, "lb_intake_request_seconds_count") == 6
+    assert _metric(processor, "lb_processor_awards_applied_total") == 4
+    assert _metric(processor, "lb_processor_repeats_ignored_total") == 1
+    assert _metric(processor, "lb_processor_transaction_seconds_count") >= 1

@@ -133,4 +133,20 @@ def test_first_reached_moves_only_when_the_total_changes() -> None:
     assert isinstance(first, Applied)
     lower = apply_award(first.state, award("p", "m2", 3, aggregation=Aggregation.MAX), "b", WIDE)
     assert isinstance(lower, Applied)
-    assert (lower.state.total, lower.state.reached, lower.state.version, lower.changed) == (7, "a", 2, False)
+    assert (lower.state.total, lower.state.reached, lower.state.version) == (7, "a", 2)
+
+
+def test_a_repeat_past_either_dedupe_limit_is_applied_again() -> None:
+    policy = DedupePolicy(horizon_ms=1000, max_recent=2)
+    first = apply_award(None, award("p", "m1", 5, at_ms=0), "a", policy)
+    assert isinstance(first, Applied)
+    late = apply_award(first.state, award("p", "m1", 5, at_ms=1000), "b", policy)
+    pushed_out = first.state
+    for at_ms, match in [(1, "m2"), (2, "m3")]:
+        step = apply_award(pushed_out, award("p", match, 1, at_ms=at_ms), "c", policy)
+        assert isinstance(step, Applied)
+        pushed_out = step.state
+    within_both = apply_award(pushed_out, award("p", "m3", 1, at_ms=3), "d", policy)
+    recounted = apply_award(pushed_out, award("p", "m1", 5, at_ms=3), "d", policy)
+    assert isinstance(late, Applied) and isinstance(recounted, Applied)
+    assert isinstance(within_both, Duplicate)

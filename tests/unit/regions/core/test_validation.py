@@ -1,4 +1,6 @@
-from regions.core.boards import Aggregation, Board
+import pytest
+
+from regions.core.boards import Aggregation, Board, InvalidBoardError
 from regions.core.validation import (
     AwardInput,
     BatchTooLarge,
@@ -10,6 +12,7 @@ from regions.core.validation import (
 )
 
 GOOD = {"matchId": "m1", "leaderboardId": "weekly", "userId": "alice", "awardType": "kill", "delta": 5}
+NO_DELTA = {k: v for k, v in GOOD.items() if k != "delta"}
 
 
 def test_single_award_parses_to_core_value() -> None:
@@ -57,7 +60,7 @@ def test_amount_outside_exact_range_is_refused() -> None:
 
 def test_both_or_neither_amount_is_refused() -> None:
     both = parse_request({**GOOD, "score": 3}, max_batch=1)
-    neither = parse_request({k: v for k, v in GOOD.items() if k != "delta"}, max_batch=1)
+    neither = parse_request(NO_DELTA, max_batch=1)
     assert isinstance(both, Invalid) and isinstance(neither, Invalid)
 
 
@@ -75,3 +78,37 @@ def test_best_of_board_wants_score_not_delta() -> None:
 
 def test_non_object_body_is_named() -> None:
     assert parse_request([1, 2], max_batch=5) == Invalid((FieldError("body", "must be a JSON object"),))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("userId", "   "), ("userId", "\u2003\u00a0"), ("matchId", "\t"), ("awardType", " "),
+     ("userId", "a\u0000b"), ("leaderboardId", " weekly")],
+)  # fmt: skip
+def test_ids_of_white_space_or_control_characters_are_refused(field: str, value: str) -> None:
+    result = parse_request({**GOOD, field: value}, max_batch=1)
+    assert isinstance(result, Invalid) and [e.field for e in result.errors] == [field]
+
+
+def test_zero_delta_is_refused_and_zero_score_is_not() -> None:
+    zero = parse_request({**GOOD, "delta": 0}, max_batch=1)
+    assert zero == Invalid((FieldError("delta", "must not be 0: an award changes the total"),))
+    assert isinstance(parse_request({**NO_DELTA, "score": 0}, max_batch=1), Parsed)
+
+
+def test_null_delta_is_named_as_delta() -> None:
+    result = parse_request({**GOOD, "delta": None}, max_batch=1)
+    assert result == Invalid((FieldError("delta", "must be an integer, not null"),))
+
+
+def test_negative_delta_only_on_a_board_that_allows_it() -> None:
+    award = AwardInput("weekly", "m", "u", "t", -5, None, None)
+    refused = check_against_board(award, Board("weekly", "Weekly", "eu"))
+    allowed = check_against_board(award, Board("weekly", "Weekly", "eu", allow_negative=True))
+    assert [e.field for e in refused] == ["delta"] and "negative" in refused[0].rule
+    assert allowed == []
+
+
+def test_only_sum_boards_may_allow_negative_deltas() -> None:
+    with pytest.raises(InvalidBoardError, match="allow_negative"):
+        Board("best", "Best", "eu", aggregation=Aggregation.MAX, allow_negative=True)

@@ -1,0 +1,43 @@
+"""Prometheus metrics of the region's processes, served on each one's ``/metrics``.
+
+Runtime and consumer-lag metrics come from ``regions.health``; these say what the work itself did.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+INTAKE_REQUESTS = Counter(
+    "lb_intake_requests", "Award requests answered, by outcome (accepted, or the error code)", ["outcome"]
+)
+INTAKE_AWARDS = Counter("lb_intake_awards_accepted", "Awards acknowledged by Kafka and answered 202")
+INTAKE_SECONDS = Histogram(
+    "lb_intake_request_seconds",
+    "Time from a request's arrival to its answer",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 15),
+)
+
+PROCESSOR_APPLIED = Counter("lb_processor_awards_applied", "Awards applied to a total")
+PROCESSOR_REPEATS = Counter("lb_processor_repeats_ignored", "Identical repeats of an applied award, ignored")
+PROCESSOR_RECONCILED = Counter(
+    "lb_processor_reconciled", "Award records sent to reconciliation instead of applied", ["reason"]
+)
+PROCESSOR_TRANSACTION_SECONDS = Histogram(
+    "lb_processor_transaction_seconds",
+    "Time of one partition's transaction, from begin to committed",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10),
+)
+
+AUDIT_BACKLOG = Gauge(
+    "lb_audit_backlog_records",
+    "Offsets of the applied-award feed not yet written to the audit history (read from Kafka, so true also "
+    "while Cassandra is down; transaction markers count too, so it is an upper bound on records)",
+)
+AUDIT_WRITTEN = Counter(
+    "lb_audit_rows_written", "Audit rows written (a repeat Cassandra already held is not)"
+)
+AUDIT_RECONCILED = Counter(
+    "lb_audit_reconciled",
+    "Applied-award records the audit could not write, sent to reconciliation",
+    ["reason"],
+)

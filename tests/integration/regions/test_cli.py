@@ -1,0 +1,139 @@
+"""The operator's tools (``ops/lb``, ``ops/award``) against the real servers: clear output, clear
+errors, exit status that scripts can trust."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+
+import httpx
+from cassandra.cluster import Session
+
+from regions.core.boards import Aggregation, Board
+from regions.settings import Settings
+from tests.harness import Region, region_env
+
+
+async def lb(settings: Settings, *args: str) -> tuple[int, str, str]:
+    """``python -m regions.cli ARGS`` for these settings: exit status, stdout, stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "regions.cli", *args, env={**os.environ, **region_env(settings)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_session: Session) -> None:
+    board = f"cli-{uuid.uuid4().hex[:8]}"
+    created = await lb(topics, "create-board", board, "--name", "Cli", "--tie-policy", "FIRST_REACHED",
+                       "--sort-order", "ASC", "--allow-negative")  # fmt: skip
+    refused = await lb(topics, "create-board", "x", "--aggregation", "MAX", "--allow-negative")
+
+    code, out, err = await lb(topics, "boards")
+
+    assert created[0] == 0 and refused[0] == 2 and "allow_negative" in refused[2]
+    header, *rows = out.splitlines()
+    assert header.split() == ["ID", "STATUS", "HOME", "AGGREGATION", "ORDER", "TIE", "POLICY", "WINDOW",
+                              "NEGATIVE", "CREATED"]  # fmt: skip
+    row = next(r for r in rows if r.startswith(board + " "))
+    assert row.split()[1:8] == ["OPEN", "local", "SUM", "ASC", "FIRST_REACHED", "none", "allowed"]
+    assert row.split()[8].startswith("20") and code == 0 and err == ""
+
+
+async def test_put_profile_stores_what_the_gateway_shows_and_refuses_bad_values(
+    topics: Settings, cassandra_session: Session
+) -> None:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    saved = await lb(topics, "put-profile", user, "--name", "Ann Example", "--country", "SE",
+                     "--avatar-url", "https://example.com/a.png")  # fmt: skip
+    bad = await lb(topics, "put-profile", user, "--name", "  ", "--country", "Sweden")
+
+    assert saved == (0, f"profile of {user} saved\n", "")
+    row = cassandra_session.execute(
+        "SELECT display_name, country, avatar_url FROM profiles WHERE user_id = %s", (user,)
+    ).one()
+    assert tuple(row) == ("Ann Example", "SE", "https://example.com/a.png")
+    assert bad[0] == 2 and "name: must not be only white space" in bad[2] and "country:" in bad[2]
+
+
+async def test_award_prints_where_it_landed_or_the_error_and_exits_accordingly(region: Region) -> None:
+    total, best = (
+        Board(f"s-{uuid.uuid4().hex[:8]}", "Sum", "local"),
+        Board(f"m-{uuid.uuid4().hex[:8]}", "Max", "local", aggregation=Aggregation.MAX),
+    )
+    for board in (total, best):
+        await region.create_board(board)
+    settings = region.settings
+
+    accepted = await lb(settings, "award", total.id, "ann", "5")
+    scored = await lb(settings, "award", best.id, "ann", "120", "--score")
+    wrong_field = await lb(settings, "award", best.id, "ann", "120")
+    zero = await lb(settings, "award", total.id, "ann", "0")
+    not_a_number = await lb(settings, "award", total.id, "ann", "ten")
+    no_intake = await lb(settings.model_copy(update={"intake": settings.intake.model_copy(update={"port": 1})}),
+                         "award", total.id, "ann", "5")  # fmt: skip
+
+    assert accepted[0] == 0 and accepted[1].startswith("accepted: event ") and "partition" in accepted[1]
+    assert scored[0] == 0
+    assert wrong_field[0] == 1 and wrong_field[2].splitlines() == [
+        "error: HTTP 400 invalid_field: some fields are invalid",
+        f"  delta: board {best.id} is MAX: send score instead",
+    ]
+    assert zero[0] == 1 and "delta: must not be 0" in zero[2]
+    assert not_a_number[0] == 2 and "invalid int value: 'ten'" in not_a_number[2]
+    assert no_intake[0] == 1 and "not reachable" in no_intake[2] and "Traceback" not in no_intake[2]
+    await region.wait_for_total(best.id, "ann", 120)
+
+
+async def test_reconciliation_reads_what_was_not_applied_and_follows_new_entries(region: Region) -> None:
+    board = Board(f"r-{uuid.uuid4().hex[:8]}", "Reconciled", "local")
+    await region.create_board(board)
+    near_limit = 2**53 - 1
+    sends = [
+        {"matchId": "m1", "userId": "ann", "delta": 5},
+        {"matchId": "m1", "userId": "ann", "delta": 6},  # conflicting repeat
+        {"matchId": "m2", "userId": "bob", "delta": near_limit},
+        {"matchId": "m3", "userId": "bob", "delta": 1},  # would leave the exact range
+    ]
+    for fields in sends:
+        response = await region.client.send({"leaderboardId": board.id, "awardType": "kill", **fields})
+        assert response.status_code == 202
+    await region.wait_for_total(board.id, "bob", near_limit)
+
+    async def both_reconciled() -> bool:
+        out = (await lb(region.settings, "reconciliation", "--board", board.id))[1]
+        return "conflicting_repeat" in out and "total_out_of_range" in out
+
+    await region.wait_until(both_reconciled, what="both awards in reconciliation")
+    code, out, _ = await lb(region.settings, "reconciliation", "--board", board.id)
+    other = (await lb(region.settings, "reconciliation", "--board", "some-other-board"))[1]
+
+    assert code == 0 and other == "nothing in reconciliation for board some-other-board\n"
+    conflict = next(line for line in out.splitlines() if "conflicting_repeat" in line)
+    assert f"board={board.id} user=ann event=" in conflict
+    assert f"at {region.settings.kafka.topic('awards')}:" in conflict
+    assert "total would be 9007199254740992" in out
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(region.health_url("processor") + "/metrics")).text
+    assert 'lb_processor_reconciled_total{reason="total_out_of_range"} 1.0' in metrics
+
+    follow = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "regions.cli", "reconciliation", "--board", board.id, "--follow",
+        env={**os.environ, **region_env(region.settings)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert follow.stdout is not None and follow.stderr is not None
+    seen = [await follow.stdout.readline() for _ in range(4)]  # the two entries so far, two lines each
+    await region.client.send({"leaderboardId": board.id, "awardType": "kill", "matchId": "m1",
+                              "userId": "ann", "delta": 7})  # fmt: skip
+    seen += [await follow.stdout.readline() for _ in range(2)]
+    follow.send_signal(signal.SIGINT)
+    await follow.wait()
+
+    assert sum(b"conflicting_repeat" in line for line in seen) == 2
+    assert b"Traceback" not in await follow.stderr.read()
