@@ -179,7 +179,12 @@ class Region:
 
     async def wait_ready(self, service: str, within: float = 60, path: str = "/readyz") -> None:
         await wait_ready(
-            service, self.health_url(service), self.processes[service], lambda: self.tail(service), within, path
+            service,
+            self.health_url(service),
+            self.processes[service],
+            lambda: self.tail(service),
+            within,
+            path,
         )
 
     def tail(self, service: str, lines: int = 30) -> str:
