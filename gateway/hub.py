@@ -31,7 +31,7 @@ from gateway.core.updates import (
 )
 from gateway.redis_snapshot import BoardSnapshot, SnapshotReader
 from regions.core.boards import Board
-from regions.reads import AsOf
+from regions.core.reads import AsOf
 from regions.settings import GatewaySettings
 from schema.redis_keys import hints_channel
 

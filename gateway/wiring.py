@@ -21,8 +21,8 @@ from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_store import connect
-from regions.reads import RankReader
 from regions.redis_projection import RedisProjection
+from regions.redis_reads import RankReader
 from regions.settings import Settings
 
 
@@ -52,7 +52,7 @@ def build_services(settings: Settings, redis: Redis, session: Session) -> Servic
             gw.profile_timeout_s,
             CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
         ),
-        hub=HintHub(redis, prefix, SnapshotReader(redis, prefix, reader), gw, projections.changed),
+        hub=HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed),
         results=CassandraResults(session),
         limits=ReadLimits(gw.max_top_k, gw.max_context_range),
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from gateway import projections
 from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.errors import LimitExceeded
@@ -16,13 +15,9 @@ from gateway.api.types import (
     PlayerContext,
     RankedPlayer,
     RankPage,
-    Scope,
 )
 from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
-
-
-def _scope(scope: Scope | None) -> projections.Scope:
-    return projections.Scope.HOME if scope is None else projections.Scope(scope.value)
+from regions.core.reads import Scope
 
 
 @strawberry.type
@@ -74,13 +69,15 @@ class Leaderboard:
         problem = services.limits.check_k(k)
         if problem is not None:
             raise LimitExceeded(problem)
-        return RankPage.of(await services.projections.top(self.board, k, _scope(scope)))
+        return RankPage.of(await services.projections.top(self.board, k, scope or Scope.HOME))
 
     @fields.field("The player's exact rank; null when the player has no score.")
     async def player(
         self, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
     ) -> RankedPlayer | None:
-        entry, as_of = await info.context.services.projections.player(self.board, str(user_id), _scope(scope))
+        entry, as_of = await info.context.services.projections.player(
+            self.board, str(user_id), scope or Scope.HOME
+        )
         return None if entry is None else RankedPlayer.of(entry, AsOf.of(as_of))
 
     @fields.field(
@@ -99,7 +96,7 @@ class Leaderboard:
         problem = services.limits.check_range(range)
         if problem is not None:
             raise LimitExceeded(problem)
-        found = await services.projections.context(self.board, str(user_id), range, _scope(scope))
+        found = await services.projections.context(self.board, str(user_id), range, scope or Scope.HOME)
         return None if found is None else PlayerContext.of(found)
 
     @fields.field("An archived result of a closed board; the newest when version is null.")

@@ -13,17 +13,12 @@ from gateway.api.context import Context
 from gateway.api.scalars import Long
 from gateway.cassandra_profiles import ProfileRecord
 from gateway.core import windows
-from regions import reads
+from regions.core import reads
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
+from regions.core.reads import Scope
 
-
-@strawberry.enum(description="HOME: the board's canonical projection; REGIONAL: this region's.")
-class Scope(Enum):
-    HOME = "HOME"
-    REGIONAL = "REGIONAL"
-
-
-# The board rules' enums are the core's own, exposed under the same (contract) names.
+# The core's enums, exposed under the same (contract) names.
+strawberry.enum(Scope, description="HOME: the board's canonical projection; REGIONAL: this region's.")
 strawberry.enum(BoardStatus)
 strawberry.enum(SortOrder)
 strawberry.enum(Aggregation)
