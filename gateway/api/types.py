@@ -12,8 +12,7 @@ from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.scalars import Long
 from gateway.cassandra_profiles import ProfileRecord
-from gateway.core import windows
-from regions.core import reads
+from regions.core import reads, windows
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.reads import Scope
 

@@ -5,7 +5,6 @@ from gateway.core.auth import bearer_token, is_admin
 from gateway.core.hints import ChangedUser, InvalidHint, merge_positions, parse_hint
 from gateway.core.limits import ReadLimits
 from gateway.core.ttl_cache import TtlCache
-from gateway.core.windows import Period, WindowSpec, decode_window, encode_window, window_error
 
 
 def test_bearer_token_and_admin_check() -> None:
@@ -59,17 +58,6 @@ def test_parse_hint_as_the_projector_publishes_it() -> None:
 
 def test_merge_positions_keeps_the_furthest_offset() -> None:
     assert merge_positions({0: 5, 1: 9}, {1: 7, 2: 1}) == {0: 5, 1: 9, 2: 1}
-
-
-def test_windows_round_trip_and_rules() -> None:
-    rolling = WindowSpec(Period.ROLLING, 7)
-    assert encode_window(rolling) == "rolling:7d"
-    assert decode_window("rolling:7d") == rolling
-    assert decode_window(encode_window(WindowSpec(Period.WEEKLY))) == WindowSpec(Period.WEEKLY)
-    assert decode_window(None) is None
-    assert window_error(WindowSpec(Period.ROLLING)) is not None
-    assert window_error(WindowSpec(Period.DAILY, 3)) is not None
-    assert window_error(rolling) is None
 
 
 def test_answer_cache_reuses_only_fresh_answers_of_unchanged_boards() -> None:
