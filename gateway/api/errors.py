@@ -8,7 +8,7 @@ Each carries ``extensions.code``:
 | UNAUTHORIZED | an admin operation without ``Authorization: Bearer <admin token>`` |
 | NOT_FOUND | a subscription names a board that does not exist |
 | ALREADY_EXISTS | ``createLeaderboard`` with an id already taken |
-| BAD_USER_INPUT | an argument or input field breaks a rule (the message names it) |
+| BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule) |
 | SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
 
 GraphQL syntax and validation errors (including the depth, token and alias limits) are shown as is.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from gateway.api import fields
+from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.errors import LimitExceeded
 from gateway.api.types import (
@@ -75,9 +75,8 @@ class Leaderboard:
     async def player(
         self, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
     ) -> RankedPlayer | None:
-        entry, as_of = await info.context.services.projections.player(
-            self.board, str(user_id), scope or Scope.HOME
-        )
+        user = ids.user_id("userId", str(user_id))
+        entry, as_of = await info.context.services.projections.player(self.board, user, scope or Scope.HOME)
         return None if entry is None else RankedPlayer.of(entry, AsOf.of(as_of))
 
     @fields.field(
@@ -96,7 +95,8 @@ class Leaderboard:
         problem = services.limits.check_range(range)
         if problem is not None:
             raise LimitExceeded(problem)
-        found = await services.projections.context(self.board, str(user_id), range, scope or Scope.HOME)
+        user = ids.user_id("userId", str(user_id))
+        found = await services.projections.context(self.board, user, range, scope or Scope.HOME)
         return None if found is None else PlayerContext.of(found)
 
     @fields.field("An archived result of a closed board; the newest when version is null.")

@@ -7,7 +7,7 @@ import re
 import strawberry
 from strawberry.types import Info
 
-from gateway.api import fields
+from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized
 from gateway.api.leaderboard import Leaderboard
@@ -52,7 +52,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str) -> boards.Board:
         raise InvalidInput("window: time windows are not supported yet; omit it for an all-time board")
     try:
         return boards.Board(
-            id=str(data.id),
+            id=ids.board_id("input.id", str(data.id)),
             name=data.name,
             home_region=home,
             sort_order=data.sort_order or SortOrder.DESC,
