@@ -23,4 +23,7 @@ HINTS_IN = Counter("lb_gateway_hints_in_total", "Hints received from the upstrea
 UPDATES = Counter("lb_gateway_updates_total", "Updates offered to subscriber mailboxes", ["outcome"])
 UPDATES_SENT = Counter("lb_gateway_updates_sent_total", "Updates handed to subscription streams")
 RESYNCS = Counter("lb_gateway_resyncs_total", "Resync updates by reason", ["reason"])
+STORE_ERRORS = Counter(
+    "lb_gateway_store_errors_total", "Failed calls to a store (Cassandra) by store", ["store"]
+)  # catalog | profiles | results
 UPSTREAM_CONNECTED = Gauge("lb_gateway_hints_upstream_connected", "1 while the hints feed is subscribed")

@@ -31,7 +31,7 @@ ProfileLoader = DataLoader[str, ProfileRecord | None]
 class GuardedProfiles:
     def __init__(
         self,
-        store: ProfileStore,
+        store: Callable[[], ProfileStore],
         timeout_s: float,
         breaker: CircuitBreaker,
         clock: Callable[[], float] = time.monotonic,
@@ -48,7 +48,7 @@ class GuardedProfiles:
             return [None] * len(user_ids)
         try:
             found = await asyncio.wait_for(
-                self._store.get_many(list(dict.fromkeys(user_ids))), self._timeout_s
+                self._store().get_many(list(dict.fromkeys(user_ids))), self._timeout_s
             )
         except TimeoutError:
             return self._failed(user_ids, "timeout")

@@ -151,6 +151,11 @@ class GatewaySettings(BaseModel):
         0.5, ge=0, le=1, description="How long a top-K answer is reused (0: never)."
     )
     board_cache_ttl_s: float = Field(2.0, ge=0, description="How long a board definition is reused.")
+    max_unknown_boards: int = Field(
+        10_000,
+        ge=1,
+        description="Unknown board ids remembered (the least recently asked is forgotten first).",
+    )
     profile_timeout_s: float = Field(0.15, gt=0, description="Budget of one batched profile lookup.")
     profile_breaker_failures: int = Field(
         3, ge=1, description="Failed lookups in a row that open the breaker."

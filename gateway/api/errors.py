@@ -10,6 +10,7 @@ Each carries ``extensions.code``:
 | ALREADY_EXISTS | ``createLeaderboard`` with an id already taken |
 | BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule) |
 | SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
+| STORE_UNAVAILABLE | a store the operation needs (Cassandra: catalog, archives) is down or not reached yet; retry |
 
 GraphQL syntax and validation errors (including the depth, token and alias limits) are shown as is.
 """
@@ -17,6 +18,8 @@ GraphQL syntax and validation errors (including the depth, token and alias limit
 from __future__ import annotations
 
 from graphql import GraphQLError
+
+from gateway.cassandra_stores import STORE_ERRORS, StoreUnavailable
 
 
 class UserError(GraphQLError):
@@ -53,3 +56,17 @@ class SubscriptionLimit(UserError):
 def should_mask(error: GraphQLError) -> bool:
     """Mask errors raised by code (bugs, backend failures); keep GraphQL and user-facing ones."""
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
+
+
+def masked(error: GraphQLError, generic: str) -> GraphQLError:
+    """What the client sees of an error raised by code: a store failure keeps a clear message and
+    the ``STORE_UNAVAILABLE`` code; anything else (a bug) becomes ``generic``."""
+    cause = error.original_error
+    if isinstance(cause, StoreUnavailable):
+        message = str(cause)
+    elif isinstance(cause, STORE_ERRORS):
+        message = "a store (Cassandra) is unavailable; retry later"
+    else:
+        return GraphQLError(generic, error.nodes, error.source, error.positions, error.path)
+    return GraphQLError(message, error.nodes, error.source, error.positions, error.path,
+                        extensions={"code": "STORE_UNAVAILABLE"})  # fmt: skip

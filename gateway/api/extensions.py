@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from graphql import ASTValidationRule
+from graphql import ASTValidationRule, GraphQLError
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import (
     AddValidationRules,
@@ -24,10 +24,17 @@ from strawberry.extensions.max_aliases import create_validator as alias_rule
 from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 
 from gateway import metrics
-from gateway.api.errors import should_mask
+from gateway.api.errors import masked, should_mask
 from regions.settings import GatewaySettings
 
 CACHE_SIZE = 1024
+
+
+class MaskInternalErrors(MaskErrors):
+    """Errors raised by code are masked, except store failures, which keep a code (see errors.py)."""
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        return masked(error, self.error_message)
 
 
 class OperationMetrics(SchemaExtension):
@@ -63,6 +70,6 @@ def extensions(gateway: GatewaySettings) -> list[Callable[[], Any] | type[Schema
         lambda: ValidationCache(maxsize=CACHE_SIZE),
         lambda: MaxTokensLimiter(max_token_count=gateway.max_query_tokens),
         lambda: AddValidationRules(rules),
-        lambda: MaskErrors(should_mask_error=should_mask),
+        lambda: MaskInternalErrors(should_mask_error=should_mask),
         OperationMetrics,
     ]

@@ -79,5 +79,7 @@ async def test_health_readiness_and_metrics(gateway: Gateway) -> None:
     metrics = await gateway.http.get(base + "/metrics")
 
     assert alive.status_code == 200
-    assert ready.status_code == 200 and ready.json()["checks"] == {"hints_feed": True}
+    assert ready.status_code == 200
+    assert ready.json()["checks"] == {"hints_feed": True, "board_catalog": True}
+    assert ready.json()["stores"] == {"cassandra": "up", "profiles": "closed"}
     assert "lb_gateway_operation_seconds_count" in metrics.text
