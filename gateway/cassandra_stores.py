@@ -15,6 +15,7 @@ from enum import StrEnum
 from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable, Session
 from cassandra.connection import ConnectionException
+from cassandra.policies import HostStateListener
 
 from gateway.cassandra_profiles import CassandraProfiles
 from gateway.cassandra_results import CassandraResults
@@ -53,6 +54,25 @@ def open_stores(session: Session) -> Stores:
     return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session))
 
 
+class _NodesUp(HostStateListener):  # type: ignore[misc]  # the driver is untyped
+    """Tells the event loop when the driver sees a Cassandra node come (back) up."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        self._loop, self._callback = loop, callback
+
+    def on_up(self, host: object) -> None:
+        self._loop.call_soon_threadsafe(self._callback)
+
+    def on_add(self, host: object) -> None:
+        self._loop.call_soon_threadsafe(self._callback)
+
+    def on_down(self, host: object) -> None:
+        pass
+
+    def on_remove(self, host: object) -> None:
+        pass
+
+
 class CassandraLink:
     """Connects in the background, retrying with backoff, then holds the session for the process."""
 
@@ -62,6 +82,15 @@ class CassandraLink:
         self._session: Session | None = None
         self._stores: Stores | None = None
         self._opened = asyncio.Event()
+        self._on_up: list[Callable[[], None]] = []
+
+    def when_up(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the event loop once connected and whenever a node comes back up."""
+        self._on_up.append(callback)
+
+    def _nodes_up(self) -> None:
+        for callback in self._on_up:
+            callback()
 
     @classmethod
     def to(cls, cassandra: CassandraSettings) -> CassandraLink:
@@ -103,7 +132,9 @@ class CassandraLink:
                     await self._shutdown(session)
                 else:
                     self._session = session
+                    session.cluster.register_listener(_NodesUp(asyncio.get_running_loop(), self._nodes_up))
                     self._opened.set()
+                    self._nodes_up()
                     log.info("connected to Cassandra")
                     return
             await asyncio.sleep(delay)

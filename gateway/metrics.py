@@ -16,7 +16,16 @@ ANSWER_CACHE = Counter(
 TOP_CACHE = Counter("lb_gateway_top_cache_total", "Top-K micro-cache lookups", ["result"])
 PROFILE_LOOKUPS = Counter(
     "lb_gateway_profile_lookups_total", "Batched profile lookups", ["outcome"]
-)  # ok | timeout | error | skipped (breaker open)
+)  # ok (also when late) | timeout (past the budget) | error | skipped (breaker open)
+PROFILE_LOOKUP_SECONDS = Histogram(
+    "lb_gateway_profile_lookup_seconds",
+    "Time of one batched profile lookup, to its end (also past the budget)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5),
+)
+PROFILES_UNAVAILABLE = Counter(
+    "lb_gateway_profiles_unavailable_total", "Profile fields answered null because the store could not say"
+)
+PROFILE_BREAKER_OPEN = Gauge("lb_gateway_profile_breaker_open", "1 while the profile breaker skips the store")
 SUBSCRIPTIONS = Gauge("lb_gateway_subscriptions", "Active leaderboardUpdates subscriptions")
 FEEDS = Gauge("lb_gateway_board_feeds", "Boards with at least one subscriber in this process")
 HINTS_IN = Counter("lb_gateway_hints_in_total", "Hints received from the upstream feed")

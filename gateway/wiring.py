@@ -37,15 +37,19 @@ def build_services(settings: Settings, redis: Redis, cassandra: CassandraLink) -
     gw, prefix = settings.gateway, settings.redis.key_prefix
     reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
     projections = Projections(settings.region, reader, gw.top_cache_ttl_s)
+    profiles = GuardedProfiles(
+        lambda: cassandra.stores.profiles,
+        gw.profile_timeout_s,
+        CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
+        gw.profile_cache_ttl_s,
+        gw.profile_cache_entries,
+    )
+    cassandra.when_up(profiles.store_is_back)
     return Services(
         settings=settings,
         boards=BoardDirectory(lambda: cassandra.stores.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
         projections=projections,
-        profiles=GuardedProfiles(
-            lambda: cassandra.stores.profiles,
-            gw.profile_timeout_s,
-            CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
-        ),
+        profiles=profiles,
         hub=HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed),
         cassandra=cassandra,
         limits=ReadLimits(gw.max_top_k, gw.max_context_range),

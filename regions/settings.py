@@ -156,7 +156,16 @@ class GatewaySettings(BaseModel):
         ge=1,
         description="Unknown board ids remembered (the least recently asked is forgotten first).",
     )
-    profile_timeout_s: float = Field(0.15, gt=0, description="Budget of one batched profile lookup.")
+    profile_timeout_s: float = Field(
+        0.25,
+        gt=0,
+        description="How long a read waits for its batched profile lookup (the lookup itself goes on "
+        "and fills the profile cache).",
+    )
+    profile_cache_ttl_s: float = Field(
+        5.0, ge=0, description="How long a profile (or its absence) is reused by later reads (0: never)."
+    )
+    profile_cache_entries: int = Field(50_000, ge=1, description="Most profiles the gateway keeps in memory.")
     profile_breaker_failures: int = Field(
         3, ge=1, description="Failed lookups in a row that open the breaker."
     )

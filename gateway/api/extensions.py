@@ -24,6 +24,7 @@ from strawberry.extensions.max_aliases import create_validator as alias_rule
 from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 
 from gateway import metrics
+from gateway.api.context import Context
 from gateway.api.errors import masked, should_mask
 from regions.settings import GatewaySettings
 
@@ -35,6 +36,33 @@ class MaskInternalErrors(MaskErrors):
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
         return masked(error, self.error_message)
+
+
+class StoreWarnings(SchemaExtension):
+    """``extensions.warnings``: which stores could not answer, so null fields are never silent.
+
+    A partial answer stays in ``data`` (ids and scores are complete) rather than in ``errors``, which
+    many clients treat as a failed request."""
+
+    def on_operation(self) -> Iterator[None]:
+        context = self.execution_context.context
+        if isinstance(context, Context):  # one context per WebSocket: count per operation
+            context.unavailable.clear()
+        yield
+
+    def get_results(self) -> dict[str, Any]:
+        context = self.execution_context.context
+        if not isinstance(context, Context) or not context.unavailable:
+            return {}
+        return {"warnings": [_warning(store, nulls) for store, nulls in sorted(context.unavailable.items())]}
+
+
+def _warning(store: str, nulls: int) -> dict[str, Any]:
+    return {
+        "code": "STORE_UNAVAILABLE",
+        "store": store,
+        "message": f"the {store} store is slow or down: {nulls} {store} fields are null; the rest is complete",
+    }
 
 
 class OperationMetrics(SchemaExtension):
@@ -71,5 +99,6 @@ def extensions(gateway: GatewaySettings) -> list[Callable[[], Any] | type[Schema
         lambda: MaxTokensLimiter(max_token_count=gateway.max_query_tokens),
         lambda: AddValidationRules(rules),
         lambda: MaskInternalErrors(should_mask_error=should_mask),
+        StoreWarnings,
         OperationMetrics,
     ]

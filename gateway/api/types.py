@@ -12,6 +12,7 @@ from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.scalars import Long
 from gateway.cassandra_profiles import ProfileRecord
+from gateway.profiles import UNAVAILABLE
 from regions.core import reads, windows
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.reads import Scope
@@ -103,9 +104,15 @@ class RankedPlayer:
         description="Set when the player was read on its own (Leaderboard.player); in a page, see its asOf.",
     )
 
-    @fields.field("Null when the player has no profile or the profile store is unavailable.")
+    @fields.field(
+        "Null when the player has no profile, or when the profile store is unavailable: then the "
+        "response's extensions.warnings has a STORE_UNAVAILABLE entry."
+    )
     async def profile(self, info: Info[Context, None]) -> Profile | None:
         record = await info.context.profiles.load(self.user_id)
+        if record is UNAVAILABLE:
+            info.context.store_unavailable("profiles")
+            return None
         return None if record is None else Profile.of(record)
 
     @staticmethod
