@@ -65,7 +65,7 @@ class GraphQLView(GraphQL[Context, None]):
     def __init__(self, settings: Settings) -> None:
         gw = settings.gateway
         super().__init__(
-            build_schema(gw),
+            build_schema(settings),
             graphql_ide="graphiql" if gw.graphiql else None,
             keep_alive=True,
             keep_alive_interval=15,

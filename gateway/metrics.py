@@ -10,6 +10,11 @@ OPERATIONS = Histogram(
     ["type", "outcome"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
+QUERY_COST = Histogram(
+    "lb_gateway_query_cost",
+    "Estimated cost of the operations that ran (see gateway/core/cost.py)",
+    buckets=(1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000),
+)
 ANSWER_CACHE = Counter(
     "lb_gateway_answer_cache_total", "Whole answers served from or stored in the cache", ["result"]
 )

@@ -145,7 +145,21 @@ class GatewaySettings(BaseModel):
     max_query_depth: int = Field(8, ge=2, description="Deepest selection an operation may have.")
     max_query_tokens: int = Field(2000, ge=50, description="Most tokens in one GraphQL document.")
     max_aliases: int = Field(15, ge=1, description="Most aliases in one GraphQL document.")
-    introspection: bool = Field(True, description="Answer introspection queries (turn off in production).")
+    max_query_cost: int = Field(
+        5000,
+        ge=1,
+        description="Cost budget of one operation, counted before it runs (see gateway/core/cost.py: "
+        "top(k: 100) with profiles costs about 500); over it is a COST_LIMIT_EXCEEDED error.",
+    )
+    max_listed_boards: int = Field(
+        100, ge=1, description="Bound on the boards `leaderboards` returns, as the query cost counts it."
+    )
+    max_introspection_depth: int = Field(
+        15, ge=2, description="Deepest nesting of an introspection query (the standard one is 14)."
+    )
+    introspection: bool | None = Field(
+        None, description="Answer introspection queries; unset: on in development, off in production."
+    )
     graphiql: bool = Field(True, description="Serve the GraphiQL page on GET /graphql from a browser.")
     top_cache_ttl_s: float = Field(
         0.5, ge=0, le=1, description="How long a top-K answer is reused (0: never)."

@@ -10,19 +10,24 @@ from gateway.api.mutation import Mutation
 from gateway.api.query import Query
 from gateway.api.scalars import LONG_SCALAR, Long
 from gateway.api.subscription import Subscription
-from regions.settings import GatewaySettings
+from regions.settings import Mode, Settings
 
 
-def build_schema(gateway: GatewaySettings) -> strawberry.Schema:
+def introspection_allowed(settings: Settings) -> bool:
+    """``gateway.introspection`` when set; else on in development and off in production."""
+    allowed = settings.gateway.introspection
+    return settings.mode is not Mode.PRODUCTION if allowed is None else allowed
+
+
+def build_schema(settings: Settings) -> strawberry.Schema:
     """The schema with the hardening extensions this gateway's settings ask for."""
+    introspection = introspection_allowed(settings)
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        config=StrawberryConfig(
-            scalar_map={Long: LONG_SCALAR}, disable_field_suggestions=not gateway.introspection
-        ),
-        extensions=extensions(gateway),
+        config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}, disable_field_suggestions=not introspection),
+        extensions=extensions(settings.gateway, introspection),
     )
 
 

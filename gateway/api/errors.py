@@ -5,6 +5,7 @@ Each carries ``extensions.code``:
 | code | when |
 |---|---|
 | LIMIT_EXCEEDED | ``k`` or ``range`` is over its cap (settings ``gateway.max_top_k`` / ``max_context_range``) |
+| COST_LIMIT_EXCEEDED | the operation's cost is over ``gateway.max_query_cost`` (extensions: cost, budget), or its introspection nests deeper than ``gateway.max_introspection_depth``; refused before it runs |
 | UNAUTHORIZED | an admin operation without ``Authorization: Bearer <admin token>`` |
 | NOT_FOUND | a subscription names a board that does not exist |
 | ALREADY_EXISTS | ``createLeaderboard`` with an id already taken |
@@ -12,7 +13,7 @@ Each carries ``extensions.code``:
 | SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
 | STORE_UNAVAILABLE | a store the operation needs (Cassandra: catalog, archives) is down or not reached yet; retry |
 
-GraphQL syntax and validation errors (including the depth, token and alias limits) are shown as is.
+GraphQL syntax and validation errors (including the depth, token, alias and cost limits) are shown as is.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from strawberry.extensions.query_depth_limiter import create_validator as depth_
 
 from gateway import metrics
 from gateway.api.context import Context
+from gateway.api.cost import cost_rule, query_cost
 from gateway.api.errors import masked, should_mask
 from regions.settings import GatewaySettings
 
@@ -81,24 +82,29 @@ class OperationMetrics(SchemaExtension):
         metrics.OPERATIONS.labels(kind, "error" if failed else "ok").observe(time.perf_counter() - started)
 
 
-def validation_rules(gateway: GatewaySettings) -> list[type[ASTValidationRule]]:
+def validation_rules(gateway: GatewaySettings, introspection: bool) -> list[type[ASTValidationRule]]:
+    """Depth (of fields; introspection's own depth is in the cost rule), aliases, cost."""
     rules: list[type[ASTValidationRule]] = [
         depth_rule(gateway.max_query_depth, None, None),
         alias_rule(gateway.max_aliases),
+        cost_rule(gateway),
     ]
-    if not gateway.introspection:
+    if not introspection:
         rules.append(NoSchemaIntrospectionCustomRule)
     return rules
 
 
-def extensions(gateway: GatewaySettings) -> list[Callable[[], Any] | type[SchemaExtension]]:
-    rules = validation_rules(gateway)
+def extensions(
+    gateway: GatewaySettings, introspection: bool
+) -> list[Callable[[], Any] | type[SchemaExtension]]:
+    rules = validation_rules(gateway, introspection)
     return [
         lambda: ParserCache(maxsize=CACHE_SIZE),
         lambda: ValidationCache(maxsize=CACHE_SIZE),
         lambda: MaxTokensLimiter(max_token_count=gateway.max_query_tokens),
         lambda: AddValidationRules(rules),
         lambda: MaskInternalErrors(should_mask_error=should_mask),
+        query_cost(gateway),
         StoreWarnings,
         OperationMetrics,
     ]

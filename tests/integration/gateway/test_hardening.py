@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from cassandra.cluster import Session
+from graphql import get_introspection_query
 from redis.asyncio import Redis
 
+from regions.settings import Mode, Settings
 from schema.redis_keys import board_keys
-from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory
+from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
 
 
 async def test_too_deep_a_query_is_rejected_with_its_message(gateway_factory: GatewayFactory) -> None:
@@ -83,3 +86,59 @@ async def test_health_readiness_and_metrics(gateway: Gateway) -> None:
     assert ready.json()["checks"] == {"hints_feed": True, "board_catalog": True}
     assert ready.json()["stores"] == {"cassandra": "up", "profiles": "closed"}
     assert "lb_gateway_operation_seconds_count" in metrics.text
+
+
+ATTACK = "{ " + " ".join(f"a{i}: leaderboards {{ top(k: 100) {{ entries {{ profile {{ displayName }} }} }} }}" for i in range(15)) + " }"  # fmt: skip
+
+
+async def test_the_fifteen_alias_attack_is_refused_before_it_runs_naming_its_cost(
+    gateway: Gateway, boards: Boards
+) -> None:
+    await boards.create()
+    base = gateway.url.removesuffix("/graphql")
+
+    body = await gateway.query(ATTACK)
+    metrics = (await gateway.http.get(base + "/metrics")).text
+
+    assert body.get("data") is None
+    error = body["errors"][0]
+    assert error["extensions"] == {"code": "COST_LIMIT_EXCEEDED", "cost": 754650, "budget": 5000}
+    assert error["message"].startswith("'anonymous' costs 754650, over the budget of 5000 per request")
+    assert "lb_gateway_query_cost_bucket" in metrics
+
+
+async def test_a_read_reports_its_cost_and_the_budget_comes_from_settings(
+    gateway_factory: GatewayFactory, boards: Boards
+) -> None:
+    board = await boards.create()
+    query = "query($id: ID!) { leaderboard(id: $id) { top(k: 20) { entries { userId profile { displayName } } } } }"
+    async with gateway_factory(max_query_cost=100) as gw:
+        over = await gw.query(query, {"id": board.id})
+        under = await gw.query(query.replace("k: 20", "k: 10"), {"id": board.id})
+
+    assert over["errors"][0]["extensions"]["cost"] == 1 + 2 + 1 + 20 * 5
+    assert "errors" not in under
+    assert under["extensions"]["cost"] == {"estimated": 1 + 2 + 1 + 10 * 5, "budget": 100}
+
+
+async def test_introspection_depth_is_limited_and_the_standard_query_still_works(
+    gateway_factory: GatewayFactory,
+) -> None:
+    deep = "{ __schema { types { fields { type { fields { type { fields { type { name } } } } } } } } }"
+    async with gateway_factory(introspection=True, max_introspection_depth=6) as limited:
+        refused = await limited.query(deep)
+    async with gateway_factory(introspection=True) as default:
+        standard = await default.query(get_introspection_query())
+
+    assert refused["errors"][0]["message"] == "'anonymous' nests introspection 8 deep; the limit is 6"
+    assert "errors" not in standard and standard["data"]["__schema"]["queryType"]["name"] == "Query"
+
+
+async def test_introspection_is_off_by_default_in_production(
+    settings: Settings, redis_client: Redis, cassandra_session: Session
+) -> None:
+    production = settings.model_copy(update={"mode": Mode.PRODUCTION})
+    async with serve_gateway(production, redis_client, cassandra_session) as gw:
+        refused = await gw.query("{ __schema { queryType { name } } }")
+
+    assert "introspection" in refused["errors"][0]["message"].lower()
