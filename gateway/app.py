@@ -28,6 +28,7 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from gateway import metrics
 from gateway.api import build_schema
 from gateway.api.context import Context
+from gateway.body_limit import BodyLimit
 from gateway.core.answers import Answer, AnswerCache
 from gateway.services import Services
 from gateway.wiring import open_services
@@ -172,7 +173,8 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
                 allow_methods=["GET", "POST"],
                 allow_headers=["authorization", "content-type"],
                 max_age=600,
-            )
+            ),
+            Middleware(BodyLimit, max_bytes=gw.max_body_bytes),
         ],
         lifespan=lifespan,
     )

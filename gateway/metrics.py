@@ -15,6 +15,9 @@ QUERY_COST = Histogram(
     "Estimated cost of the operations that ran (see gateway/core/cost.py)",
     buckets=(1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000),
 )
+REFUSED = Counter(
+    "lb_gateway_refused_total", "Requests refused before GraphQL ran, by reason", ["reason"]
+)  # body_too_large
 ANSWER_CACHE = Counter(
     "lb_gateway_answer_cache_total", "Whole answers served from or stored in the cache", ["result"]
 )

@@ -145,6 +145,14 @@ class GatewaySettings(BaseModel):
     max_query_depth: int = Field(8, ge=2, description="Deepest selection an operation may have.")
     max_query_tokens: int = Field(2000, ge=50, description="Most tokens in one GraphQL document.")
     max_aliases: int = Field(15, ge=1, description="Most aliases in one GraphQL document.")
+    max_body_bytes: int = Field(
+        65_536,
+        ge=1024,
+        description="Largest HTTP request body; over it is 413, refused before it is all read.",
+    )
+    max_ws_message_bytes: int = Field(
+        65_536, ge=1024, description="Largest WebSocket message; over it the connection is closed (1009)."
+    )
     max_query_cost: int = Field(
         5000,
         ge=1,

@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 
 from gateway.app import create_app
 from gateway.cassandra_stores import CassandraLink
+from gateway.server import server_config
 from gateway.services import Services
 from gateway.wiring import build_services, running
 from regions.cassandra_catalog import CassandraCatalog
@@ -77,13 +78,7 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
             opened.append(services)
             yield services
 
-    config = uvicorn.Config(
-        create_app(settings, open_with),
-        host="127.0.0.1",
-        port=port,
-        ws="websockets-sansio",
-        log_level="warning",
-    )
+    config = server_config(create_app(settings, open_with), settings)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
+import pytest
+import websockets
 from cassandra.cluster import Session
 from graphql import get_introspection_query
 from redis.asyncio import Redis
+from websockets.asyncio.client import connect
 
 from regions.settings import Mode, Settings
 from schema.redis_keys import board_keys
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
+from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
 
 
 async def test_too_deep_a_query_is_rejected_with_its_message(gateway_factory: GatewayFactory) -> None:
@@ -142,3 +149,60 @@ async def test_introspection_is_off_by_default_in_production(
         refused = await gw.query("{ __schema { queryType { name } } }")
 
     assert "introspection" in refused["errors"][0]["message"].lower()
+
+
+async def _answer(gw: Gateway, head: bytes, body_chunks: list[bytes]) -> tuple[bytes, bytes]:
+    """Send a request head and part of a body, never finishing it; the answer's status line and
+    body (the gateway closes the connection after it)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", gw.port)
+    try:
+        writer.write(head)
+        for chunk in body_chunks:
+            writer.write(chunk)
+            await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+    status, _, rest = answer.partition(b"\r\n")
+    return status, rest.partition(b"\r\n\r\n")[2]
+
+
+async def test_a_body_declared_over_the_cap_is_refused_before_it_is_sent(
+    gateway_factory: GatewayFactory,
+) -> None:
+    async with gateway_factory(max_body_bytes=4096) as gw:
+        head = (b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 50000000\r\n\r\n")  # fmt: skip
+        status, _ = await _answer(gw, head, [])
+        small = await gw.query("{ __typename }")
+
+    assert status.startswith(b"HTTP/1.1 413")
+    assert small["data"] == {"__typename": "Query"}
+
+
+async def test_a_chunked_body_is_refused_once_it_passes_the_cap(gateway_factory: GatewayFactory) -> None:
+    async with gateway_factory(max_body_bytes=4096) as gw:
+        head = (b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")  # fmt: skip
+        chunk = b"400\r\n" + b"a" * 1024 + b"\r\n"
+        status, body = await _answer(gw, head, [chunk] * 8)  # 8 KB sent, and the body never ends
+
+    assert status.startswith(b"HTTP/1.1 413")
+    assert json.loads(body)["errors"][0] == {
+        "message": "request body is over 4096 bytes (gateway.max_body_bytes)",
+        "extensions": {"code": "LIMIT_EXCEEDED"},
+    }
+
+
+async def test_a_websocket_message_over_the_cap_closes_the_connection(
+    gateway_factory: GatewayFactory,
+) -> None:
+    async with (
+        gateway_factory(max_ws_message_bytes=4096) as gw,
+        connect(gw.ws_url, subprotocols=[TRANSPORT_WS]) as ws,
+    ):
+        await ws.send(json.dumps({"type": "connection_init", "payload": {"pad": "x" * 8192}}))
+        with pytest.raises(websockets.ConnectionClosed):
+            await asyncio.wait_for(ws.recv(), 10)
+
+    assert ws.close_code == 1009
