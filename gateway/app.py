@@ -75,7 +75,7 @@ class GraphQLView(GraphQL[Context, None]):
             max_subscriptions_per_connection=gw.max_subscriptions_per_connection,
             allowed_origins=gw.allowed_origins,
         )
-        self._answers = AnswerCache(gw.top_cache_ttl_s)
+        self._answers = AnswerCache(gw.top_cache_ttl_s, gw.answer_cache_bytes)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         services: Services = request.app.state.services

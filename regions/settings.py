@@ -172,6 +172,11 @@ class GatewaySettings(BaseModel):
     top_cache_ttl_s: float = Field(
         0.5, ge=0, le=1, description="How long a top-K answer is reused (0: never)."
     )
+    answer_cache_bytes: int = Field(
+        16 << 20,
+        ge=0,
+        description="Memory for whole answers reused within top_cache_ttl_s (keys and bodies).",
+    )
     board_cache_ttl_s: float = Field(2.0, ge=0, description="How long a board definition is reused.")
     max_unknown_boards: int = Field(
         10_000,

@@ -83,3 +83,19 @@ def test_log_limiter_logs_once_per_interval_and_counts_what_it_left_out() -> Non
     assert quiet.allow("profiles", now=9.9) == 0
     assert quiet.allow("catalog", now=10) == 2
     assert quiet.allow("catalog", now=25) == 0
+
+
+def test_answer_cache_is_bounded_by_bytes_least_recently_used_first() -> None:
+    cache = AnswerCache(ttl_s=10.0, max_bytes=1000)
+    for i in range(5):
+        cache.put(b"k%d" % i, Answer(made_at=0.0, generations={}, body=b"x" * 198))  # 200 bytes each
+    assert cache.get(b"k0", 1.0, lambda b: 0) is not None  # k0 is now the most recently used
+
+    cache.put(b"k5", Answer(made_at=0.0, generations={}, body=b"x" * 398))
+    cache.put(b"huge", Answer(made_at=0.0, generations={}, body=b"x" * 5000))  # bigger than all: not kept
+
+    assert cache.bytes == 1000
+    assert [k for k in (b"k0", b"k1", b"k2", b"k3", b"k4", b"k5") if cache.get(k, 1.0, lambda b: 0)] == [
+        b"k0", b"k3", b"k4", b"k5",
+    ]  # fmt: skip
+    assert cache.get(b"huge", 1.0, lambda b: 0) is None
