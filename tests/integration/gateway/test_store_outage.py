@@ -92,6 +92,6 @@ async def test_unknown_board_ids_are_remembered_in_bounded_number(gateway_factor
     async with gateway_factory(max_unknown_boards=5) as gw:
         for i in range(20):
             body = await gw.query("query($id: ID!) { leaderboard(id: $id) { id } }", {"id": f"nope-{i}"})
-            assert body == {"data": {"leaderboard": None}}
+            assert body["data"] == {"leaderboard": None}
 
         assert gw.services.boards.unknown_ids() == 5
