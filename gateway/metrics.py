@@ -43,4 +43,7 @@ RESYNCS = Counter("lb_gateway_resyncs_total", "Resync updates by reason", ["reas
 STORE_ERRORS = Counter(
     "lb_gateway_store_errors_total", "Failed calls to a store (Cassandra) by store", ["store"]
 )  # catalog | profiles | results
+FEED_RESTARTS = Counter(
+    "lb_gateway_feed_restarts_total", "Hints feed tasks that failed and were restarted", ["reason"]
+)  # read_failed (Redis) | feed_failed (a bug) | upstream_failed
 UPSTREAM_CONNECTED = Gauge("lb_gateway_hints_upstream_connected", "1 while the hints feed is subscribed")

@@ -7,19 +7,12 @@ claims more than the windows read after it hold.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from gateway.core.updates import PlayerState, TopSignature
+from gateway.core.feed import BoardSnapshot
+from gateway.core.updates import PlayerState
 from regions.core.boards import Board
-from regions.core.reads import AsOf, Window, entries_of
+from regions.core.reads import Window, entries_of
 from regions.redis_reads import RankReader
-
-
-@dataclass(frozen=True, slots=True)
-class BoardSnapshot:
-    as_of: AsOf
-    top: TopSignature
-    players: dict[str, PlayerState]
 
 
 class SnapshotReader:

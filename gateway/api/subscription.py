@@ -19,7 +19,7 @@ from gateway.api.errors import NotFound, SubscriptionLimit
 from gateway.api.scalars import Long
 from gateway.api.types import AsOf
 from gateway.core import updates
-from gateway.hub import TooManyPlayers
+from gateway.core.feed import TooManyPlayers
 
 
 @strawberry.type(description="The subscribed player's total changed.")
