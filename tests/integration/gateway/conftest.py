@@ -86,13 +86,18 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
             task.result()
         await asyncio.sleep(0.02)
     try:
-        if session is not None:
+        if session is not None:  # ready, as /readyz would say
             await link.opened()
+            await eventually(lambda: _feed_connected(opened[0]))
         async with httpx.AsyncClient(timeout=10) as http:
             yield Gateway(settings, opened[0], port, http)
     finally:
         server.should_exit = True
         await task
+
+
+async def _feed_connected(services: Services) -> bool:
+    return services.hub.connected
 
 
 GatewayFactory = Callable[..., contextlib.AbstractAsyncContextManager[Gateway]]
