@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 
@@ -18,7 +19,8 @@ def main() -> None:
     app = create_app(settings)
     gc.collect()
     gc.freeze()  # objects made at start-up stay out of every later collection
-    uvicorn.Server(server_config(app, settings)).run()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is a clean stop, as in uvicorn.run
+        uvicorn.Server(server_config(app, settings)).run()
 
 
 if __name__ == "__main__":

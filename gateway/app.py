@@ -95,6 +95,8 @@ class GraphQLView(GraphQL[Context, None]):
             metrics.ANSWER_CACHE.labels("hit").inc()
             response: Response = Response(cached, media_type="application/json")
         else:
+            if key is not None:
+                metrics.ANSWER_CACHE.labels("miss").inc()
             response = await self._answer(request, key)
         await response(scope, receive, send)
 
@@ -117,6 +119,7 @@ class GraphQLView(GraphQL[Context, None]):
         if response.status_code == 200 and b'"errors"' not in response.body:
             self._answers.put(key, Answer(started, dict(context.boards_read), bytes(response.body)))
             metrics.ANSWER_CACHE.labels("stored").inc()
+            metrics.ANSWER_CACHE_BYTES.set(self._answers.bytes)
         return response
 
 

@@ -59,6 +59,18 @@ def should_mask(error: GraphQLError) -> bool:
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
 
 
+def error_code(error: GraphQLError) -> str:
+    """The code of any error, for logs and metrics: a documented code, ``INVALID`` for GraphQL
+    syntax and validation errors without one, ``INTERNAL`` for a failure of the code (a bug)."""
+    cause = error.original_error
+    if isinstance(cause, STORE_ERRORS):
+        return "STORE_UNAVAILABLE"
+    if cause is not None and not isinstance(cause, GraphQLError):
+        return "INTERNAL"
+    code = (error.extensions or {}).get("code")
+    return code if isinstance(code, str) else "INVALID"
+
+
 def masked(error: GraphQLError, generic: str) -> GraphQLError:
     """What the client sees of an error raised by code: a store failure keeps a clear message and
     the ``STORE_UNAVAILABLE`` code; anything else (a bug) becomes ``generic``."""

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from graphql import ASTValidationRule, GraphQLError
+from graphql import ASTValidationRule, DocumentNode, FieldNode, GraphQLError, get_operation_ast
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import (
     AddValidationRules,
@@ -26,7 +26,7 @@ from strawberry.extensions.query_depth_limiter import create_validator as depth_
 from gateway import metrics
 from gateway.api.context import Context
 from gateway.api.cost import cost_rule, query_cost
-from gateway.api.errors import masked, should_mask
+from gateway.api.errors import error_code, masked, should_mask
 from regions.settings import GatewaySettings
 
 CACHE_SIZE = 1024
@@ -67,19 +67,44 @@ def _warning(store: str, nulls: int) -> dict[str, Any]:
 
 
 class OperationMetrics(SchemaExtension):
-    """Time and outcome of each operation (operation level only: no per-field hook)."""
+    """Time and outcome of each operation (operation level only: no per-field hook). Labels: the
+    operation type; its root fields (``leaderboard``, ``leaderboards+leaderboard``, ...: bounded by
+    the schema, never the client's operation name); the outcome: ``ok``, ``degraded`` (a store
+    warning) or the first error's code in lower case (``bad_user_input``, ``cost_limit_exceeded``,
+    ``store_unavailable``, ``invalid`` for a syntax or validation error, ``internal`` for a bug).
+
+    It is the last extension, so it sees the errors before they are masked."""
 
     def on_operation(self) -> Iterator[None]:
         started = time.perf_counter()
-        yield
-        context = self.execution_context
         try:
-            kind = context.operation_type.value
-        except Exception:  # the document did not parse
-            kind = "invalid"
-        result = context.result
-        failed = bool(context.pre_execution_errors) or bool(getattr(result, "errors", None))
-        metrics.OPERATIONS.labels(kind, "error" if failed else "ok").observe(time.perf_counter() - started)
+            yield
+        except Exception as exc:  # a syntax error passes through here (the parser cache parses early)
+            code = error_code(exc) if isinstance(exc, GraphQLError) else "INTERNAL"
+            self._observe(started, code.lower())
+            raise
+        context = self.execution_context
+        errors = context.pre_execution_errors or getattr(context.result, "errors", None) or []
+        if errors:
+            outcome = error_code(errors[0]).lower()
+        else:
+            degraded = isinstance(context.context, Context) and bool(context.context.unavailable)
+            outcome = "degraded" if degraded else "ok"
+        self._observe(started, outcome)
+
+    def _observe(self, started: float, outcome: str) -> None:
+        context = self.execution_context
+        kind, fields = _operation(context.graphql_document, context.operation_name)
+        metrics.OPERATIONS.labels(kind, fields, outcome).observe(time.perf_counter() - started)
+
+
+def _operation(document: DocumentNode | None, name: str | None) -> tuple[str, str]:
+    """The operation's type and root fields, or ``invalid`` when there is no such operation."""
+    operation = None if document is None else get_operation_ast(document, name)
+    if operation is None:
+        return "invalid", "invalid"
+    roots = sorted({s.name.value for s in operation.selection_set.selections if isinstance(s, FieldNode)})
+    return operation.operation.value, "+".join(roots) or "fragments"
 
 
 def validation_rules(gateway: GatewaySettings, introspection: bool) -> list[type[ASTValidationRule]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 import websockets
@@ -206,3 +207,53 @@ async def test_a_websocket_message_over_the_cap_closes_the_connection(
             await asyncio.wait_for(ws.recv(), 10)
 
     assert ws.close_code == 1009
+
+
+def _count(metrics: str, name: str, **labels: str) -> float:
+    """The value of one sample of the /metrics text (0 when absent)."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in metrics.splitlines():
+        if line.startswith(f"{name}{{{wanted}}} "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+async def test_operations_are_counted_by_root_field_and_outcome_and_only_bugs_log_a_traceback(
+    gateway: Gateway, boards: Boards, redis_client: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    board, broken = await boards.create(), await boards.create()
+    await redis_client.set(
+        board_keys(gateway.settings.redis.key_prefix, broken.id).ranking, "not a sorted set"
+    )
+    base = gateway.url.removesuffix("/graphql")
+    name = "lb_gateway_operation_seconds_count"
+    before = (await gateway.http.get(base + "/metrics")).text
+    read = "query($id: ID!) { leaderboard(id: $id) { id } }"
+
+    with caplog.at_level(logging.INFO):
+        await gateway.query(read, {"id": board.id})
+        await gateway.query(read, {"id": board.id})  # the same answer again: from the answer cache
+        await gateway.query(read, {"id": ""})
+        await gateway.query(ATTACK)
+        await gateway.query("{ leaderboard(id: ")
+        await gateway.query("query($id: ID!) { leaderboard(id: $id) { playerCount } }", {"id": broken.id})
+    after = (await gateway.http.get(base + "/metrics")).text
+
+    def more(**labels: str) -> float:
+        return _count(after, name, **labels) - _count(before, name, **labels)
+
+    assert more(type="query", operation="leaderboard", outcome="ok") == 1
+    assert more(type="query", operation="leaderboard", outcome="bad_user_input") == 1
+    assert more(type="query", operation="leaderboards", outcome="cost_limit_exceeded") == 1
+    assert more(type="invalid", operation="invalid", outcome="invalid") == 1
+    assert more(type="query", operation="leaderboard", outcome="internal") == 1
+    hits = _count(after, "lb_gateway_answer_cache_total", result="hit") - _count(
+        before, "lb_gateway_answer_cache_total", result="hit"
+    )
+    assert hits >= 1
+    logged = [
+        (r.levelname, r.exc_info is not None)
+        for r in caplog.records
+        if r.name in ("gateway.requests", "strawberry.execution")
+    ]
+    assert logged == [("INFO", False), ("INFO", False), ("INFO", False), ("ERROR", True)]
