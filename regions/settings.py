@@ -168,7 +168,10 @@ class GatewaySettings(BaseModel):
     introspection: bool | None = Field(
         None, description="Answer introspection queries; unset: on in development, off in production."
     )
-    graphiql: bool = Field(True, description="Serve the GraphiQL page on GET /graphql from a browser.")
+    graphiql: bool = Field(
+        False,
+        description="Serve the GraphiQL page on GET /graphql from a browser (it loads its scripts from a CDN).",
+    )
     top_cache_ttl_s: float = Field(
         0.5, ge=0, le=1, description="How long a top-K answer is reused (0: never)."
     )

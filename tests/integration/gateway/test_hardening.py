@@ -257,3 +257,17 @@ async def test_operations_are_counted_by_root_field_and_outcome_and_only_bugs_lo
         if r.name in ("gateway.requests", "strawberry.execution")
     ]
     assert logged == [("INFO", False), ("INFO", False), ("INFO", False), ("ERROR", True)]
+
+
+async def test_graphiql_is_off_by_default_since_it_loads_its_assets_from_a_cdn(
+    gateway_factory: GatewayFactory,
+) -> None:
+    browser = {"Accept": "text/html"}
+    async with gateway_factory() as default:
+        off = await default.http.get(default.url, headers=browser)
+    async with gateway_factory(graphiql=True) as on:
+        page = await on.http.get(on.url, headers=browser)
+
+    assert "graphiql" not in off.text.lower()
+    assert off.status_code in (400, 404)
+    assert page.status_code == 200 and "graphiql" in page.text.lower()
