@@ -1,18 +1,10 @@
 // Opens the gateway's live page in headless Chromium and prints {"state", "status", "title"} once
 // the status line reaches the given data-state (exit 2 if it does not within 30 s).
 //   node live_status.mjs <page-url> <state>
-import { chromium } from "playwright-core";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { launch } from "./browser.mjs";
 
 const [pageUrl, wanted] = process.argv.slice(2);
-const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "lb-chromium-")), {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"],
-});
+const context = await launch();
 let code = 0;
 try {
   const page = context.pages()[0] || await context.newPage();
