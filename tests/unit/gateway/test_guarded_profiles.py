@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from gateway.cassandra_profiles import ProfileRecord
 from gateway.core.breaker import BreakerState, CircuitBreaker
 from gateway.profiles import UNAVAILABLE, GuardedProfiles
+from tests.unit.gateway.waiting import until
 
 
 class HandStore:
@@ -22,13 +23,6 @@ class HandStore:
         if self.fail is not None:
             raise self.fail
         return {u: ProfileRecord(u, f"P {u}") for u in user_ids if u != "ghost"}
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Let the loop run (the guard's own timers and tasks) until ``condition`` holds."""
-    async with asyncio.timeout(5):
-        while not condition():  # noqa: ASYNC110  (the condition is the breaker's state, not an event)
-            await asyncio.sleep(0.001)
 
 
 def guard(store: HandStore, timeout_s: float = 0.05, threshold: int = 3) -> GuardedProfiles:

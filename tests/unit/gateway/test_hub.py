@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 import msgspec
@@ -20,6 +20,7 @@ from regions.core.boards import Board
 from regions.core.reads import AsOf
 from regions.settings import GatewaySettings
 from schema.redis_keys import hints_channel
+from tests.unit.gateway.waiting import until
 
 BOARD = Board("b1", "Board", "local")
 FRESH = AsOf("local", {0: 1}, 1_700_000_000_000, False)
@@ -49,12 +50,6 @@ def make_hub(snapshots: HandSnapshots) -> HintHub:
 def publish(hub: HintHub, sequence: int) -> None:
     hint = {"boardId": BOARD.id, "sequence": sequence, "positions": {"0": sequence}}
     hub.receive(hints_channel("t", BOARD.id), msgspec.json.encode(hint))
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    async with asyncio.timeout(5):
-        while not condition():  # noqa: ASYNC110  (polls the hub's own state)
-            await asyncio.sleep(0.001)
 
 
 @contextlib.asynccontextmanager
