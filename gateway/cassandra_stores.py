@@ -83,6 +83,7 @@ class CassandraLink:
         self._stores: Stores | None = None
         self._opened = asyncio.Event()
         self._on_up: list[Callable[[], None]] = []
+        self._listener: _NodesUp | None = None
 
     def when_up(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` on the event loop once connected and whenever a node comes back up."""
@@ -132,7 +133,8 @@ class CassandraLink:
                     await self._shutdown(session)
                 else:
                     self._session = session
-                    session.cluster.register_listener(_NodesUp(asyncio.get_running_loop(), self._nodes_up))
+                    self._listener = _NodesUp(asyncio.get_running_loop(), self._nodes_up)
+                    session.cluster.register_listener(self._listener)
                     self._opened.set()
                     self._nodes_up()
                     log.info("connected to Cassandra")
@@ -142,6 +144,8 @@ class CassandraLink:
 
     async def close(self) -> None:
         if self._session is not None:
+            if self._listener is not None:
+                self._session.cluster.unregister_listener(self._listener)
             await self._shutdown(self._session)
 
     async def _shutdown(self, session: Session) -> None:
