@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 
 import uvicorn
 
 from gateway.app import create_app
+from gateway.server import server_config
 from regions.settings import load_settings
 
 
@@ -17,18 +19,8 @@ def main() -> None:
     app = create_app(settings)
     gc.collect()
     gc.freeze()  # objects made at start-up stay out of every later collection
-    uvicorn.run(
-        app,
-        host=settings.gateway.host,
-        port=settings.gateway.port,
-        loop="uvloop",
-        http="httptools",
-        ws="websockets-sansio",
-        ws_ping_interval=20,
-        ws_ping_timeout=20,
-        access_log=False,
-        log_level="warning",
-    )
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is a clean stop, as in uvicorn.run
+        uvicorn.Server(server_config(app, settings)).run()
 
 
 if __name__ == "__main__":

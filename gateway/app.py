@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -27,6 +28,7 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from gateway import metrics
 from gateway.api import build_schema
 from gateway.api.context import Context
+from gateway.body_limit import BodyLimit
 from gateway.core.answers import Answer, AnswerCache
 from gateway.services import Services
 from gateway.wiring import open_services
@@ -64,7 +66,7 @@ class GraphQLView(GraphQL[Context, None]):
     def __init__(self, settings: Settings) -> None:
         gw = settings.gateway
         super().__init__(
-            build_schema(gw),
+            build_schema(settings),
             graphql_ide="graphiql" if gw.graphiql else None,
             keep_alive=True,
             keep_alive_interval=15,
@@ -73,7 +75,7 @@ class GraphQLView(GraphQL[Context, None]):
             max_subscriptions_per_connection=gw.max_subscriptions_per_connection,
             allowed_origins=gw.allowed_origins,
         )
-        self._answers = AnswerCache(gw.top_cache_ttl_s)
+        self._answers = AnswerCache(gw.top_cache_ttl_s, gw.answer_cache_bytes)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         services: Services = request.app.state.services
@@ -93,6 +95,8 @@ class GraphQLView(GraphQL[Context, None]):
             metrics.ANSWER_CACHE.labels("hit").inc()
             response: Response = Response(cached, media_type="application/json")
         else:
+            if key is not None:
+                metrics.ANSWER_CACHE.labels("miss").inc()
             response = await self._answer(request, key)
         await response(scope, receive, send)
 
@@ -115,11 +119,31 @@ class GraphQLView(GraphQL[Context, None]):
         if response.status_code == 200 and b'"errors"' not in response.body:
             self._answers.put(key, Answer(started, dict(context.boards_read), bytes(response.body)))
             metrics.ANSWER_CACHE.labels("stored").inc()
+            metrics.ANSWER_CACHE_BYTES.set(self._answers.bytes)
         return response
 
 
 async def live_page(_: Request) -> Response:
     return FileResponse(STATIC / "live.html", headers={"Cache-Control": "no-cache"})
+
+
+def readiness(health: Health) -> Route:
+    """``/readyz``: ready once the hints feed is subscribed (Redis) and the board catalog was reached
+    once (Cassandra). A later Cassandra outage keeps the gateway ready, since Redis reads of cached
+    boards still answer, and shows in ``stores``: ``cassandra`` is up, down or connecting, and
+    ``profiles`` is the profile breaker's state (open: profiles are skipped)."""
+
+    async def readyz(request: Request) -> Response:
+        ready, body = health.status()
+        services: Services | None = getattr(request.app.state, "services", None)
+        if services is not None:
+            body["stores"] = {
+                "cassandra": services.cassandra.state().value,
+                "profiles": services.profiles.breaker.state(time.monotonic()).value,
+            }
+        return Response(msgspec.json.encode(body), 200 if ready else 503, media_type="application/json")
+
+    return Route("/readyz", readyz)
 
 
 def create_app(settings: Settings, open_with: OpenServices = open_services) -> Starlette:
@@ -132,6 +156,7 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
         async with open_with(settings) as services:
             app.state.services = services
             health.checks["hints_feed"] = lambda: services.hub.connected
+            health.checks["board_catalog"] = lambda: services.cassandra.connected_once
             yield {}
 
     gw = settings.gateway
@@ -141,7 +166,8 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
             WebSocketRoute("/graphql", view),
             Route("/live", live_page),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
-            *health_routes(health),
+            readiness(health),
+            *(route for route in health_routes(health) if route.path != "/readyz"),
         ],
         middleware=[
             Middleware(
@@ -150,7 +176,8 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
                 allow_methods=["GET", "POST"],
                 allow_headers=["authorization", "content-type"],
                 max_age=600,
-            )
+            ),
+            Middleware(BodyLimit, max_bytes=gw.max_body_bytes),
         ],
         lifespan=lifespan,
     )

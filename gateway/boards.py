@@ -1,8 +1,6 @@
-"""Board definitions for reads, cached so reads do not wait on Cassandra.
-
-A known board older than the TTL is still served while one background lookup refreshes it
-(stale-while-revalidate): definitions change rarely, and a slow catalog must not slow reads.
-Unknown ids are remembered only for the TTL.
+"""Board definitions for reads, cached by the shared rule of :mod:`regions.core.board_cache`: reads
+do not wait on Cassandra for a known board, unknown ids are remembered in bounded number, and a
+catalog outage serves the last answer; with none, the caller gets :class:`StoreUnavailable`.
 """
 
 from __future__ import annotations
@@ -12,58 +10,101 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-from regions.cassandra_catalog import CassandraCatalog
+from gateway import metrics
+from gateway.cassandra_stores import STORE_ERRORS, StoreUnavailable
+from gateway.core.log_limit import LogLimiter
+from regions.core.board_cache import BoardCache, Hit
 from regions.core.boards import Board, BoardStatus
 
 log = logging.getLogger(__name__)
 
+UNAVAILABLE = "the board catalog (Cassandra) is unavailable; retry later"
+
+
+class Catalog(Protocol):
+    async def get(self, board_id: str) -> Board | None: ...
+    async def all(self) -> list[Board]: ...
+    async def create(self, board: Board) -> bool: ...
+
 
 class BoardDirectory:
     def __init__(
-        self, catalog: CassandraCatalog, ttl_s: float, clock: Callable[[], float] = time.monotonic
+        self,
+        catalog: Callable[[], Catalog],
+        ttl_s: float,
+        max_unknown: int,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._catalog = catalog
-        self._ttl_s = ttl_s
+        self._catalog = catalog  # raises StoreUnavailable until Cassandra was reached once
+        self._cache = BoardCache(ttl_s, max_unknown)
         self._clock = clock
-        self._known: dict[str, tuple[float, Board | None]] = {}
-        self._refreshing: dict[str, asyncio.Task[None]] = {}
+        self._refreshing: set[asyncio.Task[None]] = set()
+        self._quiet = LogLimiter(10.0)
 
     async def get(self, board_id: str) -> Board | None:
-        hit = self._known.get(board_id)
-        now = self._clock()
-        if hit is not None and now - hit[0] < self._ttl_s:
-            return hit[1]
-        if hit is not None and hit[1] is not None:
-            if board_id not in self._refreshing:
-                self._refreshing[board_id] = asyncio.create_task(self._refresh(board_id))
-            return hit[1]
-        board = await self._catalog.get(board_id)
-        self._known[board_id] = (now, board)
+        found = self._cache.lookup(board_id, self._clock())
+        if isinstance(found, Hit):
+            if found.refresh:
+                task = asyncio.create_task(self._refresh(board_id))
+                self._refreshing.add(task)
+                task.add_done_callback(self._refreshing.discard)
+            return found.board
+        try:
+            board = await self._catalog().get(board_id)
+        except STORE_ERRORS as exc:
+            self._failed(exc)
+            last = self._cache.unreachable(board_id, self._clock())
+            if last is None:
+                raise StoreUnavailable(UNAVAILABLE) from exc
+            return last.board
+        self._cache.answered(board_id, board, self._clock())
         return board
 
     async def _refresh(self, board_id: str) -> None:
         try:
-            board = await self._catalog.get(board_id)
-            self._known[board_id] = (self._clock(), board)
-        except Exception as exc:  # keep serving the known definition
-            log.warning("refreshing board %s failed: %r", board_id, exc)
-        finally:
-            self._refreshing.pop(board_id, None)
+            board = await self._catalog().get(board_id)
+        except STORE_ERRORS as exc:  # keep serving the known definition
+            self._failed(exc)
+            self._cache.unreachable(board_id, self._clock())
+            return
+        self._cache.answered(board_id, board, self._clock())
+
+    def _failed(self, exc: Exception) -> None:
+        metrics.STORE_ERRORS.labels("catalog").inc()
+        left_out = self._quiet.allow("catalog", self._clock())
+        if left_out is not None:
+            log.warning("board catalog unavailable (%s); %d more like it left out", exc, left_out)
 
     async def all(self, status: BoardStatus | None = None) -> list[Board]:
-        boards = await self._catalog.all()
+        try:
+            boards = await self._catalog().all()
+        except STORE_ERRORS as exc:
+            self._failed(exc)
+            raise StoreUnavailable(UNAVAILABLE) from exc
         return sorted((b for b in boards if status is None or b.status is status), key=lambda b: b.id)
 
     async def create(self, board: Board) -> bool:
         """Create the board; False when one with this id exists."""
-        created = await self._catalog.create(board)
+        try:
+            created = await self._catalog().create(board)
+        except STORE_ERRORS as exc:
+            self._failed(exc)
+            raise StoreUnavailable(
+                "the board catalog (Cassandra) is unavailable, so the board may or may not have been "
+                "created; retry (a board that exists answers ALREADY_EXISTS)"
+            ) from exc
         if created:
-            self._known[board.id] = (self._clock(), board)
+            self._cache.answered(board.id, board, self._clock())
         return created
 
+    def unknown_ids(self) -> int:
+        """Unknown board ids remembered now (bounded by ``gateway.max_unknown_boards``)."""
+        return self._cache.unknown_ids()
+
     async def close(self) -> None:
-        for task in list(self._refreshing.values()):
+        for task in list(self._refreshing):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

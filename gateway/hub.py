@@ -4,6 +4,11 @@ The hub never awaits a subscriber. Hints for a board are merged while its feed i
 reads the board once per round (top K plus every subscribed player's rank) and offers the derived
 updates to mailboxes, which keep only the latest update of each kind. A subscriber whose socket is
 slow therefore stalls only its own stream, and its memory stays a handful of updates.
+
+The rules (membership, sequences, resync decisions, what changed) are pure state in
+:mod:`gateway.core.feed`; this module runs the tasks around them, each supervised: a task that
+fails is logged, counted in ``lb_gateway_feed_restarts_total`` and restarted, and the subscribers
+it served get a ``Resync``.
 """
 
 from __future__ import annotations
@@ -11,35 +16,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Protocol
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateway import metrics
-from gateway.core.hints import Hint, InvalidHint, merge_positions, parse_hint
-from gateway.core.updates import (
-    TOP_K,
-    Coalescer,
-    Offered,
-    PlayerState,
-    ResyncNeeded,
-    TopSignature,
-    Update,
-    player_updates,
-    top_update,
-)
-from gateway.redis_snapshot import BoardSnapshot, SnapshotReader
+from gateway.core.feed import BoardSnapshot, Delivery, FeedState
+from gateway.core.hints import InvalidHint, parse_hint
+from gateway.core.updates import TOP_K, Coalescer, Offered, ResyncNeeded, Update
 from regions.core.boards import Board
-from regions.reads import AsOf
 from regions.settings import GatewaySettings
 from schema.redis_keys import hints_channel
 
 log = logging.getLogger(__name__)
 
 
-class TooManyPlayers(Exception):
-    """This process already follows as many players of the board as it may."""
+class Snapshots(Protocol):
+    """Reads a board's top K and players' standing in one round trip (``gateway/redis_snapshot.py``)."""
+
+    async def read(self, board: Board, users: Sequence[str], k: int) -> BoardSnapshot: ...
 
 
 class Mailbox:
@@ -53,8 +50,10 @@ class Mailbox:
     def offer(self, update: Update) -> None:
         outcome = self._box.offer(update)
         metrics.UPDATES.labels(outcome.value).inc()
-        if outcome is Offered.RESYNC or isinstance(update, ResyncNeeded):
-            metrics.RESYNCS.labels("slow_subscriber" if outcome is Offered.RESYNC else _reason(update)).inc()
+        if outcome is Offered.RESYNC:
+            metrics.RESYNCS.labels("slow_subscriber").inc()
+        elif isinstance(update, ResyncNeeded):
+            metrics.RESYNCS.labels(update.reason).inc()
         self._ready.set()
 
     async def next_batch(self) -> list[Update]:
@@ -67,163 +66,124 @@ class Mailbox:
         return len(self._box)
 
 
-def _reason(update: Update) -> str:
-    return update.reason if isinstance(update, ResyncNeeded) else ""
+def _failure(what: str, board_id: str, exc: Exception) -> str:
+    """Log a failed task (a Redis error briefly, anything else with its traceback); the reason."""
+    if isinstance(exc, RedisError | OSError):
+        log.warning("board %s: %s failed (%r); restarting", board_id, what, exc)
+        return "read_failed"
+    log.error("board %s: %s failed; restarting", board_id, what, exc_info=exc)
+    return "feed_failed"
 
 
 class BoardFeed:
-    """The subscribers of one board in this process and the task that turns hints into updates."""
+    """The subscribers of one board in this process and the tasks that turn hints into updates."""
 
-    def __init__(self, board: Board, snapshots: SnapshotReader, settings: GatewaySettings) -> None:
+    def __init__(
+        self, board: Board, snapshots: Snapshots, settings: GatewaySettings, restart_pause_s: float
+    ) -> None:
         self.board = board
+        self._restart_pause_s = restart_pause_s
+        self.state: FeedState[Mailbox] = FeedState(board.id, settings.max_tracked_players)
         self._snapshots = snapshots
         self._settings = settings
-        self._mailboxes: dict[str | None, set[Mailbox]] = {}
-        self._players: dict[str, PlayerState] = {}
-        self._top: TopSignature = ()
-        self._pending: Hint | None = None
-        self._resync: str | None = None
-        self._last_sequence: int | None = None
         self._wake = asyncio.Event()
-        self._joining: dict[str, asyncio.Future[PlayerState]] = {}
+        self._started = asyncio.Event()  # the baseline top K is read
+        self._standing: dict[str, asyncio.Future[None]] = {}  # joining players, until read
+        self._to_read: list[str] = []
         self._joiner: asyncio.Task[None] | None = None
-        self._baseline = asyncio.ensure_future(self._read_baseline())
-        self._task = asyncio.create_task(self._run())
+        self._task = asyncio.create_task(self._supervise(), name=f"board-feed-{board.id}")
 
-    async def _read_baseline(self) -> None:
-        self._top = (await self._snapshots.read(self.board, [], TOP_K)).top
-
-    def __len__(self) -> int:
-        return sum(len(m) for m in self._mailboxes.values())
-
-    async def add(self, mailbox: Mailbox) -> None:
-        await asyncio.shield(self._baseline)
+    def join(self, mailbox: Mailbox) -> None:
+        """A member from now on (the feed stays open for it); see :meth:`ready`."""
         user = mailbox.user_id
-        if user is not None and user not in self._players:
-            state = await asyncio.shield(self._join(user))
-            self._players.setdefault(user, state)
-        self._mailboxes.setdefault(user, set()).add(mailbox)
+        if self.state.join(mailbox, user) and user is not None:
+            standing = self._standing[user] = asyncio.get_running_loop().create_future()
+            standing.add_done_callback(lambda f: f.cancelled() or f.exception())  # if nobody waits
+            self._to_read.append(user)
 
-    def _join(self, user: str) -> asyncio.Future[PlayerState]:
-        """The player's standing now; players joining together are read in one round trip."""
-        joining = self._joining.get(user)
-        if joining is not None:
-            return joining
-        if len(self._players) + len(self._joining) >= self._settings.max_tracked_players:
-            raise TooManyPlayers(self.board.id)
-        joining = self._joining[user] = asyncio.get_running_loop().create_future()
-        if self._joiner is None:
+    async def ready(self, mailbox: Mailbox) -> None:
+        """Wait until the member can be told updates: the board's top K and its player's standing
+        are read (players joining together are read in one round trip)."""
+        await self._started.wait()
+        if self._to_read and self._joiner is None:
             self._joiner = asyncio.create_task(self._read_joining())
-        return joining
+        standing = None if mailbox.user_id is None else self._standing.get(mailbox.user_id)
+        if standing is not None:
+            await asyncio.shield(standing)
 
     async def _read_joining(self) -> None:
-        while self._joining:
-            batch, self._joining = self._joining, {}
-            try:
-                snapshot = await self._snapshots.read(self.board, list(batch), TOP_K)
-            except RedisError as exc:
-                for future in batch.values():
-                    future.set_exception(exc)
-                continue
-            for user, future in batch.items():
-                future.set_result(snapshot.players[user])
-        self._joiner = None
+        """The standing of joining players; those joining together are read in one round trip."""
+        try:
+            while self._to_read:
+                users, self._to_read = self._to_read, []
+                try:
+                    snapshot = await self._snapshots.read(self.board, users, TOP_K)
+                except Exception as exc:  # the joiners' subscriptions fail; the feed goes on
+                    _failure("reading joining players", self.board.id, exc)
+                    for user in users:
+                        self.state.join_failed(user)
+                        self._standing.pop(user).set_exception(exc)
+                    continue
+                for user in users:
+                    self.state.joined(user, snapshot.players[user])
+                    self._standing.pop(user).set_result(None)
+        finally:
+            self._joiner = None
 
-    def depths(self) -> list[int]:
-        """Pending updates of each subscriber (each is at most one per kind of update)."""
-        return [len(m) for group in self._mailboxes.values() for m in group]
-
-    def remove(self, mailbox: Mailbox) -> None:
-        group = self._mailboxes.get(mailbox.user_id)
-        if group is None:
+    def hint_received(self, hint_data: str | bytes) -> None:
+        try:
+            self.state.hint(parse_hint(hint_data))
+        except InvalidHint as exc:
+            log.warning("board %s: ignoring a malformed hint: %s", self.board.id, exc)
             return
-        group.discard(mailbox)
-        if not group:
-            del self._mailboxes[mailbox.user_id]
-            if mailbox.user_id is not None:
-                self._players.pop(mailbox.user_id, None)
-
-    def push(self, hint: Hint) -> None:
-        """Take a hint without waiting: merged with any not yet processed."""
-        last = self._last_sequence
-        if last is not None and hint.sequence > last + 1:
-            self._resync = "gap"
-        elif last is not None and hint.sequence <= last:
-            self._resync = "sequence_reset"
-        self._last_sequence = hint.sequence
-        if self._pending is not None:
-            hint = Hint(
-                hint.board_id,
-                hint.sequence,
-                merge_positions(self._pending.positions, hint.positions),
-                (),
-                True,
-            )
-        self._pending = hint
         self._wake.set()
 
     def resync(self, reason: str) -> None:
-        self._resync = reason
-        self._last_sequence = None
+        self.state.resync(reason)
         self._wake.set()
 
-    def _offer_all(self, update: Update) -> None:
-        for group in self._mailboxes.values():
-            for mailbox in group:
+    def depths(self) -> list[int]:
+        """Pending updates of each ready subscriber (each is at most one per kind of update)."""
+        return [len(m) for m in self.state.ready_members()]
+
+    def _deliver(self, deliveries: list[Delivery]) -> None:
+        for user, update in deliveries:
+            for mailbox in self.state.ready_members(user):
                 mailbox.offer(update)
 
-    async def _round(self) -> None:
-        hint, self._pending = self._pending, None
-        reason, self._resync = self._resync, None
-        sequence = hint.sequence if hint is not None else self._last_sequence or 0
-        if reason is not None:
-            self._offer_all(ResyncNeeded(self.board.id, reason, sequence))
-        if hint is None:
-            return
-        users = [u for u in self._players if u in self._mailboxes]
-        snapshot = await self._snapshots.read(self.board, users, TOP_K)
-        self._apply(snapshot, sequence, _as_of(snapshot.as_of, hint))
+    async def _supervise(self) -> None:
+        while True:
+            try:
+                await self._follow()
+            except Exception as exc:
+                reason = _failure("the feed", self.board.id, exc)
+                metrics.FEED_RESTARTS.labels(reason).inc()
+                self.resync(reason)
+                await asyncio.sleep(self._restart_pause_s)
 
-    def _apply(self, snapshot: BoardSnapshot, sequence: int, as_of: AsOf) -> None:
-        top = top_update(self.board.id, self._top, snapshot.top, sequence, as_of)
-        self._top = snapshot.top
-        for user, after in snapshot.players.items():
-            before = self._players.get(user)
-            if before is None:
-                continue
-            self._players[user] = after
-            for update in player_updates(self.board.id, user, before, after, sequence, as_of):
-                for mailbox in self._mailboxes.get(user, ()):
-                    mailbox.offer(update)
-        if top is not None:
-            self._offer_all(top)
-
-    async def _run(self) -> None:
-        await self._baseline
+    async def _follow(self) -> None:
+        if not self._started.is_set():
+            self.state.baseline((await self._snapshots.read(self.board, [], TOP_K)).top)
+            self._started.set()
         while True:
             await self._wake.wait()
             self._wake.clear()
-            try:
-                await self._round()
-            except RedisError as exc:
-                log.warning("board %s: reading the projection failed (%r)", self.board.id, exc)
-                self._resync = "read_failed"
-                self._wake.set()
-                await asyncio.sleep(1.0)
+            await self._round()
             await asyncio.sleep(self._settings.hint_min_interval_s)
 
+    async def _round(self) -> None:
+        step = self.state.take()
+        if step.resync is not None:
+            self._deliver([(None, step.resync)])
+        if step.hint is not None:
+            snapshot = await self._snapshots.read(self.board, step.users, TOP_K)
+            self._deliver(self.state.observe(snapshot, step))
+
     async def close(self) -> None:
-        tasks = [t for t in (self._task, self._baseline, self._joiner) if t is not None]
+        tasks = [t for t in (self._task, self._joiner) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _as_of(read: AsOf, hint: Hint) -> AsOf:
-    """The read's asOf, moved up to the hint's positions: the projector applied those before publishing."""
-    if read.stale:
-        return read
-    return AsOf(read.region, merge_positions(read.positions, hint.positions), read.newest_accepted_ms, False)
 
 
 class HintHub:
@@ -231,11 +191,13 @@ class HintHub:
         self,
         redis: Redis,
         key_prefix: str,
-        snapshots: SnapshotReader,
+        snapshots: Snapshots,
         settings: GatewaySettings,
         on_change: Callable[[str], None] = lambda board_id: None,
+        restart_pause_s: float = 1.0,
     ) -> None:
         self._redis = redis
+        self._restart_pause_s = restart_pause_s
         self._on_change = on_change
         self._pattern = hints_channel(key_prefix, "*")
         self._channel_prefix = hints_channel(key_prefix, "")
@@ -246,42 +208,58 @@ class HintHub:
 
     @contextlib.asynccontextmanager
     async def subscribe(self, board: Board, user_id: str | None) -> AsyncIterator[Mailbox]:
-        feed = self._feeds.get(board.id)
-        if feed is None:
-            feed = self._feeds[board.id] = BoardFeed(board, self._snapshots, self._settings)
-            metrics.FEEDS.set(len(self._feeds))
+        """A mailbox of the board's updates; raises TooManyPlayers when this process follows as many
+        players of the board as it may."""
+        feed = self._feeds.get(board.id) or self._open(board)
         mailbox = Mailbox(board.id, user_id, self._settings.resync_after_coalesced)
+        try:
+            feed.join(mailbox)  # before any await: a feed is never closed under a joiner
+        except Exception:
+            await self._leave(feed, mailbox)
+            raise
         metrics.SUBSCRIPTIONS.inc()
         try:
-            await feed.add(mailbox)
+            await feed.ready(mailbox)
             yield mailbox
         finally:
             metrics.SUBSCRIPTIONS.dec()
-            feed.remove(mailbox)
-            if not len(feed) and self._feeds.get(board.id) is feed:
-                del self._feeds[board.id]
-                metrics.FEEDS.set(len(self._feeds))
-                await feed.close()
+            await self._leave(feed, mailbox)
+
+    def _open(self, board: Board) -> BoardFeed:
+        feed = self._feeds[board.id] = BoardFeed(
+            board, self._snapshots, self._settings, self._restart_pause_s
+        )
+        metrics.FEEDS.set(len(self._feeds))
+        return feed
+
+    async def _leave(self, feed: BoardFeed, mailbox: Mailbox) -> None:
+        if feed.state.leave(mailbox) and self._feeds.get(feed.board.id) is feed:
+            del self._feeds[feed.board.id]
+            metrics.FEEDS.set(len(self._feeds))
+            await feed.close()
 
     def mailbox_depths(self, board_id: str) -> list[int]:
-        """Pending updates of each of the board's subscribers in this process."""
+        """Pending updates of each of the board's ready subscribers in this process."""
         feed = self._feeds.get(board_id)
         return [] if feed is None else feed.depths()
 
-    def _route(self, channel: str, data: str | bytes) -> None:
+    def members(self, board_id: str) -> int:
+        """Subscribers of the board in this process, those still joining included."""
+        feed = self._feeds.get(board_id)
+        return 0 if feed is None else len(feed.state)
+
+    def receive(self, channel: str, data: str | bytes) -> None:
+        """One message of the upstream hints channel."""
         metrics.HINTS_IN.inc()
         board_id = channel[len(self._channel_prefix) :]
         self._on_change(board_id)
         feed = self._feeds.get(board_id)
-        if feed is None:
-            return
-        try:
-            feed.push(parse_hint(data))
-        except InvalidHint as exc:
-            log.warning("ignoring a malformed hint on %s: %s", channel, exc)
+        if feed is not None:
+            feed.hint_received(data)
 
     async def run(self) -> None:
-        """Follow the upstream feed forever, reconnecting after Redis errors."""
+        """Follow the upstream feed forever, reconnecting after errors (every board's subscribers
+        then get a Resync: hints may have been missed meanwhile)."""
         delay, was_connected = 0.2, False
         while True:
             pubsub = self._redis.pubsub()
@@ -294,9 +272,12 @@ class HintHub:
                 was_connected, delay = True, 0.2
                 async for message in pubsub.listen():
                     if message["type"] == "pmessage":
-                        self._route(message["channel"], message["data"])
+                        self.receive(message["channel"], message["data"])
             except (RedisError, OSError) as exc:
                 log.warning("hints feed lost (%r); reconnecting in %.1fs", exc, delay)
+            except Exception:
+                log.exception("hints feed failed; restarting in %.1fs", delay)
+                metrics.FEED_RESTARTS.labels("upstream_failed").inc()
             finally:
                 self._set_connected(False)
                 with contextlib.suppress(RedisError, OSError):

@@ -11,19 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from enum import StrEnum
 
 from gateway import metrics
 from gateway.core.ttl_cache import TtlCache
 from regions.core.boards import Board
-from regions.reads import AsOf as ReadAsOf
-from regions.reads import PlayerContext, RankedEntry, RankPage, RankReader
-
-
-class Scope(StrEnum):
-    HOME = "HOME"
-    REGIONAL = "REGIONAL"
-
+from regions.core.reads import AsOf, PlayerContext, RankedEntry, RankPage, Scope
+from regions.redis_reads import RankReader
 
 TopKey = tuple[str, str, int]  # region, board, k
 
@@ -81,7 +74,7 @@ class Projections:
             self._top.put(key, (generation, page), self._clock())
         return page
 
-    async def player(self, board: Board, user_id: str, scope: Scope) -> tuple[RankedEntry | None, ReadAsOf]:
+    async def player(self, board: Board, user_id: str, scope: Scope) -> tuple[RankedEntry | None, AsOf]:
         return await self._route(board, scope)[1].player(board, user_id)
 
     async def context(self, board: Board, user_id: str, around: int, scope: Scope) -> PlayerContext | None:

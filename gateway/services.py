@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.boards import BoardDirectory
-from gateway.cassandra_results import CassandraResults
+from gateway.cassandra_stores import CassandraLink
 from gateway.core.limits import ReadLimits
 from gateway.hub import HintHub
 from gateway.profiles import GuardedProfiles
@@ -20,5 +20,5 @@ class Services:
     projections: Projections
     profiles: GuardedProfiles
     hub: HintHub
-    results: CassandraResults
+    cassandra: CassandraLink  # the stores' session, opened in the background
     limits: ReadLimits

@@ -6,12 +6,10 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from cassandra.cluster import Session
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from gateway.boards import BoardDirectory
-from gateway.cassandra_profiles import CassandraProfiles
-from gateway.cassandra_results import CassandraResults
+from gateway.cassandra_stores import CassandraLink
 from gateway.core.breaker import CircuitBreaker
 from gateway.core.limits import ReadLimits
 from gateway.hub import HintHub
@@ -19,10 +17,8 @@ from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
 from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import connect
-from regions.reads import RankReader
 from regions.redis_projection import RedisProjection
+from regions.redis_reads import RankReader
 from regions.settings import Settings
 
 
@@ -37,48 +33,51 @@ def gateway_redis(settings: Settings) -> Redis:
     return Redis(connection_pool=pool)
 
 
-def build_services(settings: Settings, redis: Redis, session: Session) -> Services:
-    """Wire the services; it prepares CQL statements, which blocks: call it in a worker thread."""
+def build_services(settings: Settings, redis: Redis, cassandra: CassandraLink) -> Services:
     gw, prefix = settings.gateway, settings.redis.key_prefix
     reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
-    store = CassandraProfiles(session)
     projections = Projections(settings.region, reader, gw.top_cache_ttl_s)
+    profiles = GuardedProfiles(
+        lambda: cassandra.stores.profiles,
+        gw.profile_timeout_s,
+        CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
+        gw.profile_cache_ttl_s,
+        gw.profile_cache_entries,
+    )
+    cassandra.when_up(profiles.store_is_back)
     return Services(
         settings=settings,
-        boards=BoardDirectory(CassandraCatalog(session), gw.board_cache_ttl_s),
+        boards=BoardDirectory(lambda: cassandra.stores.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
         projections=projections,
-        profiles=GuardedProfiles(
-            store,
-            gw.profile_timeout_s,
-            CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
-        ),
-        hub=HintHub(redis, prefix, SnapshotReader(redis, prefix, reader), gw, projections.changed),
-        results=CassandraResults(session),
+        profiles=profiles,
+        hub=HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed),
+        cassandra=cassandra,
         limits=ReadLimits(gw.max_top_k, gw.max_context_range),
     )
 
 
 @contextlib.asynccontextmanager
 async def running(services: Services) -> AsyncIterator[Services]:
-    """Run the hints feed while the services are in use."""
-    feed = asyncio.create_task(services.hub.run(), name="hints-feed")
+    """Run the hints feed, and connect to Cassandra in the background, while the services are in use."""
+    tasks = [
+        asyncio.create_task(services.hub.run(), name="hints-feed"),
+        asyncio.create_task(services.cassandra.run(), name="cassandra-connect"),
+    ]
     try:
         yield services
     finally:
-        feed.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await feed
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await services.boards.close()
+        await services.cassandra.close()
 
 
 @contextlib.asynccontextmanager
 async def open_services(settings: Settings) -> AsyncIterator[Services]:
     redis = gateway_redis(settings)
-    cluster, session = await asyncio.to_thread(connect, settings.cassandra)
     try:
-        services = await asyncio.to_thread(build_services, settings, redis, session)
-        async with running(services):
+        async with running(build_services(settings, redis, CassandraLink.to(settings.cassandra))) as services:
             yield services
     finally:
         await redis.aclose()
-        await asyncio.to_thread(cluster.shutdown)

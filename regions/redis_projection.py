@@ -1,4 +1,4 @@
-"""Redis projection adapter: versioned apply, positions (asOf), atomic window reads, hints."""
+"""Redis projection adapter: versioned apply, positions (asOf), board size, hints (reads: ``redis_reads``)."""
 
 from __future__ import annotations
 
@@ -66,17 +66,6 @@ class Positions:
     rebuilding: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
-    """An atomic read: ``rank`` (0-based, -1 for a top read), ``first`` rank, board size, and the
-    (member, record) pairs in rank order; a record is ``version|total|member``."""
-
-    rank: int
-    first: int
-    count: int
-    rows: list[tuple[str, str]]
-
-
 class RedisProjection:
     def __init__(self, redis: Redis, key_prefix: str) -> None:
         self.redis = redis
@@ -84,7 +73,6 @@ class RedisProjection:
         self._positions = positions_key(key_prefix)
         self._apply = redis.register_script(lua_script("apply_totals"))
         self._advance = redis.register_script(lua_script("advance_positions"))
-        self._window = redis.register_script(lua_script("read_window"))
 
     @staticmethod
     def _args(totals: Sequence[ProjectedTotal]) -> list[str | int | float]:
@@ -129,14 +117,6 @@ class RedisProjection:
         rebuilding = raw.pop("rebuilding", "0") == "1"
         offsets = {int(p): int(o) for p, o in raw.items()}
         return Positions(epoch, offsets, int(accepted) if accepted else None, rebuilding)
-
-    async def window(self, keys: BoardKeys, user_id: str, n: int, strip: int) -> Window | None:
-        """Top ``n`` (``user_id`` empty) or the player with ``n`` neighbours each side, atomically."""
-        reply: Any = await self._window(keys=[keys.ranking, keys.records], args=[user_id, n, strip])
-        if not reply:
-            return None
-        rows = [(reply[i], reply[i + 1]) for i in range(3, len(reply), 2)]
-        return Window(int(reply[0]), int(reply[1]), int(reply[2]), rows)
 
     async def count(self, keys: BoardKeys) -> int:
         return int(await self.redis.zcard(keys.ranking))

@@ -195,13 +195,57 @@ class GatewaySettings(BaseModel):
     max_query_depth: int = Field(8, ge=2, description="Deepest selection an operation may have.")
     max_query_tokens: int = Field(2000, ge=50, description="Most tokens in one GraphQL document.")
     max_aliases: int = Field(15, ge=1, description="Most aliases in one GraphQL document.")
-    introspection: bool = Field(True, description="Answer introspection queries (turn off in production).")
-    graphiql: bool = Field(True, description="Serve the GraphiQL page on GET /graphql from a browser.")
+    max_body_bytes: int = Field(
+        65_536,
+        ge=1024,
+        description="Largest HTTP request body; over it is 413, refused before it is all read.",
+    )
+    max_ws_message_bytes: int = Field(
+        65_536, ge=1024, description="Largest WebSocket message; over it the connection is closed (1009)."
+    )
+    max_query_cost: int = Field(
+        5000,
+        ge=1,
+        description="Cost budget of one operation, counted before it runs (see gateway/core/cost.py: "
+        "top(k: 100) with profiles costs about 500); over it is a COST_LIMIT_EXCEEDED error.",
+    )
+    max_listed_boards: int = Field(
+        100, ge=1, description="Bound on the boards `leaderboards` returns, as the query cost counts it."
+    )
+    max_introspection_depth: int = Field(
+        15, ge=2, description="Deepest nesting of an introspection query (the standard one is 14)."
+    )
+    introspection: bool | None = Field(
+        None, description="Answer introspection queries; unset: on in development, off in production."
+    )
+    graphiql: bool = Field(
+        False,
+        description="Serve the GraphiQL page on GET /graphql from a browser (it loads its scripts from a CDN).",
+    )
     top_cache_ttl_s: float = Field(
         0.5, ge=0, le=1, description="How long a top-K answer is reused (0: never)."
     )
+    answer_cache_bytes: int = Field(
+        16 << 20,
+        ge=0,
+        description="Memory for whole answers reused within top_cache_ttl_s (keys and bodies).",
+    )
     board_cache_ttl_s: float = Field(2.0, ge=0, description="How long a board definition is reused.")
-    profile_timeout_s: float = Field(0.15, gt=0, description="Budget of one batched profile lookup.")
+    max_unknown_boards: int = Field(
+        10_000,
+        ge=1,
+        description="Unknown board ids remembered (the least recently asked is forgotten first).",
+    )
+    profile_timeout_s: float = Field(
+        0.25,
+        gt=0,
+        description="How long a read waits for its batched profile lookup (the lookup itself goes on "
+        "and fills the profile cache).",
+    )
+    profile_cache_ttl_s: float = Field(
+        5.0, ge=0, description="How long a profile (or its absence) is reused by later reads (0: never)."
+    )
+    profile_cache_entries: int = Field(50_000, ge=1, description="Most profiles the gateway keeps in memory.")
     profile_breaker_failures: int = Field(
         3, ge=1, description="Failed lookups in a row that open the breaker."
     )

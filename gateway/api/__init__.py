@@ -2,27 +2,55 @@
 
 from __future__ import annotations
 
-import strawberry
-from strawberry.schema.config import StrawberryConfig
+import logging
 
+import strawberry
+from graphql import GraphQLError
+from strawberry.schema.config import StrawberryConfig
+from strawberry.types import ExecutionContext
+from strawberry.utils.logging import StrawberryLogger
+
+from gateway.api.errors import error_code
 from gateway.api.extensions import extensions
 from gateway.api.mutation import Mutation
 from gateway.api.query import Query
 from gateway.api.scalars import LONG_SCALAR, Long
 from gateway.api.subscription import Subscription
-from regions.settings import GatewaySettings
+from regions.settings import Mode, Settings
+
+log = logging.getLogger("gateway.requests")
 
 
-def build_schema(gateway: GatewaySettings) -> strawberry.Schema:
+def introspection_allowed(settings: Settings) -> bool:
+    """``gateway.introspection`` when set; else on in development and off in production."""
+    allowed = settings.gateway.introspection
+    return settings.mode is not Mode.PRODUCTION if allowed is None else allowed
+
+
+class GatewaySchema(strawberry.Schema):
+    """Errors a client caused (a bad argument, a refused query, an unknown board) or a store outage
+    are logged in one line at INFO; only failures of the code are logged at ERROR, with traceback."""
+
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        for error in errors:
+            code = error_code(error)
+            if code == "INTERNAL":
+                StrawberryLogger.error(error, execution_context)
+            else:
+                log.info("%s: %s", code, error.message)
+
+
+def build_schema(settings: Settings) -> strawberry.Schema:
     """The schema with the hardening extensions this gateway's settings ask for."""
-    return strawberry.Schema(
+    introspection = introspection_allowed(settings)
+    return GatewaySchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        config=StrawberryConfig(
-            scalar_map={Long: LONG_SCALAR}, disable_field_suggestions=not gateway.introspection
-        ),
-        extensions=extensions(gateway),
+        config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}, disable_field_suggestions=not introspection),
+        extensions=extensions(settings.gateway, introspection),
     )
 
 

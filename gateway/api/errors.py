@@ -5,18 +5,22 @@ Each carries ``extensions.code``:
 | code | when |
 |---|---|
 | LIMIT_EXCEEDED | ``k`` or ``range`` is over its cap (settings ``gateway.max_top_k`` / ``max_context_range``) |
+| COST_LIMIT_EXCEEDED | the operation's cost is over ``gateway.max_query_cost`` (extensions: cost, budget), or its introspection nests deeper than ``gateway.max_introspection_depth``; refused before it runs |
 | UNAUTHORIZED | an admin operation without ``Authorization: Bearer <admin token>`` |
 | NOT_FOUND | a subscription names a board that does not exist |
 | ALREADY_EXISTS | ``createLeaderboard`` with an id already taken |
-| BAD_USER_INPUT | an argument or input field breaks a rule (the message names it) |
+| BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule) |
 | SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
+| STORE_UNAVAILABLE | a store the operation needs (Cassandra: catalog, archives) is down or not reached yet; retry |
 
-GraphQL syntax and validation errors (including the depth, token and alias limits) are shown as is.
+GraphQL syntax and validation errors (including the depth, token, alias and cost limits) are shown as is.
 """
 
 from __future__ import annotations
 
 from graphql import GraphQLError
+
+from gateway.cassandra_stores import STORE_ERRORS, StoreUnavailable
 
 
 class UserError(GraphQLError):
@@ -53,3 +57,29 @@ class SubscriptionLimit(UserError):
 def should_mask(error: GraphQLError) -> bool:
     """Mask errors raised by code (bugs, backend failures); keep GraphQL and user-facing ones."""
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
+
+
+def error_code(error: GraphQLError) -> str:
+    """The code of any error, for logs and metrics: a documented code, ``INVALID`` for GraphQL
+    syntax and validation errors without one, ``INTERNAL`` for a failure of the code (a bug)."""
+    cause = error.original_error
+    if isinstance(cause, STORE_ERRORS):
+        return "STORE_UNAVAILABLE"
+    if cause is not None and not isinstance(cause, GraphQLError):
+        return "INTERNAL"
+    code = (error.extensions or {}).get("code")
+    return code if isinstance(code, str) else "INVALID"
+
+
+def masked(error: GraphQLError, generic: str) -> GraphQLError:
+    """What the client sees of an error raised by code: a store failure keeps a clear message and
+    the ``STORE_UNAVAILABLE`` code; anything else (a bug) becomes ``generic``."""
+    cause = error.original_error
+    if isinstance(cause, StoreUnavailable):
+        message = str(cause)
+    elif isinstance(cause, STORE_ERRORS):
+        message = "a store (Cassandra) is unavailable; retry later"
+    else:
+        return GraphQLError(generic, error.nodes, error.source, error.positions, error.path)
+    return GraphQLError(message, error.nodes, error.source, error.positions, error.path,
+                        extensions={"code": "STORE_UNAVAILABLE"})  # fmt: skip

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from graphql import ASTValidationRule
+from graphql import ASTValidationRule, DocumentNode, FieldNode, GraphQLError, get_operation_ast
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import (
     AddValidationRules,
@@ -24,45 +24,112 @@ from strawberry.extensions.max_aliases import create_validator as alias_rule
 from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 
 from gateway import metrics
-from gateway.api.errors import should_mask
+from gateway.api.context import Context
+from gateway.api.cost import cost_rule, query_cost
+from gateway.api.errors import error_code, masked, should_mask
 from regions.settings import GatewaySettings
 
 CACHE_SIZE = 1024
 
 
+class MaskInternalErrors(MaskErrors):
+    """Errors raised by code are masked, except store failures, which keep a code (see errors.py)."""
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        return masked(error, self.error_message)
+
+
+class StoreWarnings(SchemaExtension):
+    """``extensions.warnings``: which stores could not answer, so null fields are never silent.
+
+    A partial answer stays in ``data`` (ids and scores are complete) rather than in ``errors``, which
+    many clients treat as a failed request."""
+
+    def on_operation(self) -> Iterator[None]:
+        context = self.execution_context.context
+        if isinstance(context, Context):  # one context per WebSocket: count per operation
+            context.unavailable.clear()
+        yield
+
+    def get_results(self) -> dict[str, Any]:
+        context = self.execution_context.context
+        if not isinstance(context, Context) or not context.unavailable:
+            return {}
+        return {"warnings": [_warning(store, nulls) for store, nulls in sorted(context.unavailable.items())]}
+
+
+def _warning(store: str, nulls: int) -> dict[str, Any]:
+    return {
+        "code": "STORE_UNAVAILABLE",
+        "store": store,
+        "message": f"the {store} store is slow or down: {nulls} {store} fields are null; the rest is complete",
+    }
+
+
 class OperationMetrics(SchemaExtension):
-    """Time and outcome of each operation (operation level only: no per-field hook)."""
+    """Time and outcome of each operation (operation level only: no per-field hook). Labels: the
+    operation type; its root fields (``leaderboard``, ``leaderboards+leaderboard``, ...: bounded by
+    the schema, never the client's operation name); the outcome: ``ok``, ``degraded`` (a store
+    warning) or the first error's code in lower case (``bad_user_input``, ``cost_limit_exceeded``,
+    ``store_unavailable``, ``invalid`` for a syntax or validation error, ``internal`` for a bug).
+
+    It is the last extension, so it sees the errors before they are masked."""
 
     def on_operation(self) -> Iterator[None]:
         started = time.perf_counter()
-        yield
-        context = self.execution_context
         try:
-            kind = context.operation_type.value
-        except Exception:  # the document did not parse
-            kind = "invalid"
-        result = context.result
-        failed = bool(context.pre_execution_errors) or bool(getattr(result, "errors", None))
-        metrics.OPERATIONS.labels(kind, "error" if failed else "ok").observe(time.perf_counter() - started)
+            yield
+        except Exception as exc:  # a syntax error passes through here (the parser cache parses early)
+            code = error_code(exc) if isinstance(exc, GraphQLError) else "INTERNAL"
+            self._observe(started, code.lower())
+            raise
+        context = self.execution_context
+        errors = context.pre_execution_errors or getattr(context.result, "errors", None) or []
+        if errors:
+            outcome = error_code(errors[0]).lower()
+        else:
+            degraded = isinstance(context.context, Context) and bool(context.context.unavailable)
+            outcome = "degraded" if degraded else "ok"
+        self._observe(started, outcome)
+
+    def _observe(self, started: float, outcome: str) -> None:
+        context = self.execution_context
+        kind, fields = _operation(context.graphql_document, context.operation_name)
+        metrics.OPERATIONS.labels(kind, fields, outcome).observe(time.perf_counter() - started)
 
 
-def validation_rules(gateway: GatewaySettings) -> list[type[ASTValidationRule]]:
+def _operation(document: DocumentNode | None, name: str | None) -> tuple[str, str]:
+    """The operation's type and root fields, or ``invalid`` when there is no such operation."""
+    operation = None if document is None else get_operation_ast(document, name)
+    if operation is None:
+        return "invalid", "invalid"
+    roots = sorted({s.name.value for s in operation.selection_set.selections if isinstance(s, FieldNode)})
+    return operation.operation.value, "+".join(roots) or "fragments"
+
+
+def validation_rules(gateway: GatewaySettings, introspection: bool) -> list[type[ASTValidationRule]]:
+    """Depth (of fields; introspection's own depth is in the cost rule), aliases, cost."""
     rules: list[type[ASTValidationRule]] = [
         depth_rule(gateway.max_query_depth, None, None),
         alias_rule(gateway.max_aliases),
+        cost_rule(gateway),
     ]
-    if not gateway.introspection:
+    if not introspection:
         rules.append(NoSchemaIntrospectionCustomRule)
     return rules
 
 
-def extensions(gateway: GatewaySettings) -> list[Callable[[], Any] | type[SchemaExtension]]:
-    rules = validation_rules(gateway)
+def extensions(
+    gateway: GatewaySettings, introspection: bool
+) -> list[Callable[[], Any] | type[SchemaExtension]]:
+    rules = validation_rules(gateway, introspection)
     return [
         lambda: ParserCache(maxsize=CACHE_SIZE),
         lambda: ValidationCache(maxsize=CACHE_SIZE),
         lambda: MaxTokensLimiter(max_token_count=gateway.max_query_tokens),
         lambda: AddValidationRules(rules),
-        lambda: MaskErrors(should_mask_error=should_mask),
+        lambda: MaskInternalErrors(should_mask_error=should_mask),
+        query_cost(gateway),
+        StoreWarnings,
         OperationMetrics,
     ]

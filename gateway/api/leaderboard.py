@@ -5,8 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from gateway import projections
-from gateway.api import fields
+from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.errors import LimitExceeded
 from gateway.api.types import (
@@ -16,13 +15,9 @@ from gateway.api.types import (
     PlayerContext,
     RankedPlayer,
     RankPage,
-    Scope,
 )
 from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
-
-
-def _scope(scope: Scope | None) -> projections.Scope:
-    return projections.Scope.HOME if scope is None else projections.Scope(scope.value)
+from regions.core.reads import Scope
 
 
 @strawberry.type
@@ -74,13 +69,14 @@ class Leaderboard:
         problem = services.limits.check_k(k)
         if problem is not None:
             raise LimitExceeded(problem)
-        return RankPage.of(await services.projections.top(self.board, k, _scope(scope)))
+        return RankPage.of(await services.projections.top(self.board, k, scope or Scope.HOME))
 
     @fields.field("The player's exact rank; null when the player has no score.")
     async def player(
         self, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
     ) -> RankedPlayer | None:
-        entry, as_of = await info.context.services.projections.player(self.board, str(user_id), _scope(scope))
+        user = ids.user_id("userId", str(user_id))
+        entry, as_of = await info.context.services.projections.player(self.board, user, scope or Scope.HOME)
         return None if entry is None else RankedPlayer.of(entry, AsOf.of(as_of))
 
     @fields.field(
@@ -99,12 +95,13 @@ class Leaderboard:
         problem = services.limits.check_range(range)
         if problem is not None:
             raise LimitExceeded(problem)
-        found = await services.projections.context(self.board, str(user_id), range, _scope(scope))
+        user = ids.user_id("userId", str(user_id))
+        found = await services.projections.context(self.board, user, range, scope or Scope.HOME)
         return None if found is None else PlayerContext.of(found)
 
     @fields.field("An archived result of a closed board; the newest when version is null.")
     async def result(self, info: Info[Context, None], version: int | None = None) -> BoardResult | None:
-        record = await info.context.services.results.get(self.board.id, version)
+        record = await info.context.services.cassandra.stores.results.get(self.board.id, version)
         if record is None:
             return None
         return BoardResult(

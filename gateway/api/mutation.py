@@ -7,12 +7,11 @@ import re
 import strawberry
 from strawberry.types import Info
 
-from gateway.api import fields
+from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized
 from gateway.api.leaderboard import Leaderboard
 from gateway.api.types import WindowPeriod
-from gateway.core import windows
 from gateway.core.auth import is_admin
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
@@ -34,7 +33,9 @@ class CreateLeaderboardInput:
     sort_order: SortOrder | None = SortOrder.DESC
     aggregation: Aggregation | None = Aggregation.SUM
     tie_policy: TiePolicy | None = TiePolicy.USER_ID
-    window: WindowInput | None = strawberry.field(default=None, description="Absent: an all-time board.")
+    window: WindowInput | None = strawberry.field(
+        default=None, description="Absent: an all-time board. Time windows are not supported yet: refused."
+    )
 
 
 def require_admin(info: Info[Context, None]) -> None:
@@ -47,22 +48,16 @@ def board_of(data: CreateLeaderboardInput, serving_region: str) -> boards.Board:
     home = data.home_region or serving_region
     if not REGION.match(home):
         raise InvalidInput(f"homeRegion {home!r}: must be 1..32 of a-z, 0-9 and -, starting with a letter")
-    stored_window = None
-    if data.window is not None:
-        spec = windows.WindowSpec(windows.Period(data.window.period.value), data.window.days)
-        problem = windows.window_error(spec)
-        if problem is not None:
-            raise InvalidInput(problem)
-        stored_window = windows.encode_window(spec)
+    if data.window is not None:  # stored, it would read as all-time until the processor has windows
+        raise InvalidInput("window: time windows are not supported yet; omit it for an all-time board")
     try:
         return boards.Board(
-            id=str(data.id),
+            id=ids.board_id("input.id", str(data.id)),
             name=data.name,
             home_region=home,
             sort_order=data.sort_order or SortOrder.DESC,
             aggregation=data.aggregation or Aggregation.SUM,
             tie_policy=data.tie_policy or TiePolicy.USER_ID,
-            window=stored_window,
         )
     except boards.InvalidBoardError as exc:
         raise InvalidInput(str(exc)) from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from gateway.api import fields
+from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.leaderboard import Leaderboard
 from regions.core.boards import BoardStatus
@@ -15,8 +15,9 @@ from regions.core.boards import BoardStatus
 class Query:
     @fields.field("A board by id; null when there is none.")
     async def leaderboard(self, info: Info[Context, None], id: strawberry.ID) -> Leaderboard | None:
-        info.context.read_board(str(id))
-        board = await info.context.services.boards.get(str(id))
+        board_id = ids.board_id("id", str(id))
+        info.context.read_board(board_id)
+        board = await info.context.services.boards.get(board_id)
         return None if board is None else Leaderboard(board=board)
 
     @fields.field("Every board, or those with the given status.")

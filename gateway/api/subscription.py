@@ -13,13 +13,13 @@ import strawberry
 from strawberry.types import Info
 
 from gateway import metrics
-from gateway.api import fields
+from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.errors import NotFound, SubscriptionLimit
 from gateway.api.scalars import Long
 from gateway.api.types import AsOf
 from gateway.core import updates
-from gateway.hub import TooManyPlayers
+from gateway.core.feed import TooManyPlayers
 
 
 @strawberry.type(description="The subscribed player's total changed.")
@@ -93,11 +93,13 @@ class Subscription:
         self, info: Info[Context, None], leaderboard_id: strawberry.ID, user_id: strawberry.ID | None = None
     ) -> AsyncGenerator[LeaderboardUpdate, None]:
         services = info.context.services
-        board = await services.boards.get(str(leaderboard_id))
+        board_id = ids.board_id("leaderboardId", str(leaderboard_id))
+        user = None if user_id is None else ids.user_id("userId", str(user_id))
+        board = await services.boards.get(board_id)
         if board is None:
-            raise NotFound(f"leaderboard {str(leaderboard_id)!r} does not exist")
+            raise NotFound(f"leaderboard {board_id!r} does not exist")
         try:
-            async with services.hub.subscribe(board, None if user_id is None else str(user_id)) as mailbox:
+            async with services.hub.subscribe(board, user) as mailbox:
                 while True:
                     for update in await mailbox.next_batch():
                         metrics.UPDATES_SENT.inc()

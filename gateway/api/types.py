@@ -12,18 +12,13 @@ from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.scalars import Long
 from gateway.cassandra_profiles import ProfileRecord
-from gateway.core import windows
-from regions import reads
+from gateway.profiles import UNAVAILABLE
+from regions.core import reads, windows
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
+from regions.core.reads import Scope
 
-
-@strawberry.enum(description="HOME: the board's canonical projection; REGIONAL: this region's.")
-class Scope(Enum):
-    HOME = "HOME"
-    REGIONAL = "REGIONAL"
-
-
-# The board rules' enums are the core's own, exposed under the same (contract) names.
+# The core's enums, exposed under the same (contract) names.
+strawberry.enum(Scope, description="HOME: the board's canonical projection; REGIONAL: this region's.")
 strawberry.enum(BoardStatus)
 strawberry.enum(SortOrder)
 strawberry.enum(Aggregation)
@@ -109,9 +104,15 @@ class RankedPlayer:
         description="Set when the player was read on its own (Leaderboard.player); in a page, see its asOf.",
     )
 
-    @fields.field("Null when the player has no profile or the profile store is unavailable.")
+    @fields.field(
+        "Null when the player has no profile, or when the profile store is unavailable: then the "
+        "response's extensions.warnings has a STORE_UNAVAILABLE entry."
+    )
     async def profile(self, info: Info[Context, None]) -> Profile | None:
         record = await info.context.profiles.load(self.user_id)
+        if record is UNAVAILABLE:
+            info.context.store_unavailable("profiles")
+            return None
         return None if record is None else Profile.of(record)
 
     @staticmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from regions.reads import AsOf
+from regions.core.reads import AsOf
 
 TOP_K = 10
 

@@ -1,5 +1,7 @@
 // The live page: a board's top 10 and one player's neighbourhood, refetched whenever the
 // leaderboardUpdates subscription (graphql-transport-ws over a native WebSocket) says they changed.
+// The status line speaks to a player; its data-state (connecting, live, behind, reconnecting,
+// unavailable, notfound) is for scripts and tests.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -28,12 +30,35 @@ const UPDATES = `subscription Updates($board: ID!, $user: ID) {
   }
 }`;
 
-const state = { sequence: null, updates: 0, refreshing: false, again: false, timer: null };
+const state = { connected: false, stale: false, lastUpdate: null, notFound: false, refreshing: false, again: false, timer: null };
 
-function setStatus(text, live) {
+const STATES = {
+  connecting: ["Connecting…", "offline"],
+  live: ["Live: scores update as they happen", "live"],
+  behind: ["Live, catching up: scores may be a few seconds behind", "live"],
+  reconnecting: ["Connection lost, reconnecting…", "offline"],
+  unavailable: ["Scores can't be loaded right now, retrying…", "offline"],
+  notfound: ["This leaderboard does not exist", "notfound"],
+};
+
+function setStatus(name) {
   const el = document.getElementById("status");
-  el.textContent = text;
-  el.className = live ? "live" : "offline";
+  const [text, cls] = STATES[name];
+  const updated = state.lastUpdate && (name === "live" || name === "behind")
+    ? ` (last change ${state.lastUpdate.toLocaleTimeString()})` : "";
+  el.textContent = text + updated;
+  el.className = cls;
+  el.dataset.state = name;
+}
+
+function showConnected() {
+  setStatus(state.stale ? "behind" : "live");
+}
+
+function notFound() {
+  state.notFound = true;
+  document.getElementById("title").textContent = `No leaderboard "${board}"`;
+  setStatus("notfound");
 }
 
 function row(entry) {
@@ -74,7 +99,14 @@ async function refresh() {
     });
     const body = await response.json();
     const lb = body.data && body.data.leaderboard;
-    if (!lb) { document.getElementById("title").textContent = `No leaderboard "${board}"`; return; }
+    const codes = (body.errors || []).map((e) => e.extensions && e.extensions.code);
+    if (!lb) {
+      if (!body.errors || codes.includes("BAD_USER_INPUT") || codes.includes("NOT_FOUND")) notFound();
+      else setStatus("unavailable");
+      return;
+    }
+    state.stale = lb.top.asOf.stale;
+    if (state.connected) showConnected();
     document.getElementById("title").textContent = `${lb.name} (${lb.playerCount} players)`;
     fill("top", lb.top.entries, "no scores yet");
     const ctx = lb.context;
@@ -82,7 +114,8 @@ async function refresh() {
     fill("around", ctx ? [...ctx.above, ctx.player, ...ctx.below] : [], user ? "no score yet" : "no player chosen");
     document.body.dataset.refreshed = String(Date.now());
   } catch (err) {
-    setStatus(`refresh failed: ${err}`, false);
+    console.error(`refresh failed: ${err}`);
+    setStatus("unavailable");
   } finally {
     state.refreshing = false;
     if (state.again) { state.again = false; refresh(); }
@@ -95,6 +128,7 @@ function scheduleRefresh() {
 }
 
 function connect(delay) {
+  if (state.notFound) return;
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${scheme}://${location.host}/graphql`, "graphql-transport-ws");
   ws.onopen = () => ws.send(JSON.stringify({ type: "connection_init", payload: {} }));
@@ -103,27 +137,32 @@ function connect(delay) {
     if (msg.type === "connection_ack") {
       ws.send(JSON.stringify({ id: "live", type: "subscribe",
         payload: { query: UPDATES, variables: { board, user: user || null } } }));
-      setStatus("live", true);
+      state.connected = true;
+      showConnected();
       delay = 500;
       refresh();
     } else if (msg.type === "ping") {
       ws.send(JSON.stringify({ type: "pong" }));
     } else if (msg.type === "next") {
       const update = msg.payload.data && msg.payload.data.leaderboardUpdates;
+      const errors = (msg.payload.errors || []).map((e) => e.extensions && e.extensions.code);
+      if (errors.includes("NOT_FOUND") || errors.includes("BAD_USER_INPUT")) { notFound(); ws.close(); return; }
       if (!update) return;
-      state.updates += 1;
-      state.sequence = update.sequence;
-      setStatus(`live: ${state.updates} updates, sequence ${state.sequence} (${update.__typename})`, true);
+      state.lastUpdate = new Date();
+      showConnected();
       scheduleRefresh();
     } else if (msg.type === "error") {
-      setStatus(`subscription error: ${JSON.stringify(msg.payload)}`, false);
+      console.error(`subscription error: ${JSON.stringify(msg.payload)}`);
+      setStatus("unavailable");
     }
   };
   ws.onclose = () => {
-    setStatus("reconnecting…", false);
+    state.connected = false;
+    if (state.notFound) return;
+    setStatus("reconnecting");
     setTimeout(() => connect(Math.min(delay * 2, 10000)), delay);
   };
 }
 
-refresh();
-connect(500);
+setStatus("connecting");
+refresh().then(() => connect(500));

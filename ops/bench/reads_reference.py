@@ -16,10 +16,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.projections import Projections, Scope
+from gateway.projections import Projections
 from regions.core.boards import Board
-from regions.reads import RankReader
+from regions.core.reads import Scope
 from regions.redis_projection import RedisProjection, connect_redis
+from regions.redis_reads import RankReader
 from regions.settings import load_settings
 
 

@@ -52,16 +52,20 @@ class GatewayProcess:
 
 
 @contextlib.asynccontextmanager
-async def start_gateway(region: Region, log: Path, **env: str) -> AsyncIterator[GatewayProcess]:
+async def start_gateway(
+    base_env: dict[str, str], log: Path, wait_ready: bool = True, **env: str
+) -> AsyncIterator[GatewayProcess]:
+    """``python -m gateway`` with the region's ``LB_*`` environment (``Region.env`` or ``region_env``)."""
     port = free_port()
-    variables = {**os.environ, **region.env, "LB_GATEWAY__PORT": str(port), **env}
+    variables = {**os.environ, **base_env, "LB_GATEWAY__PORT": str(port), **env}
     with log.open("ab") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway", env=variables, stdout=out, stderr=out
         )
     gateway = GatewayProcess(port, process, log)
     try:
-        await _wait_ready(gateway)
+        if wait_ready:
+            await _wait_ready(gateway)
         yield gateway
     finally:
         if process.returncode is None:
@@ -88,7 +92,7 @@ async def _wait_ready(gateway: GatewayProcess, within: float = 60) -> None:
 
 @pytest.fixture
 async def gateway_process(region: Region, tmp_path: Path) -> AsyncIterator[GatewayProcess]:
-    async with start_gateway(region, tmp_path / "gateway.log") as gateway:
+    async with start_gateway(region.env, tmp_path / "gateway.log") as gateway:
         yield gateway
 
 

@@ -165,4 +165,20 @@ async def test_live_page_shows_awards_without_reloading(
         {"rank": 2, "userId": "dave", "score": 5},
     ]
     assert done["around"] == ["erin", "dave"]
-    assert done["status"].startswith("live")
+    assert done["status"].startswith("Live: scores update as they happen")
+
+
+async def test_live_page_says_not_found_for_an_unknown_board(gateway_process: GatewayProcess) -> None:
+    page = f"{gateway_process.base}/live?board=no-such-board&user=erin"
+    browser = await asyncio.create_subprocess_exec(
+        node(), str(JS / "live_status.mjs"), page, "notfound",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(browser.communicate(), 60)
+
+    assert browser.returncode == 0, (out.decode()[-2000:], err.decode()[-2000:])
+    assert json.loads(out.decode().splitlines()[-1]) == {
+        "state": "notfound",
+        "status": "This leaderboard does not exist",
+        "title": 'No leaderboard "no-such-board"',
+    }

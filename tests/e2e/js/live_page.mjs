@@ -2,18 +2,10 @@
 // playwright-core: prints {"event":"ready"} once the page is subscribed, then waits until the
 // top-10 table shows USER with SCORE, prints the table as JSON and exits 0 (2 on time-out).
 //   node live_page.mjs <page-url> <user> <score> [screenshot.png]
-import { chromium } from "playwright-core";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { launch } from "./browser.mjs";
 
 const [pageUrl, user, score, screenshot] = process.argv.slice(2);
-const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "lb-chromium-")), {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"],
-});
+const context = await launch();
 let code = 0;
 try {
   const page = context.pages()[0] || await context.newPage();

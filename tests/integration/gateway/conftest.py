@@ -21,6 +21,8 @@ from cassandra.cluster import Session
 from redis.asyncio import Redis
 
 from gateway.app import create_app
+from gateway.cassandra_stores import CassandraLink
+from gateway.server import server_config
 from gateway.services import Services
 from gateway.wiring import build_services, running
 from regions.cassandra_catalog import CassandraCatalog
@@ -57,25 +59,26 @@ class Gateway:
 
 
 @contextlib.asynccontextmanager
-async def serve_gateway(settings: Settings, redis: Redis, session: Session) -> AsyncIterator[Gateway]:
+async def serve_gateway(settings: Settings, redis: Redis, session: Session | None) -> AsyncIterator[Gateway]:
+    """A gateway on the test's Redis client; on the shared Cassandra ``session`` (ready before the
+    gateway is), or with ``session`` None on its own connection to ``settings.cassandra``, opened in
+    the background as in production."""
     port = free_port()
     settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update={"port": port})})
     opened: list[Services] = []
+    link = (
+        CassandraLink.to(settings.cassandra)
+        if session is None
+        else CassandraLink(lambda: session, owns_session=False)
+    )
 
     @contextlib.asynccontextmanager
     async def open_with(s: Settings) -> AsyncIterator[Services]:
-        services = await asyncio.to_thread(build_services, s, redis, session)
-        async with running(services):
+        async with running(build_services(s, redis, link)) as services:
             opened.append(services)
             yield services
 
-    config = uvicorn.Config(
-        create_app(settings, open_with),
-        host="127.0.0.1",
-        port=port,
-        ws="websockets-sansio",
-        log_level="warning",
-    )
+    config = server_config(create_app(settings, open_with), settings)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -83,11 +86,18 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session) -> A
             task.result()
         await asyncio.sleep(0.02)
     try:
+        if session is not None:  # ready, as /readyz would say
+            await link.opened()
+            await eventually(lambda: _feed_connected(opened[0]))
         async with httpx.AsyncClient(timeout=10) as http:
             yield Gateway(settings, opened[0], port, http)
     finally:
         server.should_exit = True
         await task
+
+
+async def _feed_connected(services: Services) -> bool:
+    return services.hub.connected
 
 
 GatewayFactory = Callable[..., contextlib.AbstractAsyncContextManager[Gateway]]

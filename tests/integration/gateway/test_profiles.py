@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 from cassandra.cluster import Session
 from redis.asyncio import Redis
@@ -14,7 +15,7 @@ from gateway.cassandra_profiles import CassandraProfiles, ProfileRecord
 from regions.cassandra_store import connect
 from regions.core.boards import Board
 from regions.settings import Settings
-from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
+from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually, serve_gateway
 from tests.proxy import TcpProxy
 
 TOP = "query($id: ID!, $k: Int) { leaderboard(id: $id) { top(k: $k) { entries { userId score profile { displayName country } } } } }"
@@ -32,7 +33,7 @@ async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
     users = [f"p{i:03d}-{board.id}" for i in range(60)]
     await boards.set_totals(board, [(u, 1000 - i) for i, u in enumerate(users)])
     await seed_profiles(cassandra_session, users[:50])
-    async with gateway_factory(max_top_k=100) as gw:
+    async with gateway_factory(max_top_k=100, profile_cache_ttl_s=0) as gw:
         store = gw.services.profiles
         counts = []
         for k in (1, 10, 60):
@@ -57,9 +58,7 @@ async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
 
 
 def _round_trips(gw: Gateway) -> int:
-    store = gw.services.profiles._store
-    assert isinstance(store, CassandraProfiles)
-    return store.round_trips
+    return gw.services.cassandra.stores.profiles.round_trips
 
 
 @contextlib.asynccontextmanager
@@ -81,7 +80,10 @@ async def gateway_via_proxy(
 async def timed(gw: Gateway, board_id: str) -> tuple[float, list[dict[str, object]]]:
     started = time.perf_counter()
     body = await gw.query(TOP, {"id": board_id, "k": 10})
-    return time.perf_counter() - started, body["data"]["leaderboard"]["top"]["entries"]
+    entries = body["data"]["leaderboard"]["top"]["entries"]
+    if any(e["profile"] is None for e in entries):  # null profiles are never silent
+        assert body["extensions"]["warnings"][0]["code"] == "STORE_UNAVAILABLE", body
+    return time.perf_counter() - started, entries
 
 
 async def ranked_with_profiles(
@@ -102,7 +104,7 @@ async def test_slow_profile_store_answers_ids_and_scores_within_budget_then_brea
     proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
     async with gateway_via_proxy(
         settings, redis_client, proxy, profile_timeout_s=0.2, profile_breaker_failures=2,
-        profile_breaker_reset_s=60, top_cache_ttl_s=0,
+        profile_breaker_reset_s=60, top_cache_ttl_s=0, profile_cache_ttl_s=0,
     ) as gw:  # fmt: skip
         _, healthy = await timed(gw, board.id)
         proxy.delay_s = 3.0
@@ -128,7 +130,7 @@ async def test_profile_store_down_still_answers_ids_and_scores(
     board, users = await ranked_with_profiles(boards, cassandra_session, "d", 5, 50)
     proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
     async with gateway_via_proxy(
-        settings, redis_client, proxy, profile_timeout_s=0.2, top_cache_ttl_s=0
+        settings, redis_client, proxy, profile_timeout_s=0.2, top_cache_ttl_s=0, profile_cache_ttl_s=0
     ) as gw:
         _, healthy = await timed(gw, board.id)
         proxy.cut()
@@ -137,3 +139,80 @@ async def test_profile_store_down_still_answers_ids_and_scores(
     assert healthy[0]["profile"] is not None
     assert elapsed < 1.0
     assert [(e["userId"], e["profile"]) for e in down] == [(u, None) for u in users]
+
+
+TOP_100 = (
+    "query($id: ID!) { leaderboard(id: $id) { top(k: 100) { entries { userId profile { displayName } } } } }"
+)
+
+
+def _profiles(body: dict[str, Any]) -> list[object]:
+    return [e["profile"] for e in body["data"]["leaderboard"]["top"]["entries"]]
+
+
+async def test_concurrent_top_100_reads_share_one_profile_lookup_and_all_get_profiles(
+    settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
+) -> None:
+    board, users = await ranked_with_profiles(boards, cassandra_session, "c", 100, 1000)
+    proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
+    async with gateway_via_proxy(settings, redis_client, proxy, profile_timeout_s=5, top_cache_ttl_s=0) as gw:
+        proxy.delay_s = 0.3  # a slow answer: the second read asks while the first one's lookup runs
+        before = _round_trips(gw)
+        bodies = await asyncio.gather(*(gw.query(TOP_100, {"id": board.id}) for _ in range(2)))
+        trips = _round_trips(gw) - before
+
+    assert trips == 1
+    for body in bodies:
+        assert _profiles(body) == [{"displayName": f"Player {u}"} for u in users]
+        assert "extensions" not in body or "warnings" not in body["extensions"]
+
+
+async def test_a_lookup_past_the_budget_is_reported_and_its_late_answer_serves_the_next_read(
+    settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
+) -> None:
+    board, users = await ranked_with_profiles(boards, cassandra_session, "l", 100, 1000)
+    proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
+    async with gateway_via_proxy(
+        settings, redis_client, proxy, profile_timeout_s=0.1, profile_cache_ttl_s=60, top_cache_ttl_s=0
+    ) as gw:
+        proxy.delay_s = 0.5
+        late = await gw.query(TOP_100, {"id": board.id})
+        await eventually(lambda: _all_profiles(gw, board.id))
+        trips = _round_trips(gw)
+        served = await gw.query(TOP_100, {"id": board.id})
+
+    assert _profiles(late) == [None] * 100
+    warning = late["extensions"]["warnings"][0]
+    assert warning["code"] == "STORE_UNAVAILABLE" and warning["store"] == "profiles"
+    assert "100 profiles fields are null" in warning["message"]
+    assert _profiles(served) == [{"displayName": f"Player {u}"} for u in users]
+    assert _round_trips(gw) == trips  # from the cache the late answer filled, not the slow store
+
+
+async def _all_profiles(gw: Gateway, board_id: str) -> bool:
+    return None not in _profiles(await gw.query(TOP_100, {"id": board_id}))
+
+
+async def test_profiles_come_back_as_soon_as_cassandra_does_not_after_the_breaker_reset(
+    settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
+) -> None:
+    board, users = await ranked_with_profiles(boards, cassandra_session, "b", 5, 50)
+    proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
+    async with gateway_via_proxy(
+        settings, redis_client, proxy, profile_timeout_s=0.5, profile_breaker_failures=1,
+        profile_breaker_reset_s=600, profile_cache_ttl_s=0, top_cache_ttl_s=0,
+    ) as gw:  # fmt: skip
+        await timed(gw, board.id)  # the board's definition is cached from now on
+        proxy.cut()
+        _, down = await timed(gw, board.id)
+        assert gw.services.profiles.breaker.state(time.monotonic()).value == "open"
+        proxy.heal()
+        await eventually(lambda: _breaker_closed(gw), within=30)  # long before its 600 s reset
+        _, back = await timed(gw, board.id)
+
+    assert [e["profile"] for e in down] == [None] * 5
+    assert [e["profile"] for e in back] == [{"displayName": f"Player {u}", "country": "FR"} for u in users]
+
+
+async def _breaker_closed(gw: Gateway) -> bool:
+    return gw.services.profiles.breaker.state(time.monotonic()).value == "closed"

@@ -5,7 +5,13 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
 from regions.core.boards import SortOrder, TiePolicy
+from schema.redis_keys import board_keys
+from schema.resources import lua_script
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually
 
 AS_OF = "asOf { region positions { region partition offset } newestAcceptedAt stale }"
@@ -203,3 +209,20 @@ async def test_regional_and_home_scope_read_this_region(gateway: Gateway, boards
     lb = body["data"]["leaderboard"]
     assert lb["home"]["asOf"]["region"] == lb["regional"]["asOf"]["region"] == "local"
     assert lb["regional"]["entries"] == [{"userId": "ann"}]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["player", "", 0, 0], ["", 10, 0], ["top", 0, 0], ["player", "ann", -1, 0], ["rank", "ann", 0, 0]],
+    ids=["empty-user", "old-top-form", "top-zero", "negative-range", "unknown-form"],
+)
+async def test_the_window_script_refuses_a_malformed_read_instead_of_walking_the_board(
+    redis_client: Redis, boards: Boards, args: list[str | int]
+) -> None:
+    board = await boards.create()
+    await boards.set_totals(board, [("ann", 3), ("bob", 2)])
+    keys = board_keys(boards.settings.redis.key_prefix, board.id)
+    script = redis_client.register_script(lua_script("read_window"))
+
+    with pytest.raises(ResponseError, match="read_window"):
+        await script(keys=[keys.ranking, keys.records], args=args)

@@ -10,9 +10,11 @@ import pytest
 import websockets
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
+from redis.asyncio import Redis
 from websockets.asyncio.client import connect
 from websockets.protocol import State
 
+from schema.redis_keys import board_keys, positions_key
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually
 
 UPDATES = """subscription($board: ID!, $user: ID) {
@@ -87,6 +89,7 @@ async def test_board_subscribers_get_top_k_changes_only_when_the_top_10_changes(
 ) -> None:
     board = await boards.create()
     await boards.set_totals(board, [(f"u{i:02d}", 100 - i) for i in range(12)])
+    await boards.set_positions({0: 0}, accepted_ms=1_700_000_000_000)  # a live projection
     received: list[dict[str, Any]] = []
     task = asyncio.create_task(collect(gateway, {"board": board.id}, [TRANSPORT_WS], 1, received))
     await eventually(lambda: _subscribed(gateway, board.id, 1))
@@ -103,6 +106,7 @@ async def test_board_subscribers_get_top_k_changes_only_when_the_top_10_changes(
 async def test_a_gap_in_the_hint_sequence_gives_resync(gateway: Gateway, boards: Boards) -> None:
     board = await boards.create()
     await boards.set_totals(board, [("ann", 1)])
+    await boards.set_positions({0: 0}, accepted_ms=1_700_000_000_000)  # a live projection
     received: list[dict[str, Any]] = []
     task = asyncio.create_task(collect(gateway, {"board": board.id}, [TRANSPORT_WS], 2, received))
     await eventually(lambda: _subscribed(gateway, board.id, 1))
@@ -210,6 +214,7 @@ async def test_many_players_joining_at_once_share_reads_and_all_get_updates(
     board = await boards.create()
     users = [f"j{i:03d}" for i in range(150)]  # more than the Redis pool has connections
     await boards.set_totals(board, [(u, i) for i, u in enumerate(users)])
+    await boards.set_positions({0: 0}, accepted_ms=1_700_000_000_000)  # a live projection
     seen: list[str] = []
     tasks = [asyncio.create_task(_follow(gateway.ws_url, board.id, u, seen)) for u in users]
     await eventually(lambda: _subscribed(gateway, board.id, len(users)), within=30)
@@ -218,3 +223,47 @@ async def test_many_players_joining_at_once_share_reads_and_all_get_updates(
     await asyncio.wait_for(asyncio.gather(*tasks), 20)
 
     assert sorted(seen) == users
+
+
+async def test_a_projection_being_rebuilt_reads_stale_and_subscribers_resync_never_going_backwards(
+    gateway: Gateway, boards: Boards, redis_client: Redis
+) -> None:
+    board = await boards.create()
+    await boards.set_totals(board, [("ann", 50), ("bob", 40)])
+    await boards.set_positions({0: 7}, accepted_ms=1_700_000_000_000)
+    received: list[dict[str, Any]] = []
+    task = asyncio.create_task(
+        collect(gateway, {"board": board.id, "user": "bob"}, [TRANSPORT_WS], 99, received)
+    )
+    await eventually(lambda: _subscribed(gateway, board.id, 1))
+    prefix = gateway.settings.redis.key_prefix
+    keys = board_keys(prefix, board.id)
+
+    first = await boards.set_totals(board, [("bob", 60)], hint=True)  # bob moves to #1
+    await eventually(lambda: _received(received, 3))
+    await redis_client.hset(positions_key(prefix), "rebuilding", "1")  # Redis lost the board: rebuilding
+    await redis_client.delete(keys.ranking, keys.records)
+    await boards.publish_hint(board, first + 1, [])
+    await eventually(lambda: _received(received, 4))
+    read_while_rebuilding = await gateway.query(
+        "query($id: ID!) { leaderboard(id: $id) { top { asOf { stale } } } }", {"id": board.id}
+    )
+    boards.versions.clear()  # the rebuild writes the totals again, then the projection is live
+    await boards.set_totals(board, [("ann", 50), ("bob", 60)])
+    await redis_client.hdel(positions_key(prefix), "rebuilding")
+    await boards.publish_hint(board, 1, [])  # and its hint count started again
+    await eventually(lambda: _received(received, 5))
+    await boards.set_totals(board, [("bob", 70)])
+    await boards.publish_hint(board, 2, [("bob", 70)])
+    await eventually(lambda: _received(received, 6))
+    task.cancel()
+
+    kinds = [(u["__typename"], u.get("reason")) for u in received]
+    assert kinds[:3] == [("ScoreUpdated", None), ("RankChanged", None), ("TopKChanged", None)]
+    assert kinds[3] == ("Resync", "projection_rebuilding")
+    assert kinds[4] == ("Resync", "sequence_reset")
+    assert kinds[5] == ("ScoreUpdated", None)
+    assert [u for u in received if u["__typename"] == "RankChanged" and u["newRank"] is None] == []
+    sequences = [u["sequence"] for u in received]
+    assert sequences == sorted(sequences) and sequences[-1] > first + 1
+    assert read_while_rebuilding["data"]["leaderboard"]["top"]["asOf"]["stale"] is True

@@ -10,8 +10,8 @@ from redis.asyncio import Redis
 
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, rank_key, reached_position
-from regions.reads import RankReader
 from regions.redis_projection import ProjectedTotal, RedisProjection
+from regions.redis_reads import RankReader
 from schema.redis_keys import board_keys
 
 users = st.text(

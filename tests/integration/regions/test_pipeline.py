@@ -13,7 +13,7 @@ from cassandra.cluster import Session
 from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Aggregation, Board, SortOrder, TiePolicy
 from regions.kafka_clients import replay
-from regions.reads import RankReader
+from regions.redis_reads import RankReader
 from schema.event_id import event_id
 from schema.records import Codec
 from schema.redis_keys import board_keys

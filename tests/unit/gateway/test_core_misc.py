@@ -4,8 +4,8 @@ from gateway.core.answers import Answer, AnswerCache
 from gateway.core.auth import bearer_token, is_admin
 from gateway.core.hints import ChangedUser, InvalidHint, merge_positions, parse_hint
 from gateway.core.limits import ReadLimits
+from gateway.core.log_limit import LogLimiter
 from gateway.core.ttl_cache import TtlCache
-from gateway.core.windows import Period, WindowSpec, decode_window, encode_window, window_error
 
 
 def test_bearer_token_and_admin_check() -> None:
@@ -61,17 +61,6 @@ def test_merge_positions_keeps_the_furthest_offset() -> None:
     assert merge_positions({0: 5, 1: 9}, {1: 7, 2: 1}) == {0: 5, 1: 9, 2: 1}
 
 
-def test_windows_round_trip_and_rules() -> None:
-    rolling = WindowSpec(Period.ROLLING, 7)
-    assert encode_window(rolling) == "rolling:7d"
-    assert decode_window("rolling:7d") == rolling
-    assert decode_window(encode_window(WindowSpec(Period.WEEKLY))) == WindowSpec(Period.WEEKLY)
-    assert decode_window(None) is None
-    assert window_error(WindowSpec(Period.ROLLING)) is not None
-    assert window_error(WindowSpec(Period.DAILY, 3)) is not None
-    assert window_error(rolling) is None
-
-
 def test_answer_cache_reuses_only_fresh_answers_of_unchanged_boards() -> None:
     cache = AnswerCache(ttl_s=1.0)
     generations = {"b1": 3}
@@ -83,3 +72,30 @@ def test_answer_cache_reuses_only_fresh_answers_of_unchanged_boards() -> None:
     cache.put(b"q", Answer(made_at=11.0, generations={"b1": 4}, body=b"{}"))
     assert cache.get(b"q", 12.0, lambda b: generations[b]) is None
     assert len(cache) == 0
+
+
+def test_log_limiter_logs_once_per_interval_and_counts_what_it_left_out() -> None:
+    quiet = LogLimiter(interval_s=10.0)
+
+    assert quiet.allow("catalog", now=0) == 0
+    assert quiet.allow("catalog", now=1) is None
+    assert quiet.allow("catalog", now=9.9) is None
+    assert quiet.allow("profiles", now=9.9) == 0
+    assert quiet.allow("catalog", now=10) == 2
+    assert quiet.allow("catalog", now=25) == 0
+
+
+def test_answer_cache_is_bounded_by_bytes_least_recently_used_first() -> None:
+    cache = AnswerCache(ttl_s=10.0, max_bytes=1000)
+    for i in range(5):
+        cache.put(b"k%d" % i, Answer(made_at=0.0, generations={}, body=b"x" * 198))  # 200 bytes each
+    assert cache.get(b"k0", 1.0, lambda b: 0) is not None  # k0 is now the most recently used
+
+    cache.put(b"k5", Answer(made_at=0.0, generations={}, body=b"x" * 398))
+    cache.put(b"huge", Answer(made_at=0.0, generations={}, body=b"x" * 5000))  # bigger than all: not kept
+
+    assert cache.bytes == 1000
+    assert [k for k in (b"k0", b"k1", b"k2", b"k3", b"k4", b"k5") if cache.get(k, 1.0, lambda b: 0)] == [
+        b"k0", b"k3", b"k4", b"k5",
+    ]  # fmt: skip
+    assert cache.get(b"huge", 1.0, lambda b: 0) is None

@@ -9,7 +9,7 @@ from gateway.core.updates import (
     player_updates,
     top_update,
 )
-from regions.reads import AsOf
+from regions.core.reads import AsOf
 
 AS_OF = AsOf("local", {0: 10}, 1_700_000_000_000, False)
 

@@ -1,0 +1,185 @@
+"""What an operation may cost, measured from its document before it runs; and how deep its
+introspection goes. Pure: it reads the schema and the parsed document only.
+
+Costs (a unit is about one small object resolved and serialized):
+
+| field | cost |
+|---|---|
+| a field returning an object (``Leaderboard``, ``RankPage``, ``RankedPlayer``, ``AsOf``, ...) | 1 |
+| a scalar or enum field (``rank``, ``score``, ``userId``, ``status``, ...) | 0 |
+| ``Leaderboard.playerCount`` | 1 (a Redis read) |
+| ``Leaderboard.top``, ``player``, ``context`` | 2 (a Redis round trip) |
+| ``RankedPlayer.profile`` | 5 (its share of a Cassandra lookup) |
+| ``Leaderboard.result`` | 5 (a Cassandra read) |
+| ``Query.leaderboards`` | 10 (a catalog scan) |
+
+A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
+sizes its ``entries`` by ``k`` (default 10), ``context(range)`` sizes ``above`` and ``below`` by
+``range`` (default 4), and ``leaderboards`` is sized by the configured bound on the number of
+boards. So ``top(k: 100) { entries { profile { displayName } } }`` costs 2 + 1 + 100 * 5 = 503. A list
+size given by a variable counts at its cap (the cost is decided before variables are known, so
+that a validated document can be cached). A fragment spread on a union counts every member.
+
+Introspection fields (``__schema``, ``__type``) cost nothing, but their nesting is measured:
+introspection types refer to each other, so depth is what bounds their work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLNamedType,
+    GraphQLSchema,
+    InlineFragmentNode,
+    IntValueNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    get_named_type,
+    is_composite_type,
+)
+from graphql.type.definition import GraphQLInterfaceType, GraphQLObjectType
+
+FIELD_COSTS: Mapping[tuple[str, str], int] = {
+    ("Leaderboard", "playerCount"): 1,
+    ("Leaderboard", "top"): 2,
+    ("Leaderboard", "player"): 2,
+    ("Leaderboard", "context"): 2,
+    ("Leaderboard", "result"): 5,
+    ("RankedPlayer", "profile"): 5,
+    ("Query", "leaderboards"): 10,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SlicedList:
+    """A field whose ``argument`` sizes the lists it returns in ``sized_fields``."""
+
+    argument: str
+    default: int
+    cap: int
+    sized_fields: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    max_boards: int  # bound on the boards ``leaderboards`` returns
+    max_top_k: int
+    max_context_range: int
+    field_costs: Mapping[tuple[str, str], int] = field(default_factory=lambda: FIELD_COSTS)
+
+    def sliced(self, parent: str, name: str) -> SlicedList | None:
+        if (parent, name) == ("Leaderboard", "top"):
+            return SlicedList("k", 10, self.max_top_k, ("entries",))
+        if (parent, name) == ("Leaderboard", "context"):
+            return SlicedList("range", 4, self.max_context_range, ("above", "below"))
+        return None
+
+    def bound(self, parent: str, name: str) -> int:
+        return self.max_boards if (parent, name) == ("Query", "leaderboards") else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    cost: int
+    introspection_depth: int
+
+
+def measure(
+    schema: GraphQLSchema,
+    operation: OperationDefinitionNode,
+    fragments: Mapping[str, FragmentDefinitionNode],
+    model: CostModel,
+) -> Measure:
+    root = schema.get_root_type(operation.operation)
+    if root is None:
+        return Measure(0, 0)
+    return _Walk(schema, fragments, model).selections(root, operation.selection_set, {}, frozenset())
+
+
+@dataclass(slots=True)
+class _Walk:
+    schema: GraphQLSchema
+    fragments: Mapping[str, FragmentDefinitionNode]
+    model: CostModel
+
+    def selections(
+        self,
+        parent: GraphQLNamedType,
+        selection_set: SelectionSetNode,
+        sizes: Mapping[str, int],
+        seen: frozenset[str],
+    ) -> Measure:
+        cost, depth = 0, 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                part = self.field(parent, selection, sizes)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                on = self.schema.get_type(condition.name.value) if condition else parent
+                part = self.selections(on or parent, selection.selection_set, sizes, seen)
+            elif isinstance(selection, FragmentSpreadNode):
+                part = self.spread(parent, selection.name.value, sizes, seen)
+            else:  # pragma: no cover - graphql-core has no other selection
+                continue
+            cost, depth = cost + part.cost, max(depth, part.introspection_depth)
+        return Measure(cost, depth)
+
+    def spread(
+        self, parent: GraphQLNamedType, name: str, sizes: Mapping[str, int], seen: frozenset[str]
+    ) -> Measure:
+        fragment = self.fragments.get(name)
+        if fragment is None or name in seen:  # unknown or cyclic: other validation rules report it
+            return Measure(0, 0)
+        on = self.schema.get_type(fragment.type_condition.name.value) or parent
+        return self.selections(on, fragment.selection_set, sizes, seen | {name})
+
+    def field(self, parent: GraphQLNamedType, node: FieldNode, sizes: Mapping[str, int]) -> Measure:
+        name = node.name.value
+        if name.startswith("__"):
+            depth = 0 if node.selection_set is None else 1 + _depth(node.selection_set, self.fragments)
+            return Measure(0, depth)
+        if not isinstance(parent, GraphQLObjectType | GraphQLInterfaceType) or name not in parent.fields:
+            return Measure(0, 0)  # an unknown field: FieldsOnCorrectTypeRule reports it
+        returned = get_named_type(parent.fields[name].type)
+        cost = self.model.field_costs.get((parent.name, name), 1 if is_composite_type(returned) else 0)
+        inner = Measure(0, 0)
+        if node.selection_set is not None:
+            inner = self.selections(returned, node.selection_set, self._sizes(parent.name, node), frozenset())
+        times = sizes.get(name, 1) * self.model.bound(parent.name, name)
+        return Measure(cost + inner.cost * times, inner.introspection_depth)
+
+    def _sizes(self, parent: str, node: FieldNode) -> dict[str, int]:
+        sliced = self.model.sliced(parent, node.name.value)
+        if sliced is None:
+            return {}
+        size = sliced.default
+        for argument in node.arguments or ():
+            if argument.name.value != sliced.argument:
+                continue
+            value = argument.value
+            size = max(0, int(value.value)) if isinstance(value, IntValueNode) else sliced.cap
+        return dict.fromkeys(sliced.sized_fields, size)
+
+
+def _depth(selection_set: SelectionSetNode, fragments: Mapping[str, FragmentDefinitionNode]) -> int:
+    """Nesting below a selection set, through fragments (each fragment followed once per path)."""
+
+    def walk(node: SelectionSetNode, seen: frozenset[str]) -> int:
+        deepest = 0
+        for selection in node.selections:
+            if isinstance(selection, FieldNode) and selection.selection_set is not None:
+                deepest = max(deepest, 1 + walk(selection.selection_set, seen))
+            elif isinstance(selection, InlineFragmentNode):
+                deepest = max(deepest, walk(selection.selection_set, seen))
+            elif isinstance(selection, FragmentSpreadNode):
+                fragment = fragments.get(selection.name.value)
+                if fragment is not None and fragment.name.value not in seen:
+                    deepest = max(deepest, walk(fragment.selection_set, seen | {fragment.name.value}))
+        return deepest
+
+    return walk(selection_set, frozenset())

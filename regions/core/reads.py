@@ -1,0 +1,82 @@
+"""What a read of a ranking projection answers: ranked entries, pages and neighbourhoods, each with
+the asOf it reflects. Pure values and the rules that build them from one atomic window read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from regions.core.boards import Board, TiePolicy
+from regions.core.ordering import REACHED_WIDTH, user_of
+
+
+class Scope(StrEnum):
+    """Which projection answers: the board's canonical one (``HOME``) or this region's."""
+
+    HOME = "HOME"
+    REGIONAL = "REGIONAL"
+
+
+@dataclass(frozen=True, slots=True)
+class RankedEntry:
+    rank: int  # 1-based, ordinal
+    user_id: str
+    score: int
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class AsOf:
+    region: str
+    positions: dict[int, int]
+    newest_accepted_ms: int | None
+    stale: bool  # the projection is being rebuilt or lost its positions
+
+
+@dataclass(frozen=True, slots=True)
+class RankPage:
+    entries: list[RankedEntry]
+    as_of: AsOf
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerContext:
+    player: RankedEntry
+    above: list[RankedEntry]  # better ranked, nearest last
+    below: list[RankedEntry]  # worse ranked, nearest first
+    as_of: AsOf
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One atomic read: ``rank`` (0-based, -1 for a top read), ``first`` rank, board size, and the
+    (member, record) pairs in rank order; a record is ``version|total|member``."""
+
+    rank: int
+    first: int
+    count: int
+    rows: list[tuple[str, str]]
+
+
+def member_strip(board: Board) -> int:
+    """Length of the sorted-set member's prefix before the user id (the tie prefix and its ``|``)."""
+    return REACHED_WIDTH + 1 if board.tie_policy is TiePolicy.FIRST_REACHED else 0
+
+
+def entries_of(board: Board, window: Window) -> list[RankedEntry]:
+    """Rows of a window as ranked entries."""
+    entries = []
+    for i, (member, record) in enumerate(window.rows):
+        version, total, _ = record.split("|", 2)
+        entries.append(
+            RankedEntry(window.first + i + 1, user_of(board.tie_policy, member), int(total), int(version))
+        )
+    return entries
+
+
+def context_of(board: Board, window: Window, as_of: AsOf) -> PlayerContext:
+    """A player's window as the player with the neighbours above and below."""
+    entries = entries_of(board, window)
+    at = window.rank - window.first
+    return PlayerContext(entries[at], entries[:at], entries[at + 1 :], as_of)

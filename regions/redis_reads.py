@@ -1,0 +1,94 @@
+"""Reads of the Redis ranking projection: top K, a player's rank with neighbours, the board's size,
+each with asOf.
+
+asOf is read before the board's keys. Positions only move forward after the totals they cover are
+applied, so every award at or before a reported position is in the response (it may hold more).
+A projection without an epoch (lost) or marked rebuilding answers ``stale``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from regions.core.boards import Board
+from regions.core.reads import (
+    AsOf,
+    PlayerContext,
+    RankedEntry,
+    RankPage,
+    Window,
+    context_of,
+    entries_of,
+    member_strip,
+)
+from regions.redis_projection import RedisProjection, execute_pipeline
+from schema.redis_keys import board_keys
+from schema.resources import lua_script
+
+
+def window_of(reply: Any) -> Window | None:
+    """A ``read_window`` reply as a window; None when the player has no score."""
+    if not reply:
+        return None
+    rows = [(reply[i], reply[i + 1]) for i in range(3, len(reply), 2)]
+    return Window(int(reply[0]), int(reply[1]), int(reply[2]), rows)
+
+
+class RankReader:
+    def __init__(self, projection: RedisProjection, key_prefix: str, region: str) -> None:
+        self._projection = projection
+        self._prefix = key_prefix
+        self._region = region
+        self._script = projection.redis.register_script(lua_script("read_window"))
+
+    def _keys(self, board: Board) -> list[str]:
+        keys = board_keys(self._prefix, board.id)
+        return [keys.ranking, keys.records]
+
+    @staticmethod
+    def _top_args(board: Board, k: int) -> list[str | int]:
+        return ["top", k, member_strip(board)]
+
+    @staticmethod
+    def _player_args(board: Board, user_id: str, around: int) -> list[str | int]:
+        return ["player", user_id, around, member_strip(board)]
+
+    async def as_of(self) -> AsOf:
+        p = await self._projection.positions()
+        return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale=p.epoch is None or p.rebuilding)
+
+    async def top(self, board: Board, k: int) -> RankPage:
+        as_of = await self.as_of()
+        window = window_of(await self._script(keys=self._keys(board), args=self._top_args(board, k)))
+        return RankPage([] if window is None else entries_of(board, window), as_of)
+
+    async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
+        as_of = await self.as_of()
+        reply = await self._script(keys=self._keys(board), args=self._player_args(board, user_id, around))
+        window = window_of(reply)
+        return (None if window is None else context_of(board, window, as_of)), as_of
+
+    async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:
+        """The player with up to ``around`` neighbours each side (fewer at a boundary)."""
+        return (await self._around(board, user_id, around))[0]
+
+    async def player(self, board: Board, user_id: str) -> tuple[RankedEntry | None, AsOf]:
+        """The player's exact rank, or None (no score) as of the returned positions."""
+        context, as_of = await self._around(board, user_id, 0)
+        return (None if context is None else context.player), as_of
+
+    async def player_count(self, board: Board) -> int:
+        return await self._projection.count(board_keys(self._prefix, board.id))
+
+    async def windows(
+        self, board: Board, user_ids: Sequence[str], k: int
+    ) -> tuple[Window | None, list[Window | None]]:
+        """The top ``k`` and each player's own rank (no neighbours), in one round trip; read the
+        asOf before calling, as the other reads do."""
+        pipe = self._projection.redis.pipeline(transaction=False)
+        await self._script(keys=self._keys(board), args=self._top_args(board, k), client=pipe)
+        for user in user_ids:
+            await self._script(keys=self._keys(board), args=self._player_args(board, user, 0), client=pipe)
+        replies = await execute_pipeline(pipe)
+        return window_of(replies[0]), [window_of(r) for r in replies[1:]]
