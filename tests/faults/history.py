@@ -49,6 +49,22 @@ class History:
         self.ops.append(Op(board, user, match, amount, outcome))
         return outcome
 
+    async def submit_as_a_client_would(
+        self, client: AwardClient, board: str, user: str, match: str, amount: int, attempts: int = 5
+    ) -> str:
+        """``submit``, retrying an unknown outcome (timeout, 5xx) with the same award, as game
+        services are told to: the retry is deduplicated, so the award ends acknowledged once."""
+        outcome = "info"
+        for _ in range(attempts):
+            outcome = await self.submit(client, board, user, match, amount)
+            if outcome != "info":
+                break
+        return outcome
+
+    def every_award_acknowledged(self) -> bool:
+        """No award was refused, and every one that got no answer was acknowledged on a retry."""
+        return not self.distinct("fail") and self.distinct("info").keys() <= self.distinct("ok").keys()
+
     def distinct(self, outcome: str) -> dict[tuple[str, str, str], int]:
         """Distinct awards (by identity) with this outcome; an ok repeat is one award."""
         return {(o.board, o.user, o.match): o.amount for o in self.ops if o.outcome == outcome}
