@@ -146,7 +146,9 @@ class BoardFeed:
     def push(self, hint: Hint) -> None:
         """Take a hint without waiting: merged with any not yet processed."""
         last = self._last_sequence
-        if last is not None and hint.sequence > last + 1:
+        if hint.resync:
+            self._resync = "rebuilt"
+        elif last is not None and hint.sequence > last + 1:
             self._resync = "gap"
         elif last is not None and hint.sequence <= last:
             self._resync = "sequence_reset"
