@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from regions.core.boards import Board, TiePolicy
 from regions.core.ordering import REACHED_WIDTH, user_of
-from regions.redis_projection import RedisProjection, Window
+from regions.redis_projection import Positions, RedisProjection, Window
 from schema.redis_keys import BoardKeys, board_keys
 
 
@@ -68,18 +68,31 @@ class RankReader:
     def _strip(board: Board) -> int:
         return REACHED_WIDTH + 1 if board.tie_policy is TiePolicy.FIRST_REACHED else 0
 
-    async def as_of(self) -> AsOf:
-        p = await self._projection.positions()
+    def _as_of(self, p: Positions) -> AsOf:
         return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale=p.epoch is None or p.rebuilding)
 
+    async def as_of(self) -> AsOf:
+        return self._as_of(await self._projection.positions())
+
+    async def _confirmed(self, before: Positions, empty: bool) -> AsOf:
+        """The asOf of an answer read after ``before``. An empty answer may come from a Redis that
+        lost the projection after ``before`` was read, and ``before`` would claim what it lacks:
+        then the positions are read again, and a changed epoch makes the answer stale."""
+        as_of = self._as_of(before)
+        if empty and not as_of.stale and (await self._projection.positions()).epoch != before.epoch:
+            return AsOf(self._region, before.offsets, before.newest_accepted_ms, stale=True)
+        return as_of
+
     async def top(self, board: Board, k: int) -> RankPage:
-        as_of = await self.as_of()
+        before = await self._projection.positions()
         window = await self._projection.window(self._keys(board), "", k, self._strip(board))
-        return RankPage([] if window is None else entries_of(board, window), as_of)
+        entries = [] if window is None else entries_of(board, window)
+        return RankPage(entries, await self._confirmed(before, not entries))
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
-        as_of = await self.as_of()
+        before = await self._projection.positions()
         window = await self._projection.window(self._keys(board), user_id, around, self._strip(board))
+        as_of = await self._confirmed(before, window is None)
         if window is None:
             return None, as_of
         entries = entries_of(board, window)
