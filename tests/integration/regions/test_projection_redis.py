@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from redis.asyncio import Redis
 
+from regions.core.boards import Board
 from regions.projector.rebuild import begin_after_loss, rebuild_to_run
 from regions.projector.redis_control import (
     Lease,
@@ -14,9 +15,10 @@ from regions.projector.redis_control import (
     RebuildRequest,
     RebuildState,
 )
-from regions.redis_projection import ProjectedTotal, RedisProjection
+from regions.reads import RankReader
+from regions.redis_projection import ProjectedTotal, RedisProjection, Window
 from regions.settings import Settings
-from schema.redis_keys import board_keys
+from schema.redis_keys import BoardKeys, board_keys
 
 
 async def _forget_everything(redis: Redis, prefix: str) -> None:
@@ -122,3 +124,31 @@ async def test_asking_for_a_rebuild_while_one_is_active_returns_the_active_one(
     await control.put_rebuild(first.to(RebuildState.DONE))
     second = RebuildRequest.new(RebuildCause.REQUESTED)
     assert await control.ask_rebuild(second) == second
+
+
+class _LostBeforeTheBoard(RedisProjection):
+    """Redis loses the projection between a reader's positions read and its board read."""
+
+    def __init__(self, redis: Redis, prefix: str) -> None:
+        super().__init__(redis, prefix)
+        self._prefix_to_lose = prefix
+
+    async def window(self, keys: BoardKeys, user_id: str, n: int, strip: int) -> Window | None:
+        await _forget_everything(self.redis, self._prefix_to_lose)
+        return await super().window(keys, user_id, n, strip)
+
+
+async def test_an_answer_read_across_a_loss_says_stale(settings: Settings, redis_client: Redis) -> None:
+    prefix = settings.redis.key_prefix
+    projection, board = RedisProjection(redis_client, prefix), Board("race-board", "Race", settings.region)
+    for step in range(2):
+        await projection.start_epoch("e1")
+        await projection.apply(board_keys(prefix, board.id), [ProjectedTotal("u", 1 + step, 5, -5.0, "u")])
+        assert await projection.advance("e1", 1, {0: 10})
+        reader = RankReader(_LostBeforeTheBoard(redis_client, prefix), prefix, settings.region)
+        if step == 0:
+            page = await reader.top(board, 10)
+            assert (page.entries, page.as_of.stale) == ([], True)
+        else:
+            entry, as_of = await reader.player(board, "u")
+            assert (entry, as_of.stale) == (None, True)
