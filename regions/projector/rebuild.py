@@ -155,11 +155,12 @@ async def run_rebuild(
     request: RebuildRequest,
     positions: Positions,
     *,
-    pause: Pause = contextlib.nullcontext,
+    pause: Pause | None = None,
     show: Callable[[RebuildRequest], None] = lambda request: None,
 ) -> RebuildReport:
     """Run ``request`` to its end (see the module's steps) on the projection of ``positions``'s
-    epoch; ``pause()`` holds the live projector between two batches. Raises ProjectionLost."""
+    epoch; ``pause()`` holds the live projector between two batches (None: there is none, and one
+    replay is enough). Raises ProjectionLost."""
     started, cause = time.monotonic(), request.cause
     metrics.REBUILDING.labels(cause).set(1)
     progress = _Progress(control, request, show)
@@ -180,7 +181,11 @@ async def run_rebuild(
 
 
 async def _run(
-    settings: Settings, projection: RedisProjection, progress: _Progress, positions: Positions, pause: Pause
+    settings: Settings,
+    projection: RedisProjection,
+    progress: _Progress,
+    positions: Positions,
+    pause: Pause | None,
 ) -> RebuildReport:
     request, kafka = progress.request, settings.kafka
     into = _Into(projection, settings.redis.key_prefix, progress)
@@ -190,13 +195,16 @@ async def _run(
     end = await replay(kafka, tps, into, progress=progress.replayed)
     records = sum(end.values())
     await progress.to(RebuildState.CATCHING_UP, done=records, total=records)
-    end = await replay(kafka, tps, into, start=end)
-    paused = time.monotonic()
-    async with pause():
-        end = await replay(kafka, tps, into, start=end)
-        await progress.to(RebuildState.SWAPPING)
+    if pause is None:  # nobody else writes: the replay holds everything the positions will claim
         await _swap_in(projection, into, positions)
-    metrics.LIVE_PAUSE_SECONDS.observe(time.monotonic() - paused)
+    else:
+        end = await replay(kafka, tps, into, start=end)
+        paused = time.monotonic()
+        async with pause():
+            await replay(kafka, tps, into, start=end)
+            await progress.to(RebuildState.SWAPPING)
+            await _swap_in(projection, into, positions)
+        metrics.LIVE_PAUSE_SECONDS.observe(time.monotonic() - paused)
     boards = sorted(into.boards)
     if into.skipped:
         log.warning("rebuild %s skipped %d unprojectable totals records", request.id, into.skipped)
