@@ -1,11 +1,15 @@
-"""The projector against the real Kafka and Redis: records it cannot project, and its metrics."""
+"""The projector as a process on the real Kafka and Redis: records it cannot project, its metrics, and
+who may write the projection."""
 
 from __future__ import annotations
+
+import asyncio
 
 import httpx
 from aiokafka import TopicPartition
 
 from regions.kafka_clients import make_producer, replay
+from regions.projector.redis_control import ProjectionControl
 from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Reconciliation, Watermark, totals_key
 from tests.conftest import RegionFactory
 from tests.harness import Region
@@ -109,3 +113,26 @@ async def test_metrics_show_freshness_and_applied_totals(region: Region) -> None
     assert await _metric(region, "lb_projector_lease_held") == 1.0
     assert await _metric(region, "lb_projector_oldest_unprojected_seconds") is not None
     assert (await _metric(region, 'lb_projector_freshness_seconds_bucket{le="+Inf"}') or 0) >= 1
+
+
+async def test_a_projector_waits_while_another_writer_holds_the_projection(
+    region_factory: RegionFactory,
+) -> None:
+    region = await region_factory(services=("intake",))
+    codec, board = Codec(), "lease-board"
+    await _send_totals(region, [(totals_key(board, "ann"), codec.encode(_total(board, "ann", 5)))])
+    control = ProjectionControl(region.projection.redis, region.settings.redis.key_prefix)
+    assert await control.hold_lease("ops/lb rebuild in this test", 30)  # as the command does
+
+    starting = asyncio.create_task(region.start("projector"))
+
+    async def waiting() -> bool:
+        return "waiting for ops/lb rebuild in this test to release the projection" in region.tail("projector")
+
+    await region.wait_until(waiting, what="the projector waiting for the lease")
+    assert not starting.done() and await region.total_of(board, "ann") is None
+    await control.release_lease("ops/lb rebuild in this test")
+    await starting  # ready once it holds the lease
+    await region.wait_for_total(board, "ann", 5)
+    holder = await control.lease_holder()
+    assert holder is not None and holder.endswith(f"pid {region.processes['projector'].pid}")
