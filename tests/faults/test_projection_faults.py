@@ -117,13 +117,6 @@ async def _traffic(region: Region, gateway: GatewayProcess, board: str) -> Async
         await traffic.close()
 
 
-async def _started(region_factory: RegionFactory) -> tuple[Region, str]:
-    region = await region_factory(services=("processor", "projector", "intake"))
-    board = Board(f"pf-{uuid.uuid4().hex[:8]}", "Projection fault board", region.settings.region)
-    await region.create_board(board)
-    return region, board.id
-
-
 async def _converge(traffic: Traffic) -> None:
     traffic.no_more_awards.set()
     since = time.monotonic()
@@ -174,21 +167,32 @@ async def _warm(traffic: Traffic) -> None:
     await traffic.wait(lambda: bool(history.updates), "the subscriber's first update")
 
 
+@contextlib.asynccontextmanager
+async def _under_load(
+    region_factory: RegionFactory, tmp_path: Path
+) -> AsyncIterator[tuple[Region, str, Traffic]]:
+    """A region, its gateway (answers never cached) and warmed-up traffic on one board. At the end
+    the awards stop, the reads converge, and every answer and update is checked."""
+    region = await region_factory(services=("processor", "projector", "intake"))
+    board = Board(f"pf-{uuid.uuid4().hex[:8]}", "Projection fault board", region.settings.region)
+    await region.create_board(board)
+    async with (
+        start_gateway(region, tmp_path / "gateway.log", LB_GATEWAY__TOP_CACHE_TTL_S="0") as gateway,
+        _traffic(region, gateway, board.id) as traffic,
+    ):
+        await _warm(traffic)
+        yield region, board.id, traffic
+        await _converge(traffic)
+    assert "sequence_reset" not in _resyncs(traffic.history)
+    _check(traffic.history)
+
+
 async def test_reads_during_redis_wipes_never_claim_what_they_lack(
     region_factory: RegionFactory, redis_client: Redis, tmp_path: Path
 ) -> None:
-    region, board = await _started(region_factory)
-    async with (
-        start_gateway(region, tmp_path / "gateway.log", LB_GATEWAY__TOP_CACHE_TTL_S="0") as gateway,
-        _traffic(region, gateway, board) as traffic,
-    ):
-        await _warm(traffic)
+    async with _under_load(region_factory, tmp_path) as (_, _, traffic):
         for _ in range(3):
             await _wipe_and_recover(traffic, redis_client)
-        await _converge(traffic)
-
-    assert "sequence_reset" not in _resyncs(traffic.history)
-    _check(traffic.history)
 
 
 async def _rebuild_under_load(region: Region, traffic: Traffic, args: list[str]) -> None:
@@ -202,20 +206,12 @@ async def _rebuild_under_load(region: Region, traffic: Traffic, args: list[str])
 async def test_operator_rebuilds_under_load_keep_reads_honest_and_versions_monotonic(
     region_factory: RegionFactory, tmp_path: Path
 ) -> None:
-    region, board = await _started(region_factory)
-    async with (
-        start_gateway(region, tmp_path / "gateway.log", LB_GATEWAY__TOP_CACHE_TTL_S="0") as gateway,
-        _traffic(region, gateway, board) as traffic,
-    ):
-        await _warm(traffic)
+    async with _under_load(region_factory, tmp_path) as (region, board, traffic):
         warm = time.monotonic()
         for args in (["rebuild"], ["rebuild", "--board", board], ["rebuild"]):
             await _rebuild_under_load(region, traffic, args)
-        await _converge(traffic)
 
     assert traffic.history.stale_between(warm, time.monotonic()) == 0  # the live keys answered all along
-    assert "sequence_reset" not in _resyncs(traffic.history)
-    _check(traffic.history)
 
 
 async def _cli(region: Region, args: list[str]) -> str:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from aiokafka import TopicPartition
 
-from regions.kafka_clients import make_producer, replay
+from regions.kafka_clients import make_producer
 from regions.projector.redis_control import ProjectionControl
-from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Reconciliation, Watermark, totals_key
+from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Watermark, totals_key
 from tests.conftest import RegionFactory
 from tests.harness import Region
 
@@ -30,18 +29,6 @@ async def _send_totals(region: Region, records: list[tuple[bytes, bytes]]) -> li
         return [(await producer.send_and_wait(topic, v, key=k, partition=0)).offset for k, v in records]
     finally:
         await producer.stop()
-
-
-async def _reconciled(region: Region) -> list[Reconciliation]:
-    codec, found = Codec(), []
-    topic = region.settings.kafka.topic("reconciliation")
-    tps = [TopicPartition(topic, p) for p in range(region.settings.kafka.partitions)]
-
-    async def keep(records: list) -> None:  # type: ignore[type-arg]
-        found.extend(codec.reconciliation(r.value) for r in records)
-
-    await replay(region.settings.kafka, tps, keep)
-    return found
 
 
 async def _metric(region: Region, line_start: str) -> float | None:
@@ -69,10 +56,10 @@ async def test_unprojectable_totals_are_reconciled_and_the_partition_goes_on(
     assert await region.total_of(board, "ann") == 5 and await region.total_of(board, "sid") is None
 
     async def both_reconciled() -> bool:
-        return len(await _reconciled(region)) == 2
+        return len(await region.reconciliation()) == 2
 
     await region.wait_until(both_reconciled, what="two records in reconciliation")
-    reconciled = sorted(await _reconciled(region), key=lambda r: r.source_offset)
+    reconciled = sorted(await region.reconciliation(), key=lambda r: r.source_offset)
     topic = region.settings.kafka.topic("totals")
     assert [(r.reason, r.source_partition, r.source_offset, r.award) for r in reconciled] == [
         ("unprojectable_total", 0, offsets[1], None),
@@ -86,7 +73,7 @@ async def test_unprojectable_totals_are_reconciled_and_the_partition_goes_on(
     await region.start("projector")
     await _send_totals(region, [(totals_key(board, "dan"), codec.encode(_total(board, "dan", 1)))])
     await region.wait_for_total(board, "dan", 1)
-    assert len(await _reconciled(region)) == 2
+    assert len(await region.reconciliation()) == 2
 
 
 async def _rebuilt(region: Region) -> bool:
