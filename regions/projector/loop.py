@@ -136,7 +136,10 @@ class Projector:
         if (await self._projection.positions()).epoch != self._positions.epoch:
             await self._lost()  # Redis lost data while this projector was idle
         elif self._rebuild is None:
-            _, request = await rebuild_to_run(self._projection, self._control)
+            positions, request = await rebuild_to_run(self._projection, self._control)
+            if positions.epoch != self._positions.epoch:  # lost between the two reads: a new epoch began
+                self._visible = {}
+            self._positions = positions
             if request is not None:
                 self._start_rebuild(request)
 
