@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from schema.records import ProjectedView
+from regions.projector.totals import ProjectableTotal
 
 MAX_HINT_USERS = 64
 
@@ -34,7 +34,7 @@ def sequence_base(now_us: int) -> int:
 
 
 def changes_hint(
-    board_id: str, sequence: int, positions: dict[int, int], changed: Sequence[ProjectedView]
+    board_id: str, sequence: int, positions: dict[int, int], changed: Sequence[ProjectableTotal]
 ) -> bytes:
     """A batch changed these players' totals; ``positions`` are the offsets the batch reflects."""
     hint = {

@@ -22,6 +22,7 @@ import os
 import socket
 import time
 
+import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from regions.health import Health
@@ -45,7 +46,7 @@ from regions.projector.redis_control import Lease, ProjectionControl, RebuildReq
 from regions.projector.totals import TotalsBatch, Unprojectable
 from regions.redis_projection import ApplyResult, Positions, RedisProjection, merge_offsets
 from regions.settings import Settings
-from schema.records import Codec, Reconciliation
+from schema.records import Reconciliation
 
 log = logging.getLogger(__name__)
 TICK_S = 2.0  # lag report, epoch check (Redis may lose data while idle) and rebuild requests
@@ -62,7 +63,7 @@ class Projector:
         self._health = health
         self._prefix = settings.redis.key_prefix
         self._group = f"{self._kafka.topic_prefix}.projector.{settings.region}"
-        self._codec = Codec()
+        self._encode = msgspec.msgpack.Encoder().encode
         self._positions = Positions(None, {}, None)  # the epoch this projector builds on
         self._visible: dict[int, int] = {}  # positions this projector knows to be visible
         self._live = asyncio.Lock()  # held for each batch; a rebuild holds it to catch up and swap
@@ -153,7 +154,7 @@ class Projector:
         """Apply a batch, advance positions, publish hints, commit the offsets."""
         batch = TotalsBatch()
         for records in polled.values():
-            batch.add(self._codec, records)
+            batch.add(records)
             metrics.TOTALS_READ.inc(len(records))
         self._fetched_at_ms = min(rs[0].timestamp for rs in polled.values() if rs)
         if batch.unprojectable:
@@ -209,7 +210,7 @@ class Projector:
                 u.detail,
             )
             metrics.UNPROJECTABLE.labels(u.reason).inc()
-            value = self._codec.encode(
+            value = self._encode(
                 Reconciliation(reason="unprojectable_total", detail=f"{u.reason} at {u.where}: {u.detail}",
                                award=None, source_partition=u.partition, source_offset=u.offset)
             )  # fmt: skip

@@ -43,7 +43,6 @@ from regions.projector.redis_control import (
 from regions.projector.totals import TotalsBatch
 from regions.redis_projection import Positions, RedisProjection, merge_offsets
 from regions.settings import Settings
-from schema.records import Codec
 from schema.redis_keys import board_keys
 
 log = logging.getLogger(__name__)
@@ -99,7 +98,6 @@ class _Into:
     projection: RedisProjection
     prefix: str
     progress: _Progress
-    codec: Codec = field(default_factory=Codec)
     covered: TotalsBatch = field(default_factory=TotalsBatch)  # watermarks only
     boards: set[str] = field(default_factory=set)
     skipped: int = 0
@@ -107,7 +105,7 @@ class _Into:
     async def __call__(self, records: list[ConsumerRecord]) -> None:
         request = self.progress.request
         batch = TotalsBatch()
-        batch.add(self.codec, records)
+        batch.add(records)
         if request.board:
             batch.only(request.board)
         self.covered.marks = merge_offsets(self.covered.marks, batch.marks)

@@ -65,9 +65,12 @@ async def test_unprojectable_totals_are_reconciled_and_the_partition_goes_on(
         ("unprojectable_total", 0, offsets[1], None),
         ("unprojectable_total", 0, offsets[2], None),
     ]
-    assert reconciled[0].detail.startswith(f"unknown_enum at {topic}:0:{offsets[1]}: sort_order 'SIDEWAYS'")
+    assert (
+        reconciled[0].detail
+        == f"invalid at {topic}:0:{offsets[1]}: Invalid enum value 'SIDEWAYS' - at `$.sort_order`"
+    )
     assert reconciled[1].detail.startswith(f"undecodable at {topic}:0:{offsets[2]}")
-    assert await _metric(region, 'lb_projector_unprojectable_total{reason="unknown_enum"}') == 1.0
+    assert await _metric(region, 'lb_projector_unprojectable_total{reason="invalid"}') == 1.0
 
     await region.stop("projector")  # committed past them: a restart does not meet them again
     await region.start("projector")

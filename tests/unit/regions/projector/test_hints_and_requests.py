@@ -1,15 +1,16 @@
 """The projector's hints as the gateway's hub parses them, the rebuild record, and its printed progress."""
 
 from gateway.core.hints import parse_hint
+from regions.core.boards import SortOrder, TiePolicy
 from regions.projector.command import ProgressPrinter
 from regions.projector.hints import MAX_HINT_USERS, changes_hint, resync_hint, sequence_base
 from regions.projector.redis_control import RebuildCause, RebuildRequest, RebuildState
-from schema.records import ProjectedView
+from regions.projector.totals import ProjectableTotal
 
 
-def _view(user: str) -> ProjectedView:
-    return ProjectedView(board_id="b", user_id=user, total=3, version=2, reached="", sort_order="DESC",
-                         tie_policy="USER_ID")  # fmt: skip
+def _view(user: str) -> ProjectableTotal:
+    return ProjectableTotal(board_id="b", user_id=user, total=3, version=2, reached="", sort_order=SortOrder.DESC,
+                            tie_policy=TiePolicy.USER_ID)  # fmt: skip
 
 
 def test_a_changes_hint_reads_back_as_the_hub_parses_it() -> None:
