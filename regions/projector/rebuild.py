@@ -8,7 +8,8 @@ or ``ops/lb rebuild`` when no projector runs (see ``redis_control``).
 2. Pause the live projector between two batches and replay the short tail to the end once more:
    the fresh keys now hold every version the live keys hold, or a newer one. (Compaction cannot
    hide a record from the replay: a record is removed only for a newer one with the same key that
-   is older than ``min.compaction.lag.ms``, so that newer one is read before the end.)
+   is older than ``min.compaction.lag.ms``, a minute, so that newer one was written before the end
+   the replay reads to, as long as each catch-up takes less than a minute.)
 3. Swap each board's keys in one MULTI (its keys share a hash tag). A whole rebuild then moves the
    positions up to what the replay covered; after a loss, that same step clears ``rebuilding``, so
    a reader sees either a stale projection or the swapped boards with positions they cover.
