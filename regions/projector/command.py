@@ -34,8 +34,13 @@ class ProgressPrinter:
         self._say = say
         self._percent = -5
         self._state: RebuildState | None = None
+        self._error = ""
 
     def show(self, request: RebuildRequest) -> None:
+        if request.error != self._error:
+            self._error = request.error
+            if request.error:
+                self._say(f"  the rebuild stopped ({request.error}); whoever holds the projection resumes it")
         past_replay = request.state in (RebuildState.CATCHING_UP, RebuildState.SWAPPING, RebuildState.DONE)
         if (request.state is RebuildState.REPLAYING and request.total) or past_replay:
             percent = 100 * request.done // request.total if request.total else 100

@@ -190,7 +190,7 @@ async def _run(
     into = _Into(projection, settings.redis.key_prefix, progress)
     topic = kafka.topic("totals")
     tps = [TopicPartition(topic, p) for p in await partitions_of(kafka, topic)]
-    await progress.to(RebuildState.REPLAYING, done=0, total=0)
+    await progress.to(RebuildState.REPLAYING, done=0, total=0, error="")  # (re)started
     end = await replay(kafka, tps, into, progress=progress.replayed)
     records = sum(end.values())
     await progress.to(RebuildState.CATCHING_UP, done=records, total=records)

@@ -70,3 +70,15 @@ def test_progress_is_printed_by_steps_and_ends_at_100_percent_whatever_was_seen(
     late: list[str] = []
     ProgressPrinter(late.append).show(request.to(RebuildState.DONE, done=0, total=0, boards=0))
     assert late[0] == "  replayed 0 of 0 totals offsets (100%)"
+
+
+def test_a_stopped_rebuild_is_said_once() -> None:
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    stopped = RebuildRequest.new(RebuildCause.LOST).to(RebuildState.REPLAYING, error="KafkaConnectionError()")
+    printer.show(stopped)
+    printer.show(stopped)
+
+    assert lines == [
+        "  the rebuild stopped (KafkaConnectionError()); whoever holds the projection resumes it"
+    ]
