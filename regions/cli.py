@@ -25,9 +25,8 @@ from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder
 from regions.core.profiles import InvalidProfileError, Profile
 from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
-from regions.projector.rebuild import rebuild
+from regions.projector.command import rebuild_command
 from regions.reconciliation import ReconciliationReader
-from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, UnknownSettingsError, load_settings
 
 
@@ -136,25 +135,7 @@ async def _put_profile(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
-    redis = connect_redis(settings.redis)
-    last = [-1]
-
-    def progress(done: int, total: int) -> None:
-        percent = 100 * done // max(total, 1)
-        if percent >= last[0] + 5 or done == total:
-            last[0] = percent
-            print(f"  replayed {done:,} of {total:,} totals offsets ({percent}%)", flush=True)
-
-    try:
-        report = await rebuild(
-            settings, RedisProjection(redis, settings.redis.key_prefix), args.board, progress
-        )
-    finally:
-        await redis.aclose()
-    print(
-        f"rebuilt {len(report.boards)} board(s) from {report.records:,} offsets of totals and swapped them in"
-    )
-    return 0
+    return await rebuild_command(settings, args.board, lambda line: print(line, flush=True))
 
 
 async def _reconciliation(settings: Settings, args: argparse.Namespace) -> int:

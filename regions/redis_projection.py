@@ -64,6 +64,15 @@ class Positions:
     offsets: dict[int, int]
     newest_accepted_ms: int | None
     rebuilding: bool = False
+    sequence_base: int = 0  # added to every board's hint sequence in this epoch (see the projector)
+
+
+def merge_offsets(older: dict[int, int], newer: dict[int, int]) -> dict[int, int]:
+    """Per partition, the furthest offset of two position maps."""
+    merged = dict(older)
+    for partition, offset in newer.items():
+        merged[partition] = max(offset, merged.get(partition, -1))
+    return merged
 
 
 class RedisProjection:
@@ -81,31 +90,43 @@ class RedisProjection:
             args += [t.user_id, t.version, t.total, t.score, t.member]
         return args
 
+    @staticmethod
+    def _keys(keys: BoardKeys, sequenced: bool) -> list[str]:
+        return [keys.ranking, keys.records, keys.sequence] if sequenced else [keys.ranking, keys.records]
+
     async def apply(self, keys: BoardKeys, totals: Sequence[ProjectedTotal]) -> ApplyResult:
         """Apply totals newer than the recorded versions, atomically."""
-        reply = await self._apply(keys=[keys.ranking, keys.records, keys.sequence], args=self._args(totals))
+        reply = await self._apply(keys=self._keys(keys, True), args=self._args(totals))
         return ApplyResult(int(reply[0]), list(reply[1:]))
 
     async def apply_many(
-        self, work: Sequence[tuple[BoardKeys, Sequence[ProjectedTotal]]]
+        self, work: Sequence[tuple[BoardKeys, Sequence[ProjectedTotal]]], *, sequenced: bool = True
     ) -> list[ApplyResult]:
-        """Apply several boards' totals in one round trip (each board atomically)."""
+        """Apply several boards' totals in one round trip (each board atomically). Without
+        ``sequenced`` (a rebuild's fresh keys) the boards' hint sequences are left alone."""
         pipe = self.redis.pipeline(transaction=False)
         for keys, totals in work:
-            await self._apply(
-                keys=[keys.ranking, keys.records, keys.sequence], args=self._args(totals), client=pipe
-            )
+            await self._apply(keys=self._keys(keys, sequenced), args=self._args(totals), client=pipe)
         replies = await execute_pipeline(pipe)
         return [ApplyResult(int(r[0]), list(r[1:])) for r in replies]
 
-    async def start_epoch(self, epoch: str) -> None:
-        """Begin a new life of the projection: positions restart from nothing."""
-        await self.redis.delete(self._positions)
-        await self.redis.hset(self._positions, "epoch", epoch)
+    async def start_epoch(self, epoch: str, *, sequence_base: int = 0, rebuilding: bool = False) -> None:
+        """Begin a new life of the projection, in one step: positions restart from nothing and,
+        with ``rebuilding``, every read says stale until a rebuild completes."""
+        fields: list[str | int] = ["epoch", epoch, "sequence_base", sequence_base]
+        if rebuilding:
+            fields += ["rebuilding", "1"]
+        tx = self.redis.pipeline(transaction=True)
+        tx.delete(self._positions)
+        tx.hset(self._positions, items=fields)
+        await execute_pipeline(tx)
 
-    async def advance(self, epoch: str, accepted_ms: int, offsets: dict[int, int]) -> bool:
-        """Move positions forward; False when Redis no longer holds this epoch (data was lost)."""
-        args: list[str | int] = [epoch, accepted_ms]
+    async def advance(
+        self, epoch: str, accepted_ms: int, offsets: dict[int, int], *, completes_rebuild: bool = False
+    ) -> bool:
+        """Move positions forward (and with ``completes_rebuild`` end the rebuilding state in the
+        same step); False when Redis no longer holds this epoch (data was lost)."""
+        args: list[str | int] = [epoch, accepted_ms, "1" if completes_rebuild else "0"]
         for partition, offset in offsets.items():
             args += [str(partition), offset]
         return bool(await self._advance(keys=[self._positions], args=args))
@@ -115,8 +136,28 @@ class RedisProjection:
         epoch = raw.pop("epoch", None)
         accepted = raw.pop("accepted_at", None)
         rebuilding = raw.pop("rebuilding", "0") == "1"
+        base = int(raw.pop("sequence_base", "0"))
         offsets = {int(p): int(o) for p, o in raw.items()}
-        return Positions(epoch, offsets, int(accepted) if accepted else None, rebuilding)
+        return Positions(epoch, offsets, int(accepted) if accepted else None, rebuilding, base)
+
+    async def swap(self, fresh: BoardKeys, live: BoardKeys) -> None:
+        """Replace a board's live keys by a rebuild's fresh ones in one step (they share a hash tag)."""
+        tx = self.redis.pipeline(transaction=True)
+        tx.rename(fresh.ranking, live.ranking)
+        tx.rename(fresh.records, live.records)
+        await execute_pipeline(tx)
+
+    async def drop(self, boards: Sequence[BoardKeys]) -> None:
+        """Delete boards' rankings and records (not their hint sequences)."""
+        if boards:
+            await self.redis.delete(*(k for keys in boards for k in (keys.ranking, keys.records)))
+
+    async def next_sequences(self, boards: Sequence[BoardKeys]) -> list[int]:
+        """One more step of each board's hint sequence (for hints that are not a batch of totals)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for keys in boards:
+            pipe.incr(keys.sequence)
+        return [int(n) for n in await execute_pipeline(pipe)] if boards else []
 
     async def count(self, keys: BoardKeys) -> int:
         return int(await self.redis.zcard(keys.ranking))
@@ -128,3 +169,12 @@ class RedisProjection:
 
     async def publish_hint(self, board_id: str, payload: bytes) -> None:
         await self.redis.publish(hints_channel(self._prefix, board_id), payload)
+
+    async def publish_hints(self, hints: Sequence[tuple[str, bytes]]) -> None:
+        """Publish (board id, payload) hints in one round trip."""
+        if not hints:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        for board_id, payload in hints:
+            pipe.publish(hints_channel(self._prefix, board_id), payload)
+        await execute_pipeline(pipe)

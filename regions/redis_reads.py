@@ -22,7 +22,7 @@ from regions.core.reads import (
     entries_of,
     member_strip,
 )
-from regions.redis_projection import RedisProjection, execute_pipeline
+from regions.redis_projection import Positions, RedisProjection, execute_pipeline
 from schema.redis_keys import board_keys
 from schema.resources import lua_script
 
@@ -54,19 +54,32 @@ class RankReader:
     def _player_args(board: Board, user_id: str, around: int) -> list[str | int]:
         return ["player", user_id, around, member_strip(board)]
 
-    async def as_of(self) -> AsOf:
-        p = await self._projection.positions()
+    def _as_of(self, p: Positions) -> AsOf:
         return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale=p.epoch is None or p.rebuilding)
 
+    async def as_of(self) -> AsOf:
+        return self._as_of(await self._projection.positions())
+
+    async def _confirmed(self, before: Positions, empty: bool) -> AsOf:
+        """The asOf of an answer read after ``before``. An empty answer may come from a Redis that
+        lost the projection after ``before`` was read, and ``before`` would claim what it lacks:
+        then the positions are read again, and a changed epoch makes the answer stale."""
+        as_of = self._as_of(before)
+        if empty and not as_of.stale and (await self._projection.positions()).epoch != before.epoch:
+            return AsOf(self._region, before.offsets, before.newest_accepted_ms, stale=True)
+        return as_of
+
     async def top(self, board: Board, k: int) -> RankPage:
-        as_of = await self.as_of()
+        before = await self._projection.positions()
         window = window_of(await self._script(keys=self._keys(board), args=self._top_args(board, k)))
-        return RankPage([] if window is None else entries_of(board, window), as_of)
+        entries = [] if window is None else entries_of(board, window)
+        return RankPage(entries, await self._confirmed(before, not entries))
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
-        as_of = await self.as_of()
+        before = await self._projection.positions()
         reply = await self._script(keys=self._keys(board), args=self._player_args(board, user_id, around))
         window = window_of(reply)
+        as_of = await self._confirmed(before, window is None)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
     async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:

@@ -130,6 +130,12 @@ class ProcessorSettings(BaseModel):
 class ProjectorSettings(BaseModel):
     max_batch: int = Field(5000, ge=1, description="Most totals applied per Redis round.")
     health_port: int = Field(8083, description="Port of /healthz, /readyz and /metrics.")
+    lease_ttl_s: float = Field(
+        10.0,
+        ge=1,
+        description="Life of the projection's write lease, refreshed every third of it: a projector "
+        "silent for longer is taken to be gone ('ops/lb rebuild' may then rebuild by itself).",
+    )
 
 
 class AuditSettings(BaseModel):

@@ -3,7 +3,7 @@
 All keys of one board share the hash tag ``{<prefix>:<board>}`` so a board lives in one Redis
 Cluster slot and its scripts run atomically there. The projection's positions (asOf) live in one
 hash of their own; readers read it before a board's keys, so a response never claims more than it
-holds.
+holds. The projector's own control keys (its lease and the rebuild in progress) share one tag.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ class BoardKeys:
 
 
 def board_keys(prefix: str, board_id: str, generation: str = "") -> BoardKeys:
-    """Keys of one board's projection; a non-empty ``generation`` names a rebuild's fresh keys."""
+    """Keys of one board's projection; a non-empty ``generation`` names a rebuild's fresh keys.
+
+    The hint sequence has no generation: it belongs to the live board and survives every swap.
+    """
     tag = f"{prefix}:{{{prefix}:{board_id}}}"
     suffix = f":{generation}" if generation else ""
     return BoardKeys(ranking=f"{tag}:rank{suffix}", records=f"{tag}:rec{suffix}", sequence=f"{tag}:seq")
@@ -28,6 +31,16 @@ def board_keys(prefix: str, board_id: str, generation: str = "") -> BoardKeys:
 def positions_key(prefix: str) -> str:
     """The projection's asOf positions and epoch."""
     return f"{prefix}:{{{prefix}:positions}}"
+
+
+def lease_key(prefix: str) -> str:
+    """Who may write the projection now: the running projector, or ``ops/lb rebuild`` without one."""
+    return f"{prefix}:{{{prefix}:projector}}:lease"
+
+
+def rebuild_key(prefix: str) -> str:
+    """The rebuild asked for or in progress, with its progress (one hash)."""
+    return f"{prefix}:{{{prefix}:projector}}:rebuild"
 
 
 def hints_channel(prefix: str, board_id: str) -> str:

@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import cast
 
 import httpx
+from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board
 from regions.intake.client import AwardClient
+from regions.kafka_clients import replay
 from regions.redis_projection import RedisProjection
 from regions.settings import Settings
+from schema.records import Codec, Reconciliation
 from schema.redis_keys import board_keys
 
 SERVICES = ("processor", "projector", "audit", "intake")
@@ -102,6 +105,7 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_PROCESSOR__HEALTH_PORT": str(settings.processor.health_port),
         "LB_PROCESSOR__SESSION_TIMEOUT_MS": str(settings.processor.session_timeout_ms),
         "LB_PROJECTOR__HEALTH_PORT": str(settings.projector.health_port),
+        "LB_PROJECTOR__MAX_BATCH": str(settings.projector.max_batch),
         "LB_AUDIT__HEALTH_PORT": str(settings.audit.health_port),
     }
 
@@ -224,6 +228,18 @@ class Region:
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"{board_id}/{user_id}: total {current}, expected {total}")
             await asyncio.sleep(0.05)
+
+    async def reconciliation(self) -> list[Reconciliation]:
+        """Everything in this region's reconciliation topic so far."""
+        codec, found = Codec(), []
+        topic = self.settings.kafka.topic("reconciliation")
+        tps = [TopicPartition(topic, p) for p in range(self.settings.kafka.partitions)]
+
+        async def keep(records: list[ConsumerRecord]) -> None:
+            found.extend(codec.reconciliation(r.value) for r in records)
+
+        await replay(self.settings.kafka, tps, keep)
+        return found
 
     @staticmethod
     async def wait_until(

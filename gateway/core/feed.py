@@ -143,7 +143,9 @@ class FeedState(Generic[M]):
     def hint(self, hint: Hint) -> None:
         """Take a hint without waiting: merged with any not yet read."""
         last = self._last_upstream
-        if last is not None and hint.sequence > last + 1:
+        if hint.resync:
+            self._resync = "rebuilt"
+        elif last is not None and hint.sequence > last + 1:
             self._resync = "gap"
         elif last is not None and hint.sequence <= last:
             self._resync = "sequence_reset"

@@ -19,6 +19,7 @@ class _Payload(msgspec.Struct):
     positions: dict[str, int] = {}
     users: list[_User] = []
     truncated: bool = False
+    resync: bool = False
 
 
 _decode = msgspec.json.Decoder(_Payload).decode
@@ -38,6 +39,7 @@ class Hint:
     positions: dict[int, int]  # source partition -> offset reflected by this batch
     users: tuple[ChangedUser, ...]
     truncated: bool
+    resync: bool = False  # the board was rebuilt: subscribers must refetch
 
 
 class InvalidHint(ValueError):
@@ -51,7 +53,7 @@ def parse_hint(raw: bytes | str) -> Hint:
     except (msgspec.DecodeError, ValueError) as exc:
         raise InvalidHint(str(exc)) from exc
     users = tuple(ChangedUser(u.userId, u.score, u.version) for u in p.users)
-    return Hint(p.boardId, p.sequence, positions, users, p.truncated)
+    return Hint(p.boardId, p.sequence, positions, users, p.truncated, p.resync)
 
 
 def merge_positions(older: dict[int, int], newer: dict[int, int]) -> dict[int, int]:

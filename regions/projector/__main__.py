@@ -7,6 +7,7 @@ from redis.exceptions import RedisError
 
 from regions.health import Health, serve_health
 from regions.projector.loop import Projector
+from regions.projector.redis_control import LeaseLost, ProjectionControl
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import load_settings
 from regions.worker import run_process, run_until_stopped
@@ -15,12 +16,11 @@ from regions.worker import run_process, run_until_stopped
 async def amain() -> None:
     settings = load_settings()
     health = Health("projector")
-    projector = Projector(
-        settings, RedisProjection(connect_redis(settings.redis), settings.redis.key_prefix), health
-    )
+    redis, prefix = connect_redis(settings.redis), settings.redis.key_prefix
+    projector = Projector(settings, RedisProjection(redis, prefix), ProjectionControl(redis, prefix), health)
     health.checks["running"] = projector.running.is_set
     await serve_health(health, settings.intake.host, settings.projector.health_port)
-    await run_until_stopped("projector", projector.run, (KafkaError, RedisError))
+    await run_until_stopped("projector", projector.run, (KafkaError, RedisError, LeaseLost))
 
 
 def main() -> None:

@@ -1,147 +1,254 @@
 """The projector: totals (read_committed) into the Redis projection, versioned and idempotent.
 
 Replays, redelivery and duplicates are harmless: the Lua script applies a total only when its
-version is newer. Positions (asOf) advance only after the totals before them are applied. When
-Redis loses the projection (its epoch is gone), the projector starts a new epoch and replays the
-compacted totals topic from the beginning.
+version is newer. Positions (asOf) advance only after the totals before them are applied; hints are
+published after that, and only while Redis still holds the epoch they were built on.
+
+The projector writes only while it holds the projection's write lease. When Redis loses the
+projection (its epoch is gone), the projector starts a new epoch that says ``rebuilding`` (every
+read is stale), pauses its live loop and rebuilds every board into fresh keys, which it swaps in
+when they have caught up (see ``rebuild``). A rebuild asked for by ``ops/lb rebuild`` runs next to
+the live loop, which it pauses only for its last catch-up and the swap. Records that cannot be
+projected go to the reconciliation topic and the partition continues.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
-import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import os
+import socket
+import time
 
 import msgspec
-from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
-from regions.core.boards import SortOrder, TiePolicy
-from regions.core.ordering import encode
 from regions.health import Health
-from regions.kafka_clients import assign_from_committed, consumer_lag, make_consumer, partitions_of
-from regions.redis_projection import ProjectedTotal, RedisProjection
+from regions.kafka_clients import (
+    assign_from_committed,
+    consumer_lag,
+    make_consumer,
+    make_producer,
+    partitions_of,
+)
+from regions.projector import metrics
+from regions.projector.hints import changes_hint
+from regions.projector.rebuild import (
+    ProjectionLost,
+    RebuildReport,
+    begin_after_loss,
+    rebuild_to_run,
+    run_rebuild,
+)
+from regions.projector.redis_control import Lease, ProjectionControl, RebuildRequest
+from regions.projector.totals import TotalsBatch, Unprojectable
+from regions.redis_projection import ApplyResult, Positions, RedisProjection, merge_offsets
 from regions.settings import Settings
-from schema.records import Codec, ProjectedView, Watermark, decoded
-from schema.redis_keys import BoardKeys, board_keys
+from schema.records import Reconciliation
 
 log = logging.getLogger(__name__)
-MAX_HINT_USERS = 64
-
-
-@dataclass(slots=True)
-class TotalsBatch:
-    """A batch of the totals topic reduced to what the projection needs."""
-
-    latest: dict[tuple[str, str], ProjectedView] = field(default_factory=dict)
-    marks: dict[int, int] = field(default_factory=dict)
-    newest_accepted_ms: int = 0
-
-    def add(self, codec: Codec, records: Sequence[ConsumerRecord]) -> None:
-        for record in records:
-            value = decoded(
-                codec.projected, record.value, f"{record.topic}:{record.partition}:{record.offset}"
-            )
-            if value is None:
-                continue
-            if isinstance(value, Watermark):
-                mark = self.marks.get(value.source_partition, -1)
-                self.marks[value.source_partition] = max(mark, value.source_offset)
-                self.newest_accepted_ms = max(self.newest_accepted_ms, value.accepted_at_ms)
-                continue
-            key = (value.board_id, value.user_id)
-            known = self.latest.get(key)
-            if known is None or value.version > known.version:
-                self.latest[key] = value
-
-    def by_board(
-        self, prefix: str, generation: str = ""
-    ) -> list[tuple[str, BoardKeys, list[ProjectedTotal]]]:
-        boards: dict[str, list[ProjectedTotal]] = {}
-        for t in self.latest.values():
-            score, member = encode(
-                SortOrder(t.sort_order), TiePolicy(t.tie_policy), t.user_id, t.total, t.reached
-            )
-            boards.setdefault(t.board_id, []).append(
-                ProjectedTotal(t.user_id, t.version, t.total, score, member)
-            )
-        return [(b, board_keys(prefix, b, generation), totals) for b, totals in boards.items()]
+TICK_S = 2.0  # lag report, epoch check (Redis may lose data while idle) and rebuild requests
 
 
 class Projector:
-    def __init__(self, settings: Settings, projection: RedisProjection, health: Health) -> None:
+    def __init__(
+        self, settings: Settings, projection: RedisProjection, control: ProjectionControl, health: Health
+    ) -> None:
         self._settings = settings
         self._kafka = settings.kafka
         self._projection = projection
+        self._control = control
         self._health = health
         self._prefix = settings.redis.key_prefix
         self._group = f"{self._kafka.topic_prefix}.projector.{settings.region}"
-        self._codec = Codec()
-        self._hint = msgspec.json.Encoder().encode
+        self._encode = msgspec.msgpack.Encoder().encode
+        self._positions = Positions(None, {}, None)  # the epoch this projector builds on
+        self._visible: dict[int, int] = {}  # positions this projector knows to be visible
+        self._live = asyncio.Lock()  # held for each batch; a rebuild holds it to catch up and swap
+        self._rebuild: asyncio.Task[RebuildReport] | None = None
+        self._fetched_at_ms: int | None = None  # write time of the oldest record fetched, not yet visible
+        metrics.OLDEST_UNPROJECTED.set_function(self._oldest_unprojected_s)
         self.running = asyncio.Event()
 
-    async def _new_epoch(self, consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> str:
-        epoch = uuid.uuid4().hex
-        log.warning("projection has no epoch (new or lost Redis data): replaying totals from the beginning")
-        await self._projection.start_epoch(epoch)
-        await consumer.seek_to_beginning(*tps)
-        return epoch
-
-    async def _publish_hints(
-        self, batch: TotalsBatch, boards: list[str], sequences: list[int], users: list[list[str]]
-    ) -> None:
-        positions = {str(p): o for p, o in batch.marks.items()}
-        for board_id, sequence, changed in zip(boards, sequences, users, strict=True):
-            if not sequence:
-                continue
-            totals = [batch.latest[(board_id, u)] for u in changed[:MAX_HINT_USERS]]
-            hint = {
-                "boardId": board_id, "sequence": sequence, "positions": positions,
-                "users": [{"userId": t.user_id, "score": t.total, "version": t.version} for t in totals],
-                "truncated": len(changed) > MAX_HINT_USERS,
-            }  # fmt: skip
-            await self._projection.publish_hint(board_id, self._hint(hint))
-
-    async def apply(self, epoch: str, batch: TotalsBatch) -> bool:
-        """Apply a batch, publish hints, then advance positions; False when the epoch was lost."""
-        work = batch.by_board(self._prefix)
-        if work:
-            results = await self._projection.apply_many([(keys, totals) for _, keys, totals in work])
-            await self._publish_hints(
-                batch, [b for b, _, _ in work], [r.sequence for r in results], [r.users for r in results]
-            )
-        if not batch.marks:
-            return True
-        return await self._projection.advance(epoch, batch.newest_accepted_ms, batch.marks)
+    def _oldest_unprojected_s(self) -> float:
+        fetched = self._fetched_at_ms
+        return 0.0 if fetched is None else max(0.0, time.time() - fetched / 1000)
 
     async def run(self, stop: asyncio.Event) -> None:
+        holder = f"projector {socket.gethostname()} pid {os.getpid()}"
+        lease = Lease(self._control, holder, self._settings.projector.lease_ttl_s)
+        if not await lease.acquire(
+            stop, lambda other: log.info("waiting for %s to release the projection", other)
+        ):
+            return
+        metrics.LEASE_HELD.set(1)
         consumer = make_consumer(self._kafka, group_id=self._group)
-        await consumer.start()
+        producer = make_producer(self._kafka)
         try:
+            await consumer.start()
+            await producer.start()
             topic = self._kafka.topic("totals")
             tps = [TopicPartition(topic, p) for p in await partitions_of(self._kafka, topic)]
             await assign_from_committed(consumer, tps)
-            epoch = (await self._projection.positions()).epoch or await self._new_epoch(consumer, tps)
+            self._positions, request = await rebuild_to_run(self._projection, self._control)
+            self._visible = dict(self._positions.offsets)
+            if request is not None:
+                self._start_rebuild(request)
             self.running.set()
-            loop, next_lag = asyncio.get_running_loop(), 0.0
-            while not stop.is_set():
+            await self._loop(stop, consumer, producer, tps, lease)
+        finally:
+            self.running.clear()
+            await self._cancel_rebuild()
+            await consumer.stop()
+            await producer.stop()
+            await lease.release()
+            metrics.LEASE_HELD.set(0)
+
+    async def _loop(
+        self,
+        stop: asyncio.Event,
+        consumer: AIOKafkaConsumer,
+        producer: AIOKafkaProducer,
+        tps: list[TopicPartition],
+        lease: Lease,
+    ) -> None:
+        loop, next_tick = asyncio.get_running_loop(), 0.0
+        while not stop.is_set():
+            await self._collect_rebuild()
+            if not self._positions.rebuilding:
                 polled = await consumer.getmany(
                     *tps, timeout_ms=100, max_records=self._settings.projector.max_batch
                 )
                 if any(polled.values()):
-                    batch = TotalsBatch()
-                    for records in polled.values():
-                        batch.add(self._codec, records)
-                    if not await self.apply(epoch, batch):
-                        epoch = await self._new_epoch(consumer, tps)
-                        continue
-                    await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})
-                if loop.time() >= next_lag:
-                    self._health.report_lag(topic, await consumer_lag(consumer, tps))
-                    next_lag = loop.time() + 2
-                    if (await self._projection.positions()).epoch != epoch:  # Redis lost data while idle
-                        epoch = await self._new_epoch(consumer, tps)
-        finally:
-            self.running.clear()
-            await consumer.stop()
+                    async with self._live:
+                        await self._project(consumer, producer, lease, polled)
+            elif self._rebuild is not None:
+                await asyncio.wait([self._rebuild], timeout=0.1)  # after a loss the live loop waits
+            else:
+                next_tick = 0.0  # rebuilding after a loss, and no rebuild runs: find out why now
+            if loop.time() >= next_tick:
+                next_tick = loop.time() + TICK_S
+                await self._tick(consumer, tps)
+
+    async def _tick(self, consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> None:
+        self._health.report_lag(self._kafka.topic("totals"), await consumer_lag(consumer, tps))
+        if (await self._projection.positions()).epoch != self._positions.epoch:
+            await self._lost()  # Redis lost data while this projector was idle
+        elif self._rebuild is None:
+            positions, request = await rebuild_to_run(self._projection, self._control)
+            if positions.epoch != self._positions.epoch:  # lost between the two reads: a new epoch began
+                self._visible = {}
+            self._positions = positions
+            if request is not None:
+                self._start_rebuild(request)
+
+    async def _project(
+        self,
+        consumer: AIOKafkaConsumer,
+        producer: AIOKafkaProducer,
+        lease: Lease,
+        polled: dict[TopicPartition, list[ConsumerRecord]],
+    ) -> None:
+        """Apply a batch, advance positions, publish hints, commit the offsets."""
+        batch = TotalsBatch()
+        for records in polled.values():
+            batch.add(records)
+            metrics.TOTALS_READ.inc(len(records))
+        self._fetched_at_ms = min(rs[0].timestamp for rs in polled.values() if rs)
+        if batch.unprojectable:
+            await self._reconcile(producer, batch.unprojectable)
+        await lease.check()
+        if not await self._apply(batch):
+            await self._lost()
+        await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})
+        self._fetched_at_ms = None
+
+    async def _apply(self, batch: TotalsBatch) -> bool:
+        """Apply, advance, then publish hints; False when Redis lost the epoch meanwhile (what this
+        batch wrote into the emptied Redis is removed again: only a rebuild may fill it)."""
+        work = batch.by_board(self._prefix)
+        results = await self._projection.apply_many([(keys, t) for _, keys, t in work]) if work else []
+        epoch = self._positions.epoch or ""
+        if (work or batch.marks) and not await self._projection.advance(
+            epoch, batch.newest_accepted_ms, batch.marks
+        ):
+            await self._projection.drop([keys for _, keys, _ in work])
+            return False
+        self._observe_freshness(batch)
+        metrics.TOTALS_APPLIED.inc(sum(len(r.users) for r in results))
+        await self._publish_hints(batch, [b for b, _, _ in work], results)
+        return True
+
+    def _observe_freshness(self, batch: TotalsBatch) -> None:
+        """Acceptance to visibility, for each position that moved forward (not for a replay of what a
+        rebuild already made visible)."""
+        now_ms = time.time() * 1000
+        for partition, offset in batch.marks.items():
+            if offset > self._visible.get(partition, -1):
+                self._visible[partition] = offset
+                metrics.FRESHNESS.observe(max(0.0, now_ms - batch.accepted_ms[partition]) / 1000)
+
+    async def _publish_hints(self, batch: TotalsBatch, boards: list[str], results: list[ApplyResult]) -> None:
+        base, hints = self._positions.sequence_base, []
+        for board_id, result in zip(boards, results, strict=True):
+            if result.sequence:
+                changed = [batch.latest[(board_id, u)] for u in result.users]
+                hints.append((board_id, changes_hint(board_id, base + result.sequence, batch.marks, changed)))
+        await self._projection.publish_hints(hints)
+
+    async def _reconcile(self, producer: AIOKafkaProducer, records: list[Unprojectable]) -> None:
+        """Send records the projection cannot use to reconciliation, acknowledged before the batch
+        is committed: the partition goes on and nothing is dropped silently."""
+        topic, sends = self._kafka.topic("reconciliation"), []
+        for u in records:
+            log.error(
+                "totals record at %s cannot be projected (%s: %s): sent to reconciliation",
+                u.where,
+                u.reason,
+                u.detail,
+            )
+            metrics.UNPROJECTABLE.labels(u.reason).inc()
+            value = self._encode(
+                Reconciliation(reason="unprojectable_total", detail=f"{u.reason} at {u.where}: {u.detail}",
+                               award=None, source_partition=u.partition, source_offset=u.offset,
+                               source_topic=u.topic, raw=u.raw)
+            )  # fmt: skip
+            sends.append(await producer.send(topic, value, key=u.key))
+        await asyncio.gather(*sends)
+
+    async def _lost(self) -> None:
+        """Redis no longer holds this projector's epoch: begin a new one and rebuild every board."""
+        log.warning("the projection has no epoch (new or lost Redis data): rebuilding every board")
+        await self._cancel_rebuild()
+        self._positions, request = await begin_after_loss(self._projection, self._control)
+        self._visible = {}
+        self._start_rebuild(request)
+
+    def _start_rebuild(self, request: RebuildRequest) -> None:
+        log.info("rebuild %s (%s, %s) starts", request.id, request.cause, request.board or "every board")
+        self._rebuild = asyncio.create_task(
+            run_rebuild(self._settings, self._projection, self._control, request, self._positions,
+                        pause=lambda: self._live)
+        )  # fmt: skip
+
+    async def _cancel_rebuild(self) -> None:
+        task, self._rebuild = self._rebuild, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _collect_rebuild(self) -> None:
+        """Take a finished rebuild's outcome."""
+        task = self._rebuild
+        if task is None or not task.done():
+            return
+        self._rebuild = None
+        if task.cancelled() or isinstance(task.exception(), ProjectionLost):
+            return  # the next epoch check starts over
+        report = task.result()  # raises what stopped it: the projector restarts and resumes it
+        self._positions = dataclasses.replace(self._positions, rebuilding=False)
+        self._visible = merge_offsets(self._visible, report.covered)
+        log.info("rebuild done: %d board(s) from %d totals offsets", len(report.boards), report.records)

@@ -1,83 +1,250 @@
 """Rebuilding the projection from the compacted totals topic, into fresh keys, swapped atomically.
 
-1. Replay the totals topic from the beginning into a new generation of keys (live keys untouched).
-2. Swap each board's keys in one MULTI (both keys share the board's hash tag).
-3. Re-apply the tail the live projector may have applied to the old keys while step 1 ran: from the
-   replay's end offsets to the current end. Versions make this idempotent.
-4. Advance the positions to what the rebuilt keys now cover.
+Whoever holds the projection's write lease runs the rebuild recorded in Redis: the live projector,
+or ``ops/lb rebuild`` when no projector runs (see ``redis_control``).
+
+1. Replay the totals topic from the beginning into a fresh generation of keys, then from where that
+   ended to the new end; the live keys keep answering and the live projector keeps projecting.
+2. Pause the live projector between two batches and replay the short tail to the end once more:
+   the fresh keys now hold every version the live keys hold, or a newer one. (Compaction cannot
+   hide a record from the replay: a record is removed only for a newer one with the same key that
+   is older than ``min.compaction.lag.ms``, a minute, so that newer one was written before the end
+   the replay reads to, as long as each catch-up takes less than a minute.)
+3. Swap each board's keys in one MULTI (its keys share a hash tag). A whole rebuild then moves the
+   positions up to what the replay covered; after a loss, that same step clears ``rebuilding``, so
+   a reader sees either a stale projection or the swapped boards with positions they cover.
+4. Send each swapped board one ``resync`` hint. The live projector resumes where it paused: what it
+   applies again is a no-op, and it still meets every record it must send to reconciliation.
+
+A rebuild that is restarted (crash, lease taken over) writes into the same generation: applying only
+newer versions makes the replay idempotent, so it resumes without orphaning keys.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 
 from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.kafka_clients import partitions_of, replay
-from regions.projector.loop import TotalsBatch
-from regions.redis_projection import RedisProjection
+from regions.projector import metrics
+from regions.projector.hints import resync_hint, sequence_base
+from regions.projector.redis_control import (
+    ProjectionControl,
+    RebuildCause,
+    RebuildRequest,
+    RebuildState,
+)
+from regions.projector.totals import TotalsBatch
+from regions.redis_projection import Positions, RedisProjection, merge_offsets
 from regions.settings import Settings
-from schema.records import Codec
 from schema.redis_keys import board_keys
+
+log = logging.getLogger(__name__)
+Pause = Callable[[], AbstractAsyncContextManager[object]]
+PROGRESS_EVERY_S = 0.5
+
+
+class ProjectionLost(Exception):
+    """Redis lost the projection (its epoch changed) while a rebuild ran: this rebuild is void."""
 
 
 @dataclass(frozen=True, slots=True)
 class RebuildReport:
     boards: list[str]
-    records: int
+    records: int  # totals offsets replayed from the beginning
+    covered: dict[int, int]  # positions the rebuild made visible (none when it rebuilt one board)
 
 
-async def _partitions(settings: Settings) -> list[TopicPartition]:
-    topic = settings.kafka.topic("totals")
-    return [TopicPartition(topic, p) for p in await partitions_of(settings.kafka, topic)]
+async def begin_after_loss(
+    projection: RedisProjection, control: ProjectionControl
+) -> tuple[Positions, RebuildRequest]:
+    """The projection has no epoch (new, or lost with Redis's data): start one that says rebuilding,
+    and record the whole rebuild that will end it."""
+    epoch, base = uuid.uuid4().hex, sequence_base(time.time_ns() // 1000)
+    await projection.start_epoch(epoch, sequence_base=base, rebuilding=True)
+    request = RebuildRequest.new(RebuildCause.LOST)
+    await control.put_rebuild(request)
+    metrics.PROJECTION_LOST.inc()
+    return Positions(epoch, {}, None, rebuilding=True, sequence_base=base), request
+
+
+async def rebuild_to_run(
+    projection: RedisProjection, control: ProjectionControl
+) -> tuple[Positions, RebuildRequest | None]:
+    """What the lease holder must rebuild now: every board after a loss (with a new epoch when
+    there is none), else the rebuild in progress or asked for, if any."""
+    positions = await projection.positions()
+    if positions.epoch is None:
+        return await begin_after_loss(projection, control)
+    request = await control.rebuild()
+    if positions.rebuilding and (
+        request is None or not request.active or request.cause is not RebuildCause.LOST
+    ):
+        request = RebuildRequest.new(RebuildCause.LOST)
+        await control.put_rebuild(request)
+    return positions, request if request is not None and request.active else None
+
+
+@dataclass(slots=True)
+class _Into:
+    """Applies replayed totals to the fresh keys and remembers what the replay covers."""
+
+    projection: RedisProjection
+    prefix: str
+    progress: _Progress
+    covered: TotalsBatch = field(default_factory=TotalsBatch)  # watermarks only
+    boards: set[str] = field(default_factory=set)
+    skipped: int = 0
+
+    async def __call__(self, records: list[ConsumerRecord]) -> None:
+        request = self.progress.request
+        batch = TotalsBatch()
+        batch.add(records)
+        if request.board:
+            batch.only(request.board)
+        self.covered.marks = merge_offsets(self.covered.marks, batch.marks)
+        self.covered.newest_accepted_ms = max(self.covered.newest_accepted_ms, batch.newest_accepted_ms)
+        self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
+        work = batch.by_board(self.prefix, request.generation)
+        self.boards.update(b for b, _, _ in work)
+        if work:
+            await self.projection.apply_many([(keys, t) for _, keys, t in work], sequenced=False)
+        await self.progress.flush()
+
+
+class _Progress:
+    """Keeps the recorded request up to date (while replaying, at most every PROGRESS_EVERY_S)."""
+
+    def __init__(
+        self, control: ProjectionControl, request: RebuildRequest, show: Callable[[RebuildRequest], None]
+    ) -> None:
+        self.request = request
+        self._control = control
+        self._show = show
+        self._replayed = (0, 0)
+        self._next = 0.0
+
+    async def to(self, state: RebuildState, **changes: int | str) -> None:
+        self.request = self.request.to(state, **changes)
+        await self._control.put_rebuild(self.request)
+        self._show(self.request)
+
+    def replayed(self, done: int, total: int) -> None:
+        self._replayed = (done, total)
+        metrics.REBUILD_PROGRESS.set(done / max(total, 1))
+
+    async def flush(self) -> None:
+        done, total = self._replayed
+        if self.request.state is RebuildState.REPLAYING and time.monotonic() >= self._next:
+            self._next = time.monotonic() + PROGRESS_EVERY_S
+            await self.to(RebuildState.REPLAYING, done=done, total=total)
+
+
+async def run_rebuild(
+    settings: Settings,
+    projection: RedisProjection,
+    control: ProjectionControl,
+    request: RebuildRequest,
+    positions: Positions,
+    *,
+    pause: Pause | None = None,
+    show: Callable[[RebuildRequest], None] = lambda request: None,
+) -> RebuildReport:
+    """Run ``request`` to its end (see the module's steps) on the projection of ``positions``'s
+    epoch; ``pause()`` holds the live projector between two batches (None: there is none, and one
+    replay is enough). Raises ProjectionLost."""
+    started, cause = time.monotonic(), request.cause
+    metrics.REBUILDING.labels(cause).set(1)
+    progress = _Progress(control, request, show)
+    try:
+        report = await _run(settings, projection, progress, positions, pause)
+    except Exception as exc:
+        metrics.REBUILDS.labels(cause, "failed").inc()
+        log.warning("rebuild %s (%s) did not finish: %r", request.id, cause, exc)
+        if not isinstance(exc, ProjectionLost):  # the next lease holder resumes it; say why it stopped
+            with contextlib.suppress(Exception):
+                await control.put_rebuild(progress.request.to(progress.request.state, error=repr(exc)))
+        raise
+    finally:
+        metrics.REBUILDING.labels(cause).set(0)
+    metrics.REBUILDS.labels(cause, "done").inc()
+    metrics.REBUILD_SECONDS.labels(cause).observe(time.monotonic() - started)
+    return report
+
+
+async def _run(
+    settings: Settings,
+    projection: RedisProjection,
+    progress: _Progress,
+    positions: Positions,
+    pause: Pause | None,
+) -> RebuildReport:
+    request, kafka = progress.request, settings.kafka
+    into = _Into(projection, settings.redis.key_prefix, progress)
+    topic = kafka.topic("totals")
+    tps = [TopicPartition(topic, p) for p in await partitions_of(kafka, topic)]
+    await progress.to(RebuildState.REPLAYING, done=0, total=0, error="")  # (re)started
+    end = await replay(kafka, tps, into, progress=progress.replayed)
+    records = sum(end.values())
+    await progress.to(RebuildState.CATCHING_UP, done=records, total=records)
+    if pause is None:  # nobody else writes: the replay holds everything the positions will claim
+        await _swap_in(projection, into, positions)
+    else:
+        end = await replay(kafka, tps, into, start=end)
+        paused = time.monotonic()
+        async with pause():
+            await replay(kafka, tps, into, start=end)
+            await progress.to(RebuildState.SWAPPING)
+            await _swap_in(projection, into, positions)
+        metrics.LIVE_PAUSE_SECONDS.observe(time.monotonic() - paused)
+    boards = sorted(into.boards)
+    if into.skipped:
+        log.warning("rebuild %s skipped %d unprojectable totals records", request.id, into.skipped)
+    await progress.to(RebuildState.DONE, boards=len(boards), records=records)
+    return RebuildReport(boards, records, {} if request.board else dict(into.covered.marks))
+
+
+async def _swap_in(projection: RedisProjection, into: _Into, positions: Positions) -> None:
+    request, epoch = into.progress.request, positions.epoch or ""
+    if (await projection.positions()).epoch != epoch:
+        raise ProjectionLost(f"the projection's epoch changed during rebuild {request.id}")
+    boards = sorted(into.boards)
+    live = [board_keys(into.prefix, b) for b in boards]
+    for board, keys in zip(boards, live, strict=True):
+        await projection.swap(board_keys(into.prefix, board, request.generation), keys)
+    whole = not request.board
+    covered = into.covered
+    if (whole or request.cause is RebuildCause.LOST) and not await projection.advance(
+        epoch,
+        covered.newest_accepted_ms,
+        covered.marks if whole else {},
+        completes_rebuild=request.cause is RebuildCause.LOST,
+    ):
+        raise ProjectionLost(f"the projection's epoch changed while rebuild {request.id} swapped")
+    sequences = await projection.next_sequences(live)
+    await projection.publish_hints(
+        [(b, resync_hint(b, positions.sequence_base + s)) for b, s in zip(boards, sequences, strict=True)]
+    )
 
 
 async def rebuild(
     settings: Settings,
     projection: RedisProjection,
     only_board: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    show: Callable[[RebuildRequest], None] = lambda request: None,
 ) -> RebuildReport:
-    """Rebuild one board (``only_board``) or every board of the projection."""
-    prefix, codec, generation = settings.redis.key_prefix, Codec(), uuid.uuid4().hex[:12]
-    boards: set[str] = set()
-    totals = TotalsBatch()  # positions covered, across the whole replay
-
-    def keep(batch: TotalsBatch) -> None:
-        if only_board is not None:
-            batch.latest = {k: v for k, v in batch.latest.items() if k[0] == only_board}
-        totals.marks.update({p: max(o, totals.marks.get(p, -1)) for p, o in batch.marks.items()})
-        totals.newest_accepted_ms = max(totals.newest_accepted_ms, batch.newest_accepted_ms)
-
-    async def into(generation_name: str, records: list[ConsumerRecord]) -> None:
-        batch = TotalsBatch()
-        batch.add(codec, records)
-        keep(batch)
-        work = batch.by_board(prefix, generation_name)
-        boards.update(b for b, _, _ in work)
-        if work:
-            await projection.apply_many([(keys, t) for _, keys, t in work])
-
-    tps = await _partitions(settings)
-    end = await replay(settings.kafka, tps, lambda rs: into(generation, rs), progress=progress)
-    await _swap(projection, prefix, generation, sorted(boards))
-    await replay(settings.kafka, tps, lambda rs: into("", rs), start=end)
-    if only_board is None:
-        # Positions are shared by all boards: only a whole rebuild may claim them.
-        epoch = (await projection.positions()).epoch
-        if epoch is None:
-            epoch = uuid.uuid4().hex
-            await projection.start_epoch(epoch)
-        await projection.advance(epoch, totals.newest_accepted_ms, totals.marks)
-    return RebuildReport(sorted(boards), sum(end.values()))
-
-
-async def _swap(projection: RedisProjection, prefix: str, generation: str, boards: list[str]) -> None:
-    for board in boards:
-        fresh, live = board_keys(prefix, board, generation), board_keys(prefix, board)
-        async with projection.redis.pipeline(transaction=True) as tx:
-            tx.rename(fresh.ranking, live.ranking)
-            tx.rename(fresh.records, live.records)
-            await tx.execute()
+    """Rebuild here, with no live projector: the caller holds the write lease, or knows that no
+    projector runs. A rebuild in progress is resumed first; after a loss every board is rebuilt."""
+    control = ProjectionControl(projection.redis, settings.redis.key_prefix)
+    positions, request = await rebuild_to_run(projection, control)
+    if request is None:
+        request = RebuildRequest.new(RebuildCause.REQUESTED, only_board)
+        await control.put_rebuild(request)
+    return await run_rebuild(settings, projection, control, request, positions, show=show)

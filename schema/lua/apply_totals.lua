@@ -5,7 +5,8 @@
 --
 -- KEYS[1]  sorted set: member -> score (ascending order is rank order)
 -- KEYS[2]  hash: userId -> "version|total|member"
--- KEYS[3]  the board's hint sequence (incremented when anything was applied)
+-- KEYS[3]  the board's hint sequence (incremented when anything was applied); absent for a
+--          rebuild's fresh keys, whose writes are not news for subscribers
 -- ARGV     groups of 5: userId, version, total, score, member
 -- Returns  {sequence or 0, userId of each applied total...}
 local zkey, rkey = KEYS[1], KEYS[2]
@@ -30,5 +31,5 @@ for i = 1, #ARGV, 5 do
     result[#result + 1] = user
   end
 end
-if #result > 1 then result[1] = redis.call('INCR', KEYS[3]) end
+if #result > 1 and KEYS[3] then result[1] = redis.call('INCR', KEYS[3]) end
 return result

@@ -173,6 +173,7 @@ async def test_redis_wiped_then_rebuilt_is_identical(region: Region) -> None:
     output = (await rebuild.communicate())[0].decode()
 
     assert rebuild.returncode == 0, output
+    assert "no projector is running: rebuilding here" in output
     assert "100%" in output and "rebuilt 1 board(s)" in output
     assert await _snapshot(region, board) == before
     as_of = await region.projection.positions()

@@ -7,15 +7,12 @@ import os
 import uuid
 
 import httpx
-from aiokafka import TopicPartition
 from cassandra.cluster import Session
 
 from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Aggregation, Board, SortOrder, TiePolicy
-from regions.kafka_clients import replay
 from regions.redis_reads import RankReader
 from schema.event_id import event_id
-from schema.records import Codec
 from schema.redis_keys import board_keys
 from tests.harness import Region
 
@@ -40,18 +37,6 @@ async def _board(region: Region, **rules: object) -> Board:
 
 def _reader(region: Region) -> RankReader:
     return RankReader(region.projection, region.settings.redis.key_prefix, region.settings.region)
-
-
-async def _reconciliation(region: Region) -> list[object]:
-    codec, found = Codec(), []
-    topic = region.settings.kafka.topic("reconciliation")
-    tps = [TopicPartition(topic, p) for p in range(region.settings.kafka.partitions)]
-
-    async def keep(records: list) -> None:  # type: ignore[type-arg]
-        found.extend(codec.reconciliation(r.value) for r in records)
-
-    await replay(region.settings.kafka, tps, keep)
-    return found
 
 
 async def test_same_award_sent_ten_times_concurrently_counts_once(
@@ -85,10 +70,10 @@ async def test_conflicting_repeat_changes_nothing_and_is_reconciled(region: Regi
     await region.wait_for_total(board.id, "bob", 6)
 
     async def reconciled() -> bool:
-        return any(getattr(r, "reason", "") == "conflicting_repeat" for r in await _reconciliation(region))
+        return any(getattr(r, "reason", "") == "conflicting_repeat" for r in await region.reconciliation())
 
     await region.wait_until(reconciled, what="conflict in reconciliation")
-    records = [r for r in await _reconciliation(region) if getattr(r, "reason", "") == "conflicting_repeat"]
+    records = [r for r in await region.reconciliation() if getattr(r, "reason", "") == "conflicting_repeat"]
     assert len(records) == 1 and records[0].award.amount == 500  # type: ignore[attr-defined]
 
 

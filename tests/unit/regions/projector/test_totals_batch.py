@@ -1,6 +1,7 @@
+import msgspec
 from aiokafka import ConsumerRecord
 
-from regions.projector.loop import TotalsBatch
+from regions.projector.totals import TotalsBatch
 from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Watermark, totals_key
 
 
@@ -8,26 +9,70 @@ def _record(offset: int, key: bytes, value: bytes) -> ConsumerRecord:
     return ConsumerRecord("totals", 0, offset, 0, 0, key, value, None, len(key), len(value), [])
 
 
-def _total(user: str, version: int, total: int) -> PlayerTotal:
-    return PlayerTotal(board_id="b", user_id=user, total=total, version=version, reached="0" * 27, recent=b"",
-                       sort_order="DESC", tie_policy="USER_ID", source_partition=0, source_offset=version,
-                       event_id=f"e{version}")  # fmt: skip
+def _total(user: str, version: int, total: int, **changes: object) -> PlayerTotal:
+    fields: dict[str, object] = dict(
+        board_id="b", user_id=user, total=total, version=version, reached="0" * 27, recent=b"",
+        sort_order="DESC", tie_policy="USER_ID", source_partition=0, source_offset=version,
+        event_id=f"e{version}",
+    )  # fmt: skip
+    return PlayerTotal(**{**fields, **changes})  # type: ignore[arg-type]
 
 
-def test_batch_keeps_the_newest_version_and_the_highest_watermark_and_skips_garbage() -> None:
+def test_batch_keeps_the_newest_version_and_the_highest_watermark() -> None:
     codec, batch = Codec(), TotalsBatch()
-    batch.add(codec, [
+    batch.add([
         _record(0, totals_key("b", "u"), codec.encode(_total("u", 2, 20))),
         _record(1, totals_key("b", "u"), codec.encode(_total("u", 1, 10))),
-        _record(2, totals_key("b", "u"), b"\xc1 not msgpack"),
         _record(3, WATERMARK_KEY, codec.encode(Watermark(source_partition=0, source_offset=7, accepted_at_ms=5))),
         _record(4, WATERMARK_KEY, codec.encode(Watermark(source_partition=0, source_offset=4, accepted_at_ms=3))),
     ])  # fmt: skip
 
     assert batch.latest[("b", "u")].total == 20
-    assert (batch.marks, batch.newest_accepted_ms) == ({0: 7}, 5)
+    assert (batch.marks, batch.accepted_ms, batch.newest_accepted_ms) == ({0: 7}, {0: 5}, 5)
     [(board, _, totals)] = batch.by_board("lb")
     assert (board, [(t.user_id, t.version, t.score, t.member) for t in totals]) == (
         "b",
         [("u", 2, -20.0, "u")],
     )
+    assert batch.unprojectable == []
+
+
+def test_records_the_projection_cannot_use_are_set_aside_with_position_and_reason() -> None:
+    codec, batch = Codec(), TotalsBatch()
+    batch.add([
+        _record(10, totals_key("b", "a"), codec.encode(_total("a", 1, 5))),
+        _record(11, totals_key("b", "x"), codec.encode(_total("x", 1, 5, sort_order="SIDEWAYS"))),
+        _record(12, totals_key("b", "y"), codec.encode(_total("y", 1, 5, tie_policy="LOUDEST"))),
+        _record(13, totals_key("b", "z"), codec.encode(_total("z", 1, 2**53))),
+        _record(14, totals_key("b", "w"), codec.encode(_total("w", 1, 5, user_id=""))),
+        _record(15, totals_key("b", "v"), b"\xc1 not msgpack"),
+        _record(16, totals_key("b", "t"), msgspec.msgpack.encode({"type": "total", "board_id": 3})),
+        _record(17, totals_key("b", "c"), codec.encode(_total("c", 1, 7))),
+    ])  # fmt: skip
+
+    assert sorted(batch.latest) == [("b", "a"), ("b", "c")]
+    found = [(u.where, u.key, u.reason) for u in batch.unprojectable]
+    assert found == [
+        ("totals:0:11", b"b|x", "invalid"),
+        ("totals:0:12", b"b|y", "invalid"),
+        ("totals:0:13", b"b|z", "invalid"),
+        ("totals:0:14", b"b|w", "invalid"),
+        ("totals:0:15", b"b|v", "undecodable"),
+        ("totals:0:16", b"b|t", "invalid"),
+    ]
+    details = [u.detail for u in batch.unprojectable]
+    assert details[0] == "Invalid enum value 'SIDEWAYS' - at `$.sort_order`"
+    assert "$.tie_policy" in details[1] and "$.total" in details[2] and "$.user_id" in details[3]
+    assert [b for b, _, _ in batch.by_board("lb")] == ["b"]  # what is left encodes without raising
+
+
+def test_only_keeps_one_board_and_every_watermark() -> None:
+    codec, batch = Codec(), TotalsBatch()
+    batch.add([
+        _record(0, totals_key("b", "u"), codec.encode(_total("u", 1, 1))),
+        _record(1, totals_key("o", "u"), codec.encode(_total("u", 1, 1, board_id="o"))),
+        _record(2, WATERMARK_KEY, codec.encode(Watermark(source_partition=3, source_offset=9, accepted_at_ms=1))),
+    ])  # fmt: skip
+    batch.only("o")
+
+    assert list(batch.latest) == [("o", "u")] and batch.marks == {3: 9}

@@ -1,0 +1,115 @@
+"""Batches of the totals topic reduced to what the projection needs, and the records it cannot use.
+
+A record the projection cannot use (undecodable, an unknown sort order or tie policy, a total Redis
+cannot hold exactly, an empty id) is set aside with its position and reason instead of raising, so
+one bad record never stops a partition; the live projector sends it to reconciliation. The checks
+are msgspec's, made while decoding, so they cost the hot path next to nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import msgspec
+from aiokafka import ConsumerRecord
+
+from regions.core.boards import SortOrder, TiePolicy
+from regions.core.ordering import encode
+from regions.redis_projection import ProjectedTotal
+from schema.records import Watermark
+from schema.redis_keys import BoardKeys, board_keys
+
+EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
+
+
+class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
+    """The part of a totals record (``schema.records.PlayerTotal``) the projection needs, with the
+    rules it needs them to keep; decoding skips the rest (the dedupe memory)."""
+
+    board_id: Annotated[str, msgspec.Meta(min_length=1)]
+    user_id: Annotated[str, msgspec.Meta(min_length=1)]
+    total: Annotated[int, msgspec.Meta(gt=-EXACT_LIMIT, lt=EXACT_LIMIT)]
+    version: int
+    reached: str
+    sort_order: SortOrder
+    tie_policy: TiePolicy
+
+
+decode_totals_record = msgspec.msgpack.Decoder(ProjectableTotal | Watermark).decode
+
+
+@dataclass(frozen=True, slots=True)
+class Unprojectable:
+    """A totals record the projection skips, and why."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    reason: str  # undecodable | invalid (a field breaks a rule, e.g. an unknown sort order)
+    detail: str
+    raw: bytes | None  # the record's value as it was
+
+    @property
+    def where(self) -> str:
+        return f"{self.topic}:{self.partition}:{self.offset}"
+
+
+@dataclass(slots=True)
+class TotalsBatch:
+    """A batch of the totals topic: the newest version per (board, player), the furthest watermark
+    per source partition, and the records set aside."""
+
+    latest: dict[tuple[str, str], ProjectableTotal] = field(default_factory=dict)
+    marks: dict[int, int] = field(default_factory=dict)
+    accepted_ms: dict[int, int] = field(default_factory=dict)  # newest acceptance time per partition
+    newest_accepted_ms: int = 0
+    unprojectable: list[Unprojectable] = field(default_factory=list)
+
+    def add(self, records: Sequence[ConsumerRecord]) -> None:
+        for record in records:
+            try:
+                value = decode_totals_record(record.value)
+            except msgspec.ValidationError as exc:
+                self._set_aside(record, "invalid", str(exc))
+                continue
+            except msgspec.DecodeError as exc:
+                self._set_aside(record, "undecodable", str(exc))
+                continue
+            if isinstance(value, Watermark):
+                self._mark(value)
+                continue
+            key = (value.board_id, value.user_id)
+            known = self.latest.get(key)
+            if known is None or value.version > known.version:
+                self.latest[key] = value
+
+    def _mark(self, mark: Watermark) -> None:
+        partition = mark.source_partition
+        self.marks[partition] = max(self.marks.get(partition, -1), mark.source_offset)
+        self.accepted_ms[partition] = max(self.accepted_ms.get(partition, 0), mark.accepted_at_ms)
+        self.newest_accepted_ms = max(self.newest_accepted_ms, mark.accepted_at_ms)
+
+    def _set_aside(self, record: ConsumerRecord, reason: str, detail: str) -> None:
+        self.unprojectable.append(
+            Unprojectable(
+                record.topic, record.partition, record.offset, record.key, reason, detail, record.value
+            )
+        )
+
+    def only(self, board_id: str) -> None:
+        """Keep the totals of one board (the watermarks stay)."""
+        self.latest = {k: v for k, v in self.latest.items() if k[0] == board_id}
+
+    def by_board(
+        self, prefix: str, generation: str = ""
+    ) -> list[tuple[str, BoardKeys, list[ProjectedTotal]]]:
+        boards: dict[str, list[ProjectedTotal]] = {}
+        for t in self.latest.values():
+            score, member = encode(t.sort_order, t.tie_policy, t.user_id, t.total, t.reached)
+            boards.setdefault(t.board_id, []).append(
+                ProjectedTotal(t.user_id, t.version, t.total, score, member)
+            )
+        return [(b, board_keys(prefix, b, generation), totals) for b, totals in boards.items()]

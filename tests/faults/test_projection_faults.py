@@ -1,0 +1,224 @@
+"""The projection under load while Redis is wiped and while an operator rebuilds it, read through the
+gateway: every answer is checked against the acknowledged awards its asOf claims (I5), versions never
+go backwards between answers (I3), and a subscriber's hint sequence never restarts.
+
+Each test has a Redis server of its own, so wiping it (FLUSHALL) touches nobody else's keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from regions.core.boards import Board
+from regions.settings import Settings
+from tests.conftest import RegionFactory
+from tests.e2e.gateway.conftest import GatewayProcess, start_gateway
+from tests.faults.reads import ReadHistory, check_covered, check_versions, load, read, subscribe
+from tests.harness import Region, free_port
+
+PLAYERS = [f"p{i:02d}" for i in range(20)]
+
+
+@pytest.fixture
+async def own_redis(tmp_path: Path) -> AsyncIterator[str]:
+    """A Redis server for this test alone (no persistence: a wipe loses everything)."""
+    port = free_port()
+    server = await asyncio.create_subprocess_exec(
+        "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--dir", str(tmp_path), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    client = Redis.from_url(url)
+    try:
+
+        async def answers() -> bool:
+            with contextlib.suppress(RedisError):
+                return bool(await client.ping())
+            return False
+
+        await Region.wait_until(answers, within=10, what="the test's redis-server answering")
+        yield url
+    finally:
+        await client.aclose()
+        server.terminate()
+        await server.wait()
+
+
+@pytest.fixture
+def settings(settings: Settings, own_redis: str) -> Settings:
+    """This test's Redis; small projector batches, so that replays take many steps."""
+    return settings.model_copy(update={
+        "redis": settings.redis.model_copy(update={"url": own_redis}),
+        "projector": settings.projector.model_copy(update={"max_batch": 100}),
+    })  # fmt: skip
+
+
+class Traffic:
+    """Awards, three readers and a subscriber, recording into one history."""
+
+    def __init__(self, region: Region, gateway: GatewayProcess, board: str) -> None:
+        self.history, self.no_more_awards, self._stop = ReadHistory(), asyncio.Event(), asyncio.Event()
+        self._tasks = [
+            asyncio.create_task(load(region.client, board, PLAYERS, self.history, self.no_more_awards)),
+            *(
+                asyncio.create_task(read(gateway.url, board, PLAYERS, self.history, self._stop))
+                for _ in range(3)
+            ),
+        ]
+        self._subscriber = asyncio.create_task(
+            subscribe(gateway.ws_url, board, PLAYERS[0], self.history, self._stop)
+        )
+
+    async def wait(self, check: Callable[[], bool], what: str, within: float = 90) -> None:
+        """Wait for ``check`` to hold; raise at once what stopped a client, if one stopped."""
+
+        async def holds() -> bool:
+            for task in [*self._tasks, self._subscriber]:
+                if task.done() and task.exception() is not None:
+                    raise AssertionError(f"a client stopped while waiting for {what}") from task.exception()
+            return check()
+
+        try:
+            await Region.wait_until(holds, within=within, what=what)
+        except TimeoutError as exc:
+            h = self.history
+            raise TimeoutError(
+                f"{exc}: {len(h.acked)} awards acknowledged, {len(h.answers)} answers "
+                f"({sum(a.stale for a in h.answers)} stale), {len(h.updates)} updates"
+            ) from None
+
+    async def close(self) -> None:
+        self.no_more_awards.set()
+        self._stop.set()
+        self._subscriber.cancel()
+        outcomes = await asyncio.gather(*self._tasks, self._subscriber, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+                raise outcome
+
+
+@contextlib.asynccontextmanager
+async def _traffic(region: Region, gateway: GatewayProcess, board: str) -> AsyncIterator[Traffic]:
+    traffic = Traffic(region, gateway, board)
+    try:
+        yield traffic
+    finally:
+        await traffic.close()
+
+
+async def _converge(traffic: Traffic) -> None:
+    traffic.no_more_awards.set()
+    since = time.monotonic()
+    await traffic.wait(
+        lambda: traffic.history.covers(since), "a non-stale read covering every acknowledged award"
+    )
+
+
+def _check(history: ReadHistory) -> None:
+    problems = check_covered(history) + check_versions(history)
+    stale = sum(a.stale for a in history.answers)
+    print(f"checked {len(history.answers)} answers ({stale} stale) against {len(history.acked)} awards")
+    assert not problems, f"{len(problems)} problem(s) in {len(history.answers)} answers:\n" + "\n".join(
+        problems[:20]
+    )
+
+
+def _sequences(history: ReadHistory, start: float, end: float) -> list[int]:
+    return [u["sequence"] for at, u in history.updates if start <= at <= end]
+
+
+def _resyncs(history: ReadHistory, since: float = 0.0) -> list[str]:
+    return [u["reason"] for at, u in history.updates if at >= since and u["__typename"] == "Resync"]
+
+
+async def _wipe_and_recover(traffic: Traffic, redis_client: Redis) -> None:
+    history = traffic.history
+    before, wiped = len(history.acked), time.monotonic()
+    sequences_before = _sequences(history, 0, wiped)
+    await redis_client.flushall()
+    await traffic.wait(
+        lambda: history.stale_between(wiped, time.monotonic()) > 0, "a stale read after the wipe"
+    )
+    await traffic.wait(
+        lambda: "rebuilt" in _resyncs(history, wiped), "a Resync telling the subscriber to refetch"
+    )
+    await traffic.wait(
+        lambda: history.covers(wiped, before), "reads covering every award from before the wipe"
+    )
+    rebuilt_at = next(at for at, u in history.updates if at >= wiped and u.get("reason") == "rebuilt")
+    assert min(_sequences(history, rebuilt_at, time.monotonic())) > max(sequences_before)
+    assert len(history.acked) > before  # awards kept flowing through the wipe
+
+
+async def _warm(traffic: Traffic) -> None:
+    history = traffic.history
+    await traffic.wait(lambda: len(history.acked) >= 400 and history.covers(0, 400), "warm-up")
+    await traffic.wait(lambda: bool(history.updates), "the subscriber's first update")
+
+
+@contextlib.asynccontextmanager
+async def _under_load(
+    region_factory: RegionFactory, tmp_path: Path
+) -> AsyncIterator[tuple[Region, str, Traffic]]:
+    """A region, its gateway (answers never cached) and warmed-up traffic on one board. At the end
+    the awards stop, the reads converge, and every answer and update is checked."""
+    region = await region_factory(services=("processor", "projector", "intake"))
+    board = Board(f"pf-{uuid.uuid4().hex[:8]}", "Projection fault board", region.settings.region)
+    await region.create_board(board)
+    async with (
+        start_gateway(region, tmp_path / "gateway.log", LB_GATEWAY__TOP_CACHE_TTL_S="0") as gateway,
+        _traffic(region, gateway, board.id) as traffic,
+    ):
+        await _warm(traffic)
+        yield region, board.id, traffic
+        await _converge(traffic)
+    assert "sequence_reset" not in _resyncs(traffic.history)
+    _check(traffic.history)
+
+
+async def test_reads_during_redis_wipes_never_claim_what_they_lack(
+    region_factory: RegionFactory, redis_client: Redis, tmp_path: Path
+) -> None:
+    async with _under_load(region_factory, tmp_path) as (_, _, traffic):
+        for _ in range(3):
+            await _wipe_and_recover(traffic, redis_client)
+
+
+async def _rebuild_under_load(region: Region, traffic: Traffic, args: list[str]) -> None:
+    asked = time.monotonic()
+    output = await _cli(region, args)
+    assert "asked projector" in output and "100%)" in output, output
+    assert "rebuilt 1 board(s)" in output, output
+    await traffic.wait(lambda: "rebuilt" in _resyncs(traffic.history, asked), "a Resync after the rebuild")
+
+
+async def test_operator_rebuilds_under_load_keep_reads_honest_and_versions_monotonic(
+    region_factory: RegionFactory, tmp_path: Path
+) -> None:
+    async with _under_load(region_factory, tmp_path) as (region, board, traffic):
+        warm = time.monotonic()
+        for args in (["rebuild"], ["rebuild", "--board", board], ["rebuild"]):
+            await _rebuild_under_load(region, traffic, args)
+
+    assert traffic.history.stale_between(warm, time.monotonic()) == 0  # the live keys answered all along
+
+
+async def _cli(region: Region, args: list[str]) -> str:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "regions.cli", *args, env={**os.environ, **region.env},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output = (await process.communicate())[0].decode()
+    assert process.returncode == 0, output
+    return output

@@ -1,0 +1,158 @@
+"""The projection's Redis adapter and control keys against the real Redis (this test's key prefix)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from regions.core.boards import Board
+from regions.projector.rebuild import begin_after_loss, rebuild_to_run
+from regions.projector.redis_control import (
+    Lease,
+    LeaseLost,
+    ProjectionControl,
+    RebuildCause,
+    RebuildRequest,
+    RebuildState,
+)
+from regions.redis_projection import ProjectedTotal, RedisProjection
+from regions.redis_reads import RankReader
+from regions.settings import Settings
+from schema.redis_keys import board_keys
+
+
+async def _forget_everything(redis: Redis, prefix: str) -> None:
+    """What FLUSHALL does to this test's keys."""
+    keys = [k async for k in redis.scan_iter(match=f"{prefix}:*")]
+    if keys:
+        await redis.delete(*keys)
+
+
+async def test_a_new_epoch_after_a_loss_says_rebuilding_until_the_rebuild_completes(
+    settings: Settings, redis_client: Redis
+) -> None:
+    prefix = settings.redis.key_prefix
+    projection, control = RedisProjection(redis_client, prefix), ProjectionControl(redis_client, prefix)
+
+    positions, request = await rebuild_to_run(projection, control)
+
+    assert request is not None and request.cause is RebuildCause.LOST and request.board == ""
+    stored = await projection.positions()
+    assert stored == positions and stored.rebuilding and stored.offsets == {} and stored.epoch
+    assert await control.rebuild() == request
+    assert positions.epoch is not None
+    assert await projection.advance(positions.epoch, 5, {0: 3})
+    assert (await projection.positions()).rebuilding  # positions alone do not end a rebuild
+    assert await projection.advance(positions.epoch, 6, {1: 2}, completes_rebuild=True)
+    after = await projection.positions()
+    assert (after.rebuilding, after.offsets, after.newest_accepted_ms) == (False, {0: 3, 1: 2}, 6)
+    assert not await projection.advance("another-epoch", 7, {0: 9}, completes_rebuild=True)
+
+
+async def test_hint_sequences_never_go_backwards_across_a_loss(
+    settings: Settings, redis_client: Redis
+) -> None:
+    prefix = settings.redis.key_prefix
+    projection, control = RedisProjection(redis_client, prefix), ProjectionControl(redis_client, prefix)
+    keys = board_keys(prefix, "seq-board")
+    published = []
+    for round_ in range(3):
+        positions, _ = await begin_after_loss(projection, control)
+        for version in range(1, 4):
+            result = await projection.apply(keys, [ProjectedTotal("u", version + 10 * round_, 1, -1.0, "u")])
+            published.append(positions.sequence_base + result.sequence)
+        await _forget_everything(redis_client, prefix)
+
+    assert published == sorted(published) and len(set(published)) == len(published)
+
+
+async def test_fresh_keys_leave_the_live_sequence_alone_and_swap_in_whole(
+    settings: Settings, redis_client: Redis
+) -> None:
+    prefix = settings.redis.key_prefix
+    projection = RedisProjection(redis_client, prefix)
+    live, fresh = board_keys(prefix, "swap-board"), board_keys(prefix, "swap-board", "g1")
+    await projection.apply(live, [ProjectedTotal("old", 1, 1, -1.0, "old")])
+
+    [result] = await projection.apply_many(
+        [(fresh, [ProjectedTotal("new", 2, 5, -5.0, "new")])], sequenced=False
+    )
+    assert (result.sequence, result.users) == (0, ["new"])
+    assert await redis_client.get(live.sequence) == "1"
+    await projection.swap(fresh, live)
+
+    assert await redis_client.zrange(live.ranking, 0, -1) == ["new"]
+    assert await projection.version_of(live, "new") == 2 and await projection.version_of(live, "old") is None
+    assert await redis_client.exists(fresh.ranking, fresh.records) == 0
+    assert await projection.next_sequences([live]) == [2]
+
+
+async def test_one_lease_holder_at_a_time(settings: Settings, redis_client: Redis) -> None:
+    control = ProjectionControl(redis_client, settings.redis.key_prefix)
+    first, second = Lease(control, "first", 5), Lease(control, "second", 5)
+
+    assert await first.try_acquire()
+    assert not await second.try_acquire()
+    assert await control.lease_holder() == "first"
+    await first.check()
+    await first.release()
+    assert await control.lease_holder() is None
+    assert await second.try_acquire()
+    await second.release()
+
+    now = [0.0]
+    stale = Lease(control, "stale", 5, clock=lambda: now[0])
+    assert await stale.try_acquire()
+    await control.release_lease("stale")
+    assert await control.hold_lease("usurper", 5)
+    await stale.check()  # within half its life the lease is trusted without asking Redis
+    now[0] = 3.0  # a long pause later
+    with pytest.raises(LeaseLost):
+        await stale.check()
+    await stale.release()
+    assert await control.lease_holder() == "usurper"
+
+
+async def test_asking_for_a_rebuild_while_one_is_active_returns_the_active_one(
+    settings: Settings, redis_client: Redis
+) -> None:
+    control = ProjectionControl(redis_client, settings.redis.key_prefix)
+    first = RebuildRequest.new(RebuildCause.REQUESTED, "a")
+
+    assert await control.ask_rebuild(first) == first
+    assert await control.ask_rebuild(RebuildRequest.new(RebuildCause.REQUESTED, "b")) == first
+    await control.put_rebuild(first.to(RebuildState.DONE))
+    second = RebuildRequest.new(RebuildCause.REQUESTED)
+    assert await control.ask_rebuild(second) == second
+
+
+class _LostBeforeTheBoard(RankReader):
+    """Redis loses the projection between the reader's positions read and its board read."""
+
+    def __init__(self, projection: RedisProjection, prefix: str, region: str) -> None:
+        super().__init__(projection, prefix, region)
+        read_board = self._script
+
+        async def lose_then_read(**kwargs: Any) -> Any:
+            await _forget_everything(projection.redis, prefix)
+            return await read_board(**kwargs)
+
+        self._script = lose_then_read  # type: ignore[assignment]
+
+
+async def test_an_answer_read_across_a_loss_says_stale(settings: Settings, redis_client: Redis) -> None:
+    prefix = settings.redis.key_prefix
+    projection, board = RedisProjection(redis_client, prefix), Board("race-board", "Race", settings.region)
+    for step in range(2):
+        await projection.start_epoch("e1")
+        await projection.apply(board_keys(prefix, board.id), [ProjectedTotal("u", 1 + step, 5, -5.0, "u")])
+        assert await projection.advance("e1", 1, {0: 10})
+        reader = _LostBeforeTheBoard(projection, prefix, settings.region)
+        if step == 0:
+            page = await reader.top(board, 10)
+            assert (page.entries, page.as_of.stale) == ([], True)
+        else:
+            entry, as_of = await reader.player(board, "u")
+            assert (entry, as_of.stale) == (None, True)

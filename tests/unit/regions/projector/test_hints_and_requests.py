@@ -1,0 +1,84 @@
+"""The projector's hints as the gateway's hub parses them, the rebuild record, and its printed progress."""
+
+from gateway.core.hints import parse_hint
+from regions.core.boards import SortOrder, TiePolicy
+from regions.projector.command import ProgressPrinter
+from regions.projector.hints import MAX_HINT_USERS, changes_hint, resync_hint, sequence_base
+from regions.projector.redis_control import RebuildCause, RebuildRequest, RebuildState
+from regions.projector.totals import ProjectableTotal
+
+
+def _view(user: str) -> ProjectableTotal:
+    return ProjectableTotal(board_id="b", user_id=user, total=3, version=2, reached="", sort_order=SortOrder.DESC,
+                            tie_policy=TiePolicy.USER_ID)  # fmt: skip
+
+
+def test_a_changes_hint_reads_back_as_the_hub_parses_it() -> None:
+    hint = parse_hint(
+        changes_hint("b", 41, {0: 7, 3: 2}, [_view(f"u{i}") for i in range(MAX_HINT_USERS + 1)])
+    )
+
+    assert (hint.board_id, hint.sequence, hint.positions, hint.truncated, hint.resync) == (
+        "b", 41, {0: 7, 3: 2}, True, False,
+    )  # fmt: skip
+    assert len(hint.users) == MAX_HINT_USERS and hint.users[0].version == 2
+
+
+def test_a_resync_hint_tells_the_hub_to_refetch() -> None:
+    hint = parse_hint(resync_hint("b", 1_700_000_000_000_001))
+
+    assert (hint.sequence, hint.resync, hint.positions, hint.users) == (1_700_000_000_000_001, True, {}, ())
+
+
+def test_a_later_epoch_starts_above_every_sequence_an_earlier_one_could_reach() -> None:
+    start_us, lasted_us = 1_767_225_600_000_000, 3_600_000_000  # 2026-01-01, one hour
+    # At most one step per script call, and Redis runs far fewer than one call per microsecond.
+    highest_before = sequence_base(start_us) + lasted_us - 1
+
+    assert sequence_base(start_us + lasted_us) > highest_before
+    assert 2 * start_us < 2**53  # a counter never outgrows the time since its key was made
+
+
+def test_a_rebuild_request_survives_its_hash_and_a_half_written_one_is_none() -> None:
+    request = RebuildRequest.new(RebuildCause.REQUESTED, "board-1").to(
+        RebuildState.REPLAYING, done=3, total=9
+    )
+    items = request.encoded()
+    raw = dict(zip(items[::2], items[1::2], strict=True))
+
+    assert RebuildRequest.decoded(raw) == request and request.active
+    assert RebuildRequest.decoded({"id": "x", "state": "done"}) is None
+    assert not request.to(RebuildState.DONE).active
+
+
+def test_progress_is_printed_by_steps_and_ends_at_100_percent_whatever_was_seen() -> None:
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    request = RebuildRequest.new(RebuildCause.REQUESTED)
+    for done in (0, 1, 2, 30, 31):
+        printer.show(request.to(RebuildState.REPLAYING, done=done, total=100))
+    printer.show(request.to(RebuildState.CATCHING_UP, done=100, total=100))
+    printer.show(request.to(RebuildState.DONE, done=100, total=100, boards=2, records=100))
+
+    assert lines == [
+        "  replayed 0 of 100 totals offsets (0%)",
+        "  replayed 30 of 100 totals offsets (30%)",
+        "  replayed 100 of 100 totals offsets (100%)",
+        "  catching up with the newest totals, then swapping the fresh keys in",
+        "rebuilt 2 board(s) from 100 offsets of totals and swapped them in",
+    ]
+    late: list[str] = []
+    ProgressPrinter(late.append).show(request.to(RebuildState.DONE, done=0, total=0, boards=0))
+    assert late[0] == "  replayed 0 of 0 totals offsets (100%)"
+
+
+def test_a_stopped_rebuild_is_said_once() -> None:
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    stopped = RebuildRequest.new(RebuildCause.LOST).to(RebuildState.REPLAYING, error="KafkaConnectionError()")
+    printer.show(stopped)
+    printer.show(stopped)
+
+    assert lines == [
+        "  the rebuild stopped (KafkaConnectionError()); whoever holds the projection resumes it"
+    ]
