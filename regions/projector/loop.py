@@ -92,7 +92,10 @@ class Projector:
             topic = self._kafka.topic("totals")
             tps = [TopicPartition(topic, p) for p in await partitions_of(self._kafka, topic)]
             await assign_from_committed(consumer, tps)
-            self._positions, request = await rebuild_to_run(self._projection, self._control)
+            first_life = all([await consumer.committed(tp) is None for tp in tps])
+            self._positions, request = await rebuild_to_run(
+                self._projection, self._control, first_life=first_life
+            )
             self._visible = dict(self._positions.offsets)
             if request is not None:
                 self._start_rebuild(request)

@@ -67,20 +67,29 @@ async def begin_after_loss(
 ) -> tuple[Positions, RebuildRequest]:
     """The projection has no epoch (new, or lost with Redis's data): start one that says rebuilding,
     and record the whole rebuild that will end it."""
-    epoch, base = uuid.uuid4().hex, sequence_base(time.time_ns() // 1000)
-    await projection.start_epoch(epoch, sequence_base=base, rebuilding=True)
+    positions = await _start_epoch(projection, rebuilding=True)
     request = RebuildRequest.new(RebuildCause.LOST)
     await control.put_rebuild(request)
     metrics.PROJECTION_LOST.inc()
-    return Positions(epoch, {}, None, rebuilding=True, sequence_base=base), request
+    return positions, request
+
+
+async def _start_epoch(projection: RedisProjection, *, rebuilding: bool) -> Positions:
+    epoch, base = uuid.uuid4().hex, sequence_base(time.time_ns() // 1000)
+    await projection.start_epoch(epoch, sequence_base=base, rebuilding=rebuilding)
+    return Positions(epoch, {}, None, rebuilding=rebuilding, sequence_base=base)
 
 
 async def rebuild_to_run(
-    projection: RedisProjection, control: ProjectionControl
+    projection: RedisProjection, control: ProjectionControl, *, first_life: bool = False
 ) -> tuple[Positions, RebuildRequest | None]:
     """What the lease holder must rebuild now: every board after a loss (with a new epoch when
-    there is none), else the rebuild in progress or asked for, if any."""
+    there is none), else the rebuild in progress or asked for, if any. A projection in its
+    ``first_life`` (no projector ever committed a position) lost nothing: it starts an epoch and
+    catches up live, its positions claiming only what it applied."""
     positions = await projection.positions()
+    if positions.epoch is None and first_life:
+        return await _start_epoch(projection, rebuilding=False), None
     if positions.epoch is None:
         return await begin_after_loss(projection, control)
     request = await control.rebuild()

@@ -156,3 +156,16 @@ async def test_an_answer_read_across_a_loss_says_stale(settings: Settings, redis
         else:
             entry, as_of = await reader.player(board, "u")
             assert (entry, as_of.stale) == (None, True)
+
+
+async def test_a_projection_in_its_first_life_starts_fresh_instead_of_rebuilding(
+    settings: Settings, redis_client: Redis
+) -> None:
+    prefix = settings.redis.key_prefix
+    projection, control = RedisProjection(redis_client, prefix), ProjectionControl(redis_client, prefix)
+
+    positions, request = await rebuild_to_run(projection, control, first_life=True)
+
+    assert request is None and await control.rebuild() is None
+    stored = await projection.positions()
+    assert stored == positions and stored.epoch and not stored.rebuilding and stored.offsets == {}
