@@ -17,6 +17,7 @@ class BootstrapReport:
 
 async def bootstrap(settings: Settings) -> BootstrapReport:
     """Create missing topics (partitions and compaction from settings) and apply CQL migrations."""
-    topics = await ensure_topics(settings.kafka)
+    remote = [r for r in settings.regions if r != settings.region]
+    topics = await ensure_topics(settings.kafka, settings.processor, remote)
     migrations = apply_migrations(settings.cassandra)
     return BootstrapReport(topics_created=topics, migrations_applied=migrations)

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from regions.settings import KafkaSettings
+from regions.settings import KafkaSettings, ProcessorSettings
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +27,31 @@ class TopicSpec:
     name: str
     compacted: bool
     description: str
+    retention_ms: int | None = None  # also delete records older than this (compacted topics too)
 
 
-def platform_topics(kafka: KafkaSettings) -> list[TopicSpec]:
-    """The topics the platform owns. Totals is compacted: it is also the processor's changelog."""
+def replicated_awards_topic(kafka: KafkaSettings, source_region: str) -> str:
+    """The local topic the replicator copies ``source_region``'s locally accepted awards into."""
+    return kafka.topic(f"awards.from-{source_region}")
+
+
+def platform_topics(
+    kafka: KafkaSettings, processor: ProcessorSettings | None = None, remote_regions: Sequence[str] = ()
+) -> list[TopicSpec]:
+    """The topics the platform owns. Totals is compacted: it is also the processor's changelog of
+    player state; dedupe is the changelog of the dedupe memory, compacted and forgetting what the
+    horizon (plus a margin) forgets. One replicated awards topic per other region."""
+    dedupe_retention = (processor or ProcessorSettings()).dedupe_retention_ms
     return [
         TopicSpec(kafka.topic("awards"), False, "accepted awards, key boardId|userId"),
         TopicSpec(kafka.topic("totals"), True, "versioned absolute totals and processor state"),
+        TopicSpec(kafka.topic("dedupe"), True, "processor dedupe memory, key event id", dedupe_retention),
         TopicSpec(kafka.topic("applied"), False, "applied awards with their totals: the audit feed"),
         TopicSpec(kafka.topic("reconciliation"), False, "conflicting repeats and rejected awards"),
+        *(
+            TopicSpec(replicated_awards_topic(kafka, r), False, f"awards accepted in {r}, copied here")
+            for r in remote_regions
+        ),
     ]
 
 
@@ -44,10 +62,14 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
     }
     if spec.compacted:
         config |= {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}
+    if spec.retention_ms is not None:
+        config |= {"cleanup.policy": "compact,delete", "retention.ms": str(spec.retention_ms)}
     return config
 
 
-async def ensure_topics(kafka: KafkaSettings) -> list[str]:
+async def ensure_topics(
+    kafka: KafkaSettings, processor: ProcessorSettings | None = None, remote_regions: Sequence[str] = ()
+) -> list[str]:
     """Create the platform's topics that are missing; returns the names created. Re-runnable."""
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
     await admin.start()
@@ -60,7 +82,7 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
                 replication_factor=kafka.replication_factor,
                 topic_configs=_topic_config(kafka, spec),
             )
-            for spec in platform_topics(kafka)
+            for spec in platform_topics(kafka, processor, remote_regions)
             if spec.name not in existing
         ]
         if wanted:
@@ -92,8 +114,11 @@ def make_consumer(
     group_id: str | None,
     from_beginning: bool = True,
     session_timeout_ms: int = 10_000,
+    co_partitioned: bool = False,
 ) -> AIOKafkaConsumer:
-    """A read_committed consumer that never auto-commits."""
+    """A read_committed consumer that never auto-commits. ``co_partitioned``: the group gives the same
+    partition number of every subscribed topic to one member (range assignment; the topics must
+    have equal partition counts), so one member owns partition p of every source."""
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap_servers,
@@ -103,6 +128,9 @@ def make_consumer(
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=session_timeout_ms // 3,
+        partition_assignment_strategy=(
+            (RangePartitionAssignor,) if co_partitioned else (RoundRobinPartitionAssignor,)
+        ),
     )
 
 
@@ -194,6 +222,16 @@ async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) ->
     """Records between the consumer's position and the end, per partition."""
     end = await consumer.end_offsets(tps)
     return {tp.partition: max(0, end[tp] - await consumer.position(tp)) for tp in tps}
+
+
+async def cluster_id(kafka: KafkaSettings) -> str:
+    """The Kafka cluster's id: a local copy of a changelog is only valid for the cluster it came from."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        return str((await admin.describe_cluster())["cluster_id"])
+    finally:
+        await admin.close()
 
 
 async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:

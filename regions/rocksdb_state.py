@@ -14,6 +14,7 @@ that batch, and the task replays the changelogs' tail from there.
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from regions.core.positions import SourcePosition
 from regions.processor.state import StateKey, StoreBatch, StoreIdentity
 from schema.records import pack_seen, unpack_seen
 
+log = logging.getLogger(__name__)
 _IDENTITY = b"mid"
 _CHANGELOG = b"mcl"
 _COMPLETE = b"mcs"
@@ -50,10 +52,10 @@ class _Meta(msgspec.Struct, array_like=True):
 class RocksStore:
     """A task's state in RocksDB under ``path``."""
 
-    def __init__(self, path: Path, *, cache_mib: int, write_buffer_mib: int) -> None:
+    def __init__(self, path: Path, options: Options) -> None:
         self._path = path
         path.mkdir(parents=True, exist_ok=True)
-        self._db = Rdict(str(path), _options(cache_mib, write_buffer_mib))
+        self._db = Rdict(str(path), options)
         self._encode = msgspec.msgpack.Encoder().encode
         self._player = msgspec.msgpack.Decoder(tuple[int, int, str]).decode
         self._source = msgspec.msgpack.Decoder(tuple[int, int, int, int]).decode
@@ -160,9 +162,10 @@ class RocksStore:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _options(cache_mib: int, write_buffer_mib: int) -> Options:
-    """Bounded memory: one block cache holds data, index and filter blocks, and the write buffers
-    are charged to it, so the store's memory is about ``cache_mib`` whatever its size on disk."""
+def store_options(cache_mib: int, write_buffer_mib: int) -> Options:
+    """Options for every store of one process. Bounded memory: one block cache, shared by the stores,
+    holds data, index and filter blocks, and the write buffers are charged to it, so the stores'
+    memory stays about ``cache_mib`` whatever their size on disk and however many partitions."""
     cache = Cache(cache_mib << 20)
     table = BlockBasedOptions()
     table.set_block_cache(cache)
@@ -181,3 +184,23 @@ def _options(cache_mib: int, write_buffer_mib: int) -> Options:
     options.set_keep_log_file_num(2)
     options.set_max_background_jobs(1)
     return options
+
+
+def open_store(base: Path, name: str, options: Options, *, slots: int = 8) -> RocksStore:
+    """Open the store ``base/name``. When another process on this host holds it (two instances of
+    one group on a laptop), use the next free slot ``name.1``, ``name.2``, ...: whichever store is
+    found is checked against the changelogs before use. A store that cannot be opened for any other
+    reason is removed and made anew (the changelogs rebuild it)."""
+    for slot in range(slots):
+        path = base / (name if slot == 0 else f"{name}.{slot}")
+        try:
+            return RocksStore(path, options)
+        except Exception as exc:  # rocksdict raises plain exceptions carrying RocksDB's status
+            if "lock" in str(exc).lower():
+                continue
+            log.warning(
+                "removing the unreadable state store %s (%s); it is restored from the changelogs", path, exc
+            )
+            RocksStore.destroy(path)
+            return RocksStore(path, options)
+    raise RuntimeError(f"every state store slot under {base} for {name} is held by another process")

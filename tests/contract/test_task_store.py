@@ -10,7 +10,9 @@ import pytest
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
 from regions.processor.state import MemoryStore, StoreBatch, StoreIdentity, TaskStore
-from regions.rocksdb_state import RocksStore
+from regions.rocksdb_state import RocksStore, store_options
+
+OPTIONS = store_options(cache_mib=8, write_buffer_mib=4)
 
 IDENTITY = StoreIdentity("cluster-a", ("lb.totals.v1", "lb.dedupe.v1"), 3)
 EVENT = "0123456789abcdef0123456789abcdef"
@@ -97,16 +99,16 @@ class TestMemoryStore(TaskStoreContract):
 class TestRocksStore(TaskStoreContract):
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[TaskStore]:
-        store = RocksStore(tmp_path / "p3", cache_mib=8, write_buffer_mib=4)
+        store = RocksStore(tmp_path / "p3", OPTIONS)
         yield store
         store.close()
 
     def test_state_survives_a_reopen(self, tmp_path: Path) -> None:
-        store = RocksStore(tmp_path / "p3", cache_mib=8, write_buffer_mib=4)
+        store = RocksStore(tmp_path / "p3", OPTIONS)
         store.reset(IDENTITY)
         store.write(StoreBatch(players={("b", "u"): PlayerState(1, 1, "r")}, changelog={"t": 3}))
         store.close()
-        again = RocksStore(tmp_path / "p3", cache_mib=8, write_buffer_mib=4)
+        again = RocksStore(tmp_path / "p3", OPTIONS)
         try:
             assert again.identity() == IDENTITY and again.changelog_positions() == {"t": 3}
             assert again.player(("b", "u")) == PlayerState(1, 1, "r")
