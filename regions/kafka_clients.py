@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
@@ -128,10 +129,14 @@ def make_consumer(
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=session_timeout_ms // 3,
-        partition_assignment_strategy=(
-            (RangePartitionAssignor,) if co_partitioned else (RoundRobinPartitionAssignor,)
-        ),
+        partition_assignment_strategy=assignment_strategy(co_partitioned),
     )
+
+
+def assignment_strategy(co_partitioned: bool) -> tuple[type[AbstractPartitionAssignor], ...]:
+    """Range assignment gives every member the same partition numbers of equally partitioned topics
+    (each topic's sorted partitions split over the same sorted members); round robin spreads best."""
+    return (RangePartitionAssignor,) if co_partitioned else (RoundRobinPartitionAssignor,)
 
 
 class TopicMissing(KafkaError):  # type: ignore[misc]
