@@ -135,9 +135,8 @@ class Processor:
                 self._kafka, store, self.identity(partition), retention_ms=self._cfg.dedupe_retention_ms
             )
             log.info(
-                "partition %d restored (%s%s): %d changelog records in %.2f s, %d players",
-                partition, done.mode, f", {done.reason}" if done.reason else "", done.records, done.seconds,
-                store.players_count() if done.mode == "full" else -1,
+                "partition %d restored (%s%s): %d changelog records in %.2f s",
+                partition, done.mode, f": {done.reason}" if done.reason else "", done.records, done.seconds,
             )  # fmt: skip
             offsets = await self._committed(consumer, partition)
         except BaseException:

@@ -166,6 +166,11 @@ def test_a_copy_accepted_earlier_elsewhere_is_still_a_repeat() -> None:
     earlier = award("p", "m", 5, at_ms=5_000 - HORIZON + 1)
     outcome = apply_award(PlayerState(5, 1, "r"), Seen(later.digest, later.accepted_at_ms), earlier, MEMORY)
     assert isinstance(outcome, Duplicate)
+    long_before = award("p", "m", 5, at_ms=5_000 - HORIZON)
+    outcome = apply_award(
+        PlayerState(5, 1, "r"), Seen(later.digest, later.accepted_at_ms), long_before, MEMORY
+    )
+    assert isinstance(outcome, Applied)
 
 
 def test_a_possible_repeat_of_a_forgotten_copy_is_not_applied() -> None:
