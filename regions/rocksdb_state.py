@@ -121,13 +121,11 @@ class RocksStore:
         self._put_complete_since(out, batch.complete_since_ms)
         self._db.write(out)
 
-    def _write_seen(self, out: WriteBatch, seen: dict[str, Seen]) -> None:
-        ids = [bytes.fromhex(e) for e in seen]
-        found = cast(list[bytes | None], self._db.get([b"d" + i for i in ids]))
-        for raw_id, before in zip(ids, found, strict=True):
-            if before is not None:  # the copy is replaced: its old time leaves the index
-                out.delete(b"t" + _time(unpack_seen(before)[1]) + raw_id)
-        for raw_id, copy in zip(ids, seen.values(), strict=True):
+    @staticmethod
+    def _write_seen(out: WriteBatch, seen: dict[str, Seen]) -> None:
+        # A replaced copy leaves its old time in the index; the purge skips such entries.
+        for event_id, copy in seen.items():
+            raw_id = bytes.fromhex(event_id)
             out.put(b"d" + raw_id, pack_seen(copy.digest, copy.at_ms))
             out.put(b"t" + _time(copy.at_ms) + raw_id, b"")
 
@@ -141,8 +139,10 @@ class RocksStore:
         purged = 0
         for key, _ in self._scan(b"t", end=b"t" + _time(before_ms)):
             out.delete(key)
-            out.delete(b"d" + key[9:])
-            purged += 1
+            current = self._get(b"d" + key[9:])
+            if current is not None and _time(unpack_seen(current)[1]) == key[1:9]:  # not replaced since
+                out.delete(b"d" + key[9:])
+                purged += 1
         self._put_complete_since(out, before_ms)
         self._db.write(out)
         return purged

@@ -99,6 +99,9 @@ class Round:
         self.players: dict[StateKey, PlayerState] = {}
         self.seen: dict[str, Seen] = {}
         self.positions: dict[str, SourcePosition] = {}
+        # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
+        # the end of the round: one position update per region instead of one per award.
+        self._newest: dict[str, tuple[int, int]] = {}
         self.out: list[Output] = []
         self.offsets: dict[TopicPartition, int] = {}  # next offset to consume, per source partition
         self.counts: Counter[str] = Counter()
@@ -160,9 +163,8 @@ class Round:
             outcome = apply_award(self._player(state_key), self._seen(award.event_id), award, self._memory)
         except ValueError as exc:  # an aggregation this version does not know
             raise Unprocessable("invalid_award", str(exc), award) from exc
-        self.positions[source.region] = self._position(source.region).after_award(
-            offset, award.accepted_at_ms
-        )
+        newest = self._newest.get(source.region, (-1, 0))
+        self._newest[source.region] = (max(newest[0], offset), max(newest[1], award.accepted_at_ms))
         if isinstance(outcome, Applied):
             self._applied(award, outcome, source.region, offset)
         elif isinstance(outcome, Duplicate):
@@ -206,8 +208,14 @@ class Round:
         self.out.append((self._kafka.topic("reconciliation"), key, self._codec.encode(value)))
         self.counts[f"reconciled:{reason}"] += 1
 
+    def _settle(self) -> None:
+        for region, (offset, accepted_at_ms) in self._newest.items():
+            self.positions[region] = self._position(region).after_award(offset, accepted_at_ms)
+        self._newest.clear()
+
     def watermarks(self) -> list[Output]:
         """One watermark per (region, partition) this round read, for the end of the transaction."""
+        self._settle()
         marks = []
         for region, p in sorted(self.positions.items()):
             if p.offset < 0:
@@ -220,4 +228,5 @@ class Round:
 
     def store_batch(self, changelog: dict[str, int]) -> StoreBatch:
         """What the store writes once the round's transaction committed."""
+        self._settle()
         return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, changelog=changelog)
