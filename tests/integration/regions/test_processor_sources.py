@@ -8,6 +8,7 @@ the processor itself.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,17 +143,22 @@ async def _round(processor: Processor, consumer: AIOKafkaConsumer, local: int, r
     await processor.process_task(task, {tp: rs for tp, rs in got.items() if rs})
 
 
-async def _owning(processor: Processor, consumer: AIOKafkaConsumer, sources: Sources) -> Processor:
+@asynccontextmanager
+async def _owner(sources: Sources, consumer: AIOKafkaConsumer, host: str = "a") -> AsyncIterator[Processor]:
+    """A processor instance on ``host`` owning partition 0 of both sources, released afterwards."""
+    processor = sources.instance(host)
     await processor.prepare()
     await processor.take(consumer, [sources.local, sources.remote])
-    return processor
+    try:
+        yield processor
+    finally:
+        await processor.close()
 
 
 async def test_the_same_award_in_both_sources_counts_once(
     sources: Sources, consumer: AIOKafkaConsumer
 ) -> None:
-    processor = await _owning(sources.instance("a"), consumer, sources)
-    try:
+    async with _owner(sources, consumer) as processor:
         here = _award("m1", 5, "eu", at_ms=1_000)
         await sources.award(here)
         await sources.award(_award("m2", 7, "us", at_ms=2_000), source_offset=41)
@@ -167,30 +173,24 @@ async def test_the_same_award_in_both_sources_counts_once(
         }
         assert marks == {"eu": (0, 0, 1_000), "us": (0, 42, 2_000)}
         assert await sources.reconciled() == []
-    finally:
-        await processor.close()
 
 
 async def test_a_conflicting_copy_goes_to_reconciliation(
     sources: Sources, consumer: AIOKafkaConsumer
 ) -> None:
-    processor = await _owning(sources.instance("a"), consumer, sources)
-    try:
+    async with _owner(sources, consumer) as processor:
         await sources.award(_award("m1", 5, "eu"))
         await sources.award(_award("m1", 6, "us"), source_offset=3)  # same event id, another payload
         await _round(processor, consumer, local=1, remote=1)
 
         assert await sources.totals() == [("ann", 5, 1)]
         assert await sources.reconciled() == [("conflicting_repeat", "us")]
-    finally:
-        await processor.close()
 
 
 async def test_heartbeats_and_gaps_advance_watermarks_without_changing_totals(
     sources: Sources, consumer: AIOKafkaConsumer
 ) -> None:
-    processor = await _owning(sources.instance("a"), consumer, sources)
-    try:
+    async with _owner(sources, consumer) as processor:
         await sources.write(sources.local, HEARTBEAT_KEY, CODEC.encode(Heartbeat(region="eu", at_ms=5_000)))
         await sources.write(
             sources.remote, HEARTBEAT_KEY, CODEC.encode(Heartbeat(region="us", at_ms=6_000)), 50
@@ -204,15 +204,12 @@ async def test_heartbeats_and_gaps_advance_watermarks_without_changing_totals(
         marks = {w.region: (w.source_offset, w.heartbeat_at_ms, w.gaps) for w in await sources.watermarks()}
         assert marks == {"eu": (0, 5_000, 0), "us": (60, 6_000, 1)}
         assert await sources.reconciled() == []
-    finally:
-        await processor.close()
 
 
 async def test_poison_records_are_reconciled_and_the_partition_goes_on(
     sources: Sources, consumer: AIOKafkaConsumer
 ) -> None:
-    processor = await _owning(sources.instance("a"), consumer, sources)
-    try:
+    async with _owner(sources, consumer) as processor:
         await sources.write(sources.remote, b"board|ann", b"\xc1 not msgpack", 8)
         await sources.award(_award("m1", 5, "us"), source_offset=None)  # local copy, fine
         await sources.write(sources.remote, b"board|ann", CODEC.encode(_award("m2", 1, "us")))  # no header
@@ -224,51 +221,38 @@ async def test_poison_records_are_reconciled_and_the_partition_goes_on(
         assert sorted(await sources.reconciled()) == [
             ("missing_source_offset", "us"), ("undecodable", "us"), ("undecodable_control", "us"),
         ]  # fmt: skip
-    finally:
-        await processor.close()
 
 
 async def test_a_warm_restart_restores_only_the_tail(sources: Sources, consumer: AIOKafkaConsumer) -> None:
-    first = await _owning(sources.instance("a"), consumer, sources)
-    for i in range(20):
-        await sources.award(_award(f"m{i}", 1, "eu", user=f"u{i}"))
-    await _round(first, consumer, local=20, remote=0)
-    await first.close()
+    async with _owner(sources, consumer) as first:
+        for i in range(20):
+            await sources.award(_award(f"m{i}", 1, "eu", user=f"u{i}"))
+        await _round(first, consumer, local=20, remote=0)
 
-    again = await _owning(sources.instance("a"), consumer, sources)  # same host, same store
-    try:
+    async with _owner(sources, consumer) as again:  # same host, same store
         restored = again.owned[0].restored
         assert (restored.mode, restored.records) == ("tail", 0)
         assert (player := again.owned[0].store.player(("board", "u7"))) is not None and player.total == 1
-    finally:
-        await again.close()
 
-    other = await _owning(sources.instance("b"), consumer, sources)  # another host takes over, cold
-    try:
+    async with _owner(sources, consumer, host="b") as other:  # another host takes over, cold
         assert (other.owned[0].restored.mode, other.owned[0].restored.records) == ("full", 20 + 20 + 1)
         await sources.award(_award("m0", 1, "eu", user="u0", at_ms=10**9))  # beyond the horizon: counts
         await _round(other, consumer, local=1, remote=0)
-    finally:
-        await other.close()
 
-    back = await _owning(sources.instance("a"), consumer, sources)  # back on the first host
-    try:
+    async with _owner(sources, consumer) as back:  # back on the first host
         restored = back.owned[0].restored
         assert (restored.mode, restored.records) == ("tail", 3)  # one total, one dedupe record, one watermark
         assert (player := back.owned[0].store.player(("board", "u0"))) is not None and player.total == 2
-    finally:
-        await back.close()
 
 
 @pytest.mark.parametrize("damage", ["beyond_end", "foreign"])
 async def test_a_stale_or_foreign_store_is_wiped_and_fully_restored(
     sources: Sources, consumer: AIOKafkaConsumer, damage: str
 ) -> None:
-    first = await _owning(sources.instance("a"), consumer, sources)
-    await sources.award(_award("m1", 5, "eu"))
-    await _round(first, consumer, local=1, remote=0)
-    identity = first.identity(0)
-    await first.close()
+    async with _owner(sources, consumer) as first:
+        await sources.award(_award("m1", 5, "eu"))
+        await _round(first, consumer, local=1, remote=0)
+        identity = first.identity(0)
 
     path = (
         Path(sources.settings.processor.store_dir) / "a" / sources.settings.kafka.topic_prefix / "eu" / "p0"
@@ -280,11 +264,8 @@ async def test_a_stale_or_foreign_store_is_wiped_and_fully_restored(
         store.reset(StoreIdentity("another-cluster", identity.changelogs, 0))
     store.close()
 
-    again = await _owning(sources.instance("a"), consumer, sources)
-    try:
+    async with _owner(sources, consumer) as again:
         restored = again.owned[0].restored
         assert restored.mode == "full" and restored.records == 3
         assert ("beyond its end" if damage == "beyond_end" else "another-cluster") in restored.reason
         assert (player := again.owned[0].store.player(("board", "ann"))) is not None and player.total == 5
-    finally:
-        await again.close()
