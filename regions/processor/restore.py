@@ -13,6 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+import msgspec
 from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.core.aggregation import PlayerState, Seen
@@ -21,7 +22,7 @@ from regions.kafka_clients import make_consumer, replay
 from regions.processor import metrics
 from regions.processor.state import StoreBatch, StoreIdentity, TaskStore
 from regions.settings import KafkaSettings
-from schema.records import Codec, PlayerTotal, Watermark, decoded, unpack_seen
+from schema.records import Codec, PlayerTotal, Watermark, unpack_seen
 
 log = logging.getLogger(__name__)
 
@@ -75,27 +76,43 @@ class _Loader:
         self.records = 0
 
     async def __call__(self, records: list[ConsumerRecord]) -> None:
+        """Records of one changelog partition (``replay`` hands them over per partition)."""
         batch = StoreBatch()
-        for record in records:
-            where = f"{record.topic}:{record.partition}:{record.offset}"
-            if record.topic == self._totals:
-                value = decoded(self._codec.totals, record.value, where)
-                if isinstance(value, PlayerTotal):
-                    batch.players[(value.board_id, value.user_id)] = PlayerState(
-                        value.total, value.version, value.reached
-                    )
-                elif isinstance(value, Watermark) and value.region:
-                    self._watermark(batch, value)
-            elif record.value is not None and record.key is not None:
-                try:
-                    digest, at_ms = unpack_seen(record.value)
-                except ValueError as exc:
-                    log.error("skipping an undecodable dedupe record at %s: %s", where, exc)
-                else:
-                    batch.seen[record.key.hex()] = Seen(digest, at_ms)
+        if records[0].topic == self._totals:
+            self._totals_records(batch, records)
+        else:
+            self._dedupe_records(batch, records)
         batch.changelog[records[-1].topic] = records[-1].offset + 1
         self._store.write(batch)
         self.records += len(records)
+
+    def _totals_records(self, batch: StoreBatch, records: list[ConsumerRecord]) -> None:
+        decode = self._codec.totals
+        for record in records:
+            try:
+                value = decode(record.value)
+            except msgspec.DecodeError as exc:
+                log.error(
+                    "skipping an undecodable totals record at %s:%d: %s", record.topic, record.offset, exc
+                )
+                continue
+            if isinstance(value, PlayerTotal):
+                batch.players[(value.board_id, value.user_id)] = PlayerState(
+                    value.total, value.version, value.reached
+                )
+            elif isinstance(value, Watermark) and value.region:
+                self._watermark(batch, value)
+
+    @staticmethod
+    def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:
+        for record in records:
+            try:
+                digest, at_ms = unpack_seen(record.value)
+                batch.seen[record.key.hex()] = Seen(digest, at_ms)
+            except (ValueError, TypeError, AttributeError) as exc:
+                log.error(
+                    "skipping an undecodable dedupe record at %s:%d: %s", record.topic, record.offset, exc
+                )
 
     @staticmethod
     def _watermark(batch: StoreBatch, mark: Watermark) -> None:
