@@ -18,6 +18,6 @@ class BootstrapReport:
 async def bootstrap(settings: Settings) -> BootstrapReport:
     """Create missing topics (partitions and compaction from settings) and apply CQL migrations."""
     remote = [r for r in settings.regions if r != settings.region]
-    topics = await ensure_topics(settings.kafka, settings.processor, remote)
+    topics = await ensure_topics(settings.kafka, remote, settings.processor)
     migrations = apply_migrations(settings.cassandra)
     return BootstrapReport(topics_created=topics, migrations_applied=migrations)

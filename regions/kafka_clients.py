@@ -19,6 +19,7 @@ from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssigno
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from regions.settings import KafkaSettings, ProcessorSettings
+from schema.replication import replicated_awards_topic
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +32,8 @@ class TopicSpec:
     retention_ms: int | None = None  # also delete records older than this (compacted topics too)
 
 
-def replicated_awards_topic(kafka: KafkaSettings, source_region: str) -> str:
-    """The local topic the replicator copies ``source_region``'s locally accepted awards into."""
-    return kafka.topic(f"awards.from-{source_region}")
-
-
 def platform_topics(
-    kafka: KafkaSettings, processor: ProcessorSettings | None = None, remote_regions: Sequence[str] = ()
+    kafka: KafkaSettings, remote_regions: Sequence[str] = (), processor: ProcessorSettings | None = None
 ) -> list[TopicSpec]:
     """The topics the platform owns. Totals is compacted: it is also the processor's changelog of
     player state; dedupe is the changelog of the dedupe memory, compacted and forgetting what the
@@ -50,7 +46,9 @@ def platform_topics(
         TopicSpec(kafka.topic("applied"), False, "applied awards with their totals: the audit feed"),
         TopicSpec(kafka.topic("reconciliation"), False, "conflicting repeats and rejected awards"),
         *(
-            TopicSpec(replicated_awards_topic(kafka, r), False, f"awards accepted in {r}, copied here")
+            TopicSpec(
+                kafka.topic(replicated_awards_topic(r)), False, f"awards accepted in {r}, replicated here"
+            )
             for r in remote_regions
         ),
     ]
@@ -69,7 +67,7 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
 
 
 async def ensure_topics(
-    kafka: KafkaSettings, processor: ProcessorSettings | None = None, remote_regions: Sequence[str] = ()
+    kafka: KafkaSettings, remote_regions: Sequence[str] = (), processor: ProcessorSettings | None = None
 ) -> list[str]:
     """Create the platform's topics that are missing; returns the names created. Re-runnable."""
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
@@ -83,7 +81,7 @@ async def ensure_topics(
                 replication_factor=kafka.replication_factor,
                 topic_configs=_topic_config(kafka, spec),
             )
-            for spec in platform_topics(kafka, processor, remote_regions)
+            for spec in platform_topics(kafka, remote_regions, processor)
             if spec.name not in existing
         ]
         if wanted:

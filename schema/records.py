@@ -103,18 +103,6 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
     at_ms: int
 
 
-class ReplicationGap(msgspec.Struct, frozen=True, kw_only=True):
-    """A control record (key ``GAP_KEY``) the replicator writes into ``awards.from-<region>`` when the
-    source deleted records before they were copied: offsets ``first_missing`` up to ``resumed_at``
-    (exclusive) of that region's awards partition are lost to this region."""
-
-    region: str
-    partition: int
-    first_missing: int
-    resumed_at: int
-    detected_at_ms: int
-
-
 class AppliedAward(msgspec.Struct, frozen=True, kw_only=True):
     """An award the processor applied, with the total it produced: the audit feed."""
 
@@ -157,16 +145,7 @@ CONTROL_PREFIX = b"\x00"
 ignores a control record it does not know, and never reads one as an award."""
 WATERMARK_KEY = b"\x00watermark"
 HEARTBEAT_KEY = b"\x00hb"
-GAP_KEY = b"\x00gap"
 CUTOFF_PREFIX = b"\x00cutoff|"  # then the board id: a board's close cutoff in this partition
-
-ORIGIN_REGION_HEADER = "lb-origin-region"
-"""Header of a replicated awards record: the region that accepted it (ASCII)."""
-SOURCE_OFFSET_HEADER = "lb-source-offset"
-"""Header of a replicated awards record: its offset in the accepting region's awards partition, which
-has the same number as the local one (ASCII decimal)."""
-HOPS_HEADER = "lb-hops"
-"""Header of a replicated awards record: how many times it was copied (ASCII decimal; 1)."""
 
 
 def watermark_key(region: str) -> bytes:
@@ -200,4 +179,3 @@ class Codec:
         self.applied = msgspec.msgpack.Decoder(AppliedAward).decode
         self.reconciliation = msgspec.msgpack.Decoder(Reconciliation).decode
         self.heartbeat = msgspec.msgpack.Decoder(Heartbeat).decode
-        self.gap = msgspec.msgpack.Decoder(ReplicationGap).decode

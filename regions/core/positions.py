@@ -33,5 +33,6 @@ class SourcePosition:
         """A record that is neither an award nor a heartbeat (reconciled, or an unknown control)."""
         return replace(self, offset=max(self.offset, offset))
 
-    def after_gap(self) -> SourcePosition:
-        return replace(self, gaps=self.gaps + 1)
+    def after_gap(self, offset: int) -> SourcePosition:
+        """Records up to ``offset`` were deleted before they were copied: passed, and counted as a gap."""
+        return replace(self, offset=max(self.offset, offset), gaps=self.gaps + 1)

@@ -34,13 +34,7 @@ from aiokafka import (
 from aiokafka.structs import RecordMetadata
 
 from regions.health import Health
-from regions.kafka_clients import (
-    cluster_id,
-    make_consumer,
-    make_producer,
-    partitions_of,
-    replicated_awards_topic,
-)
+from regions.kafka_clients import cluster_id, make_consumer, make_producer, partitions_of
 from regions.processor import metrics
 from regions.processor.restore import Restored, restore
 from regions.processor.state import MemoryStore, StoreIdentity, TaskStore
@@ -48,6 +42,7 @@ from regions.processor.task import Output, Round, Source
 from regions.rocksdb_state import open_store, store_options
 from regions.settings import Settings
 from schema.records import Codec
+from schema.replication import replicated_awards_topic
 
 log = logging.getLogger(__name__)
 PURGE_EVERY_S = 60.0
@@ -83,7 +78,7 @@ class Processor:
         self.sources = {
             s.topic: s
             for s in [Source(kafka.topic("awards"), settings.region, False)]
-            + [Source(replicated_awards_topic(kafka, r), r, True) for r in remote]
+            + [Source(kafka.topic(replicated_awards_topic(r)), r, True) for r in remote]
         }
         self.changelogs = (kafka.topic("totals"), kafka.topic("dedupe"))
         self._store_options = store_options(self._cfg.store_cache_mib, self._cfg.store_write_buffer_mib)

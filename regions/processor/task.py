@@ -13,6 +13,7 @@ A record that cannot be processed goes to reconciliation with a reason, and the 
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,9 +38,7 @@ from regions.processor.state import StateKey, StoreBatch, TaskStore
 from regions.settings import KafkaSettings
 from schema.records import (
     CONTROL_PREFIX,
-    GAP_KEY,
     HEARTBEAT_KEY,
-    SOURCE_OFFSET_HEADER,
     AppliedAward,
     AwardEvent,
     Codec,
@@ -51,7 +50,9 @@ from schema.records import (
     totals_key,
     watermark_key,
 )
+from schema.replication import GAP_KEY, SOURCE_OFFSET_HEADER, ReplicationCodec
 
+log = logging.getLogger(__name__)
 Output = tuple[str, bytes, bytes]
 T = TypeVar("T")
 
@@ -94,6 +95,7 @@ class Round:
         self, kafka: KafkaSettings, codec: Codec, store: TaskStore, partition: int, horizon_ms: int
     ) -> None:
         self._kafka, self._codec, self._store, self.partition = kafka, codec, store, partition
+        self._gap = ReplicationCodec().gap
         self._memory = DedupeMemory(horizon_ms, store.complete_since_ms())
         self._known = store.sources()
         self.players: dict[StateKey, PlayerState] = {}
@@ -142,8 +144,12 @@ class Round:
             self.positions[source.region] = self._position(source.region).after_heartbeat(offset, beat.at_ms)
             self.counts["heartbeat"] += 1
         elif key == GAP_KEY:
-            gap = self._decode(self._codec.gap, value, "undecodable_control")
-            self.positions[gap.region] = self._position(gap.region).after_gap()
+            gap = self._decode(self._gap, value, "undecodable_control")
+            log.warning(
+                "replication gap: %s's awards %d..%d of partition %d were deleted before they were copied",
+                gap.source_region, gap.first_missing, gap.first_available - 1, gap.source_partition,
+            )  # fmt: skip
+            self.positions[source.region] = self._position(source.region).after_gap(offset)
             self.counts["gap"] += 1
         else:
             self.positions[source.region] = self._position(source.region).after_other(offset)

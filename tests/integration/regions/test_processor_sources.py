@@ -17,7 +17,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from regions.health import Health
-from regions.kafka_clients import ensure_topics, make_consumer, make_producer, replay, replicated_awards_topic
+from regions.kafka_clients import ensure_topics, make_consumer, make_producer, replay
 from regions.processor.loop import Processor
 from regions.processor.state import StoreBatch, StoreIdentity
 from regions.rocksdb_state import RocksStore, store_options
@@ -25,18 +25,23 @@ from regions.settings import RegionEndpoint, Settings
 from schema.event_id import event_id, payload_digest
 from schema.records import (
     CONTROL_PREFIX,
-    GAP_KEY,
     HEARTBEAT_KEY,
-    HOPS_HEADER,
-    ORIGIN_REGION_HEADER,
-    SOURCE_OFFSET_HEADER,
     AwardEvent,
     Codec,
     Heartbeat,
     PlayerTotal,
-    ReplicationGap,
     Watermark,
     totals_key,
+)
+from schema.replication import (
+    GAP_KEY,
+    HOP_HEADER,
+    ORIGIN_HEADER,
+    SOURCE_OFFSET_HEADER,
+    SOURCE_PARTITION_HEADER,
+    ReplicationCodec,
+    ReplicationGap,
+    replicated_awards_topic,
 )
 
 CODEC = Codec()
@@ -69,8 +74,8 @@ class Sources:
     ) -> None:
         headers = []
         if source_offset is not None:  # what the replicator writes with every copied record
-            headers = [(ORIGIN_REGION_HEADER, b"us"), (SOURCE_OFFSET_HEADER, str(source_offset).encode()),
-                       (HOPS_HEADER, b"1")]  # fmt: skip
+            headers = [(ORIGIN_HEADER, b"us"), (SOURCE_PARTITION_HEADER, str(tp.partition).encode()),
+                       (SOURCE_OFFSET_HEADER, str(source_offset).encode()), (HOP_HEADER, b"1")]  # fmt: skip
         producer = make_producer(self.settings.kafka)
         await producer.start()
         try:
@@ -110,11 +115,11 @@ class Sources:
 async def sources(settings: Settings, kafka_ready: None) -> Sources:
     endpoint = RegionEndpoint(kafka_bootstrap_servers=settings.kafka.bootstrap_servers)
     eu = settings.model_copy(update={"region": "eu", "regions": {"eu": endpoint, "us": endpoint}})
-    await ensure_topics(eu.kafka, eu.processor, ["us"])
+    await ensure_topics(eu.kafka, ["us"], eu.processor)
     return Sources(
         eu,
         TopicPartition(eu.kafka.topic("awards"), 0),
-        TopicPartition(replicated_awards_topic(eu.kafka, "us"), 0),
+        TopicPartition(eu.kafka.topic(replicated_awards_topic("us")), 0),
     )
 
 
@@ -195,8 +200,10 @@ async def test_heartbeats_and_gaps_advance_watermarks_without_changing_totals(
         await sources.write(
             sources.remote, HEARTBEAT_KEY, CODEC.encode(Heartbeat(region="us", at_ms=6_000)), 50
         )
-        gap = ReplicationGap(region="us", partition=0, first_missing=51, resumed_at=60, detected_at_ms=7_000)
-        await sources.write(sources.remote, GAP_KEY, CODEC.encode(gap), 59)
+        gap = ReplicationGap(
+            source_region="us", source_partition=0, first_missing=51, first_available=60, detected_at_ms=7_000
+        )
+        await sources.write(sources.remote, GAP_KEY, ReplicationCodec().encode(gap), 59)
         await sources.write(sources.remote, b"\x00expiry|board", b"anything", 60)  # unknown control: ignored
         await _round(processor, consumer, local=1, remote=3)
 
