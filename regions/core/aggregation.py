@@ -53,7 +53,6 @@ class DedupeMemory:
 class Applied:
     state: PlayerState
     seen: Seen  # the copy to remember from now on
-    changed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,5 +144,4 @@ def apply_award(
             reached=reached_after(aggregation, state, total, award.amount, key),
         ),
         Seen(award.digest, award.accepted_at_ms),
-        changed=total != current,
     )
