@@ -13,10 +13,13 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from regions.kafka_security import connection_options
-from regions.settings import KafkaSettings
+from regions.settings import KafkaSettings, ProcessorSettings
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
 
 log = logging.getLogger(__name__)
@@ -27,15 +30,21 @@ class TopicSpec:
     name: str
     compacted: bool
     description: str
+    retention_ms: int | None = None  # also delete records older than this (compacted topics too)
 
 
-def platform_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[TopicSpec]:
-    """The topics the platform owns. Totals is compacted: it is also the processor's changelog.
-    With other regions, one topic per remote region receives its replicated awards, and a compacted
-    topic holds the replicators' checkpoints."""
+def platform_topics(
+    kafka: KafkaSettings, remote_regions: Sequence[str] = (), processor: ProcessorSettings | None = None
+) -> list[TopicSpec]:
+    """The topics the platform owns. Totals is compacted: it is also the processor's changelog of
+    player state; dedupe is the changelog of the dedupe memory, compacted and forgetting what the
+    horizon (plus a margin) forgets. With other regions, one topic per remote region receives its
+    replicated awards, and a compacted topic holds the replicators' checkpoints."""
+    dedupe_retention = (processor or ProcessorSettings()).dedupe_retention_ms
     topics = [
         TopicSpec(kafka.topic("awards"), False, "accepted awards, key boardId|userId"),
         TopicSpec(kafka.topic("totals"), True, "versioned absolute totals and processor state"),
+        TopicSpec(kafka.topic("dedupe"), True, "processor dedupe memory, key event id", dedupe_retention),
         TopicSpec(kafka.topic("applied"), False, "applied awards with their totals: the audit feed"),
         TopicSpec(kafka.topic("reconciliation"), False, "conflicting repeats and rejected awards"),
     ]
@@ -55,10 +64,14 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
     }
     if spec.compacted:
         config |= {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}
+    if spec.retention_ms is not None:
+        config |= {"cleanup.policy": "compact,delete", "retention.ms": str(spec.retention_ms)}
     return config
 
 
-async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[str]:
+async def ensure_topics(
+    kafka: KafkaSettings, remote_regions: Sequence[str] = (), processor: ProcessorSettings | None = None
+) -> list[str]:
     """Create the platform's topics that are missing; returns the names created. Re-runnable."""
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
     await admin.start()
@@ -71,7 +84,7 @@ async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()
                 replication_factor=kafka.replication_factor,
                 topic_configs=_topic_config(kafka, spec),
             )
-            for spec in platform_topics(kafka, remote_regions)
+            for spec in platform_topics(kafka, remote_regions, processor)
             if spec.name not in existing
         ]
         if wanted:
@@ -108,8 +121,11 @@ def make_consumer(
     group_id: str | None,
     from_beginning: bool = True,
     session_timeout_ms: int = 10_000,
+    co_partitioned: bool = False,
 ) -> AIOKafkaConsumer:
-    """A read_committed consumer that never auto-commits."""
+    """A read_committed consumer that never auto-commits. ``co_partitioned``: the group gives the same
+    partition number of every subscribed topic to one member (range assignment; the topics must
+    have equal partition counts), so one member owns partition p of every source."""
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap_servers,
@@ -120,7 +136,14 @@ def make_consumer(
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=session_timeout_ms // 3,
+        partition_assignment_strategy=assignment_strategy(co_partitioned),
     )
+
+
+def assignment_strategy(co_partitioned: bool) -> tuple[type[AbstractPartitionAssignor], ...]:
+    """Range assignment gives every member the same partition numbers of equally partitioned topics
+    (each topic's sorted partitions split over the same sorted members); round robin spreads best."""
+    return (RangePartitionAssignor,) if co_partitioned else (RoundRobinPartitionAssignor,)
 
 
 class TopicMissing(KafkaError):  # type: ignore[misc]
@@ -211,6 +234,16 @@ async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) ->
     """Records between the consumer's position and the end, per partition."""
     end = await consumer.end_offsets(tps)
     return {tp.partition: max(0, end[tp] - await consumer.position(tp)) for tp in tps}
+
+
+async def cluster_id(kafka: KafkaSettings) -> str:
+    """The Kafka cluster's id: a local copy of a changelog is only valid for the cluster it came from."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        return str((await admin.describe_cluster())["cluster_id"])
+    finally:
+        await admin.close()
 
 
 async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:

@@ -17,17 +17,6 @@ INTAKE_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 15),
 )
 
-PROCESSOR_APPLIED = Counter("lb_processor_awards_applied", "Awards applied to a total")
-PROCESSOR_REPEATS = Counter("lb_processor_repeats_ignored", "Identical repeats of an applied award, ignored")
-PROCESSOR_RECONCILED = Counter(
-    "lb_processor_reconciled", "Award records sent to reconciliation instead of applied", ["reason"]
-)
-PROCESSOR_TRANSACTION_SECONDS = Histogram(
-    "lb_processor_transaction_seconds",
-    "Time of one partition's transaction, from begin to committed",
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10),
-)
-
 AUDIT_BACKLOG = Gauge(
     "lb_audit_backlog_records",
     "Offsets of the applied-award feed not yet written to the audit history (read from Kafka, so true also "

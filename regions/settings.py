@@ -13,7 +13,7 @@ import difflib
 import os
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Self, get_origin
+from typing import Literal, Self, get_origin
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -116,8 +116,34 @@ class ProcessorSettings(BaseModel):
         ge=6_000,
         description="How long the group waits for a silent instance before its partitions move to the others.",
     )
-    dedupe_horizon_s: int = Field(86_400, ge=1, description="How long an event id is remembered.")
-    dedupe_max_recent: int = Field(64, ge=1, description="Most event ids remembered per player.")
+    dedupe_horizon_s: int = Field(
+        86_400,
+        ge=1,
+        description="A repeat of an event id accepted within this many seconds of the remembered copy is "
+        "never applied (however busy the player).",
+    )
+    dedupe_retention_margin_s: int = Field(
+        21_600,
+        ge=60,
+        description="How much longer than the horizon the dedupe changelog and store keep an event id. An "
+        "award read later than this after its acceptance (a long outage, a long cross-region cut) may "
+        "repeat a forgotten copy, so it goes to reconciliation (beyond_dedupe_memory) instead of counting.",
+    )
+    store: Literal["rocksdb", "memory"] = Field(
+        "rocksdb",
+        description="Where partition state lives: on disk (restarts restore only the changelog's tail) "
+        "or in memory (every takeover restores the whole partition).",
+    )
+    store_dir: str = Field(
+        ".data/processor",
+        description="Directory of the on-disk state: a subdirectory per topic prefix, region and partition.",
+    )
+    store_cache_mib: int = Field(
+        256, ge=8, description="Block cache shared by every partition's store in one process (bounds RSS)."
+    )
+    store_write_buffer_mib: int = Field(
+        64, ge=4, description="Write buffers of all stores in one process, charged to the block cache."
+    )
     max_batch: int = Field(
         2000, ge=1, description="Most awards read in one round (one transaction per partition)."
     )
@@ -125,6 +151,11 @@ class ProcessorSettings(BaseModel):
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
     )
     health_port: int = Field(8082, description="Port of /healthz, /readyz and /metrics.")
+
+    @property
+    def dedupe_retention_ms(self) -> int:
+        """How long the dedupe changelog keeps a record (cleanup.policy=compact,delete)."""
+        return (self.dedupe_horizon_s + self.dedupe_retention_margin_s) * 1000
 
 
 class ProjectorSettings(BaseModel):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Annotated, NamedTuple, TypeVar
+from typing import Annotated, TypeVar
 
 import msgspec
 import msgspec.msgpack
@@ -37,42 +37,33 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     tie_policy: str
 
 
-SEEN_BYTES = 32
-"""Size of one remembered event in ``PlayerTotal.recent``: 16 bytes of event id and 8 of payload
-digest (the binary form of their hex), then 8 of acceptance time in ms (big-endian, signed).
-Packed, a player's dedupe memory is one bytes object instead of a tuple of objects: about 8x less
-memory in the processor for a busy player."""
+SEEN_BYTES = 16
+"""Size of a dedupe changelog value: 8 bytes of payload digest (the binary form of its hex), then 8 of
+acceptance time in ms (big-endian, signed). The key is the event id's 16 bytes."""
 
 
-class SeenEvent(NamedTuple):
-    """One remembered event, unpacked (for tests and tools; the processor keeps them packed)."""
-
-    event_id: str
-    digest: str
-    at_ms: int
+def pack_seen(digest: str, at_ms: int) -> bytes:
+    return bytes.fromhex(digest) + at_ms.to_bytes(8, "big", signed=True)
 
 
-def pack_seen(event_id: str, digest: str, at_ms: int) -> bytes:
-    return bytes.fromhex(event_id) + bytes.fromhex(digest) + at_ms.to_bytes(8, "big", signed=True)
+def unpack_seen(value: bytes) -> tuple[str, int]:
+    """(digest, acceptance time in ms) of a packed dedupe value; ValueError when it is not one."""
+    if len(value) != SEEN_BYTES:
+        raise ValueError(f"a dedupe value has {SEEN_BYTES} bytes, not {len(value)}")
+    return value[:8].hex(), int.from_bytes(value[8:], "big", signed=True)
 
 
-def seen_at_ms(recent: bytes, at: int) -> int:
-    """Acceptance time of the remembered event that starts at byte ``at``."""
-    return int.from_bytes(recent[at + 24 : at + SEEN_BYTES], "big", signed=True)
-
-
-def unpack_seen(recent: bytes) -> list[SeenEvent]:
-    return [
-        SeenEvent(recent[at : at + 16].hex(), recent[at + 16 : at + 24].hex(), seen_at_ms(recent, at))
-        for at in range(0, len(recent), SEEN_BYTES)
-    ]
+def dedupe_key(event_id: str) -> bytes:
+    """Kafka key of the dedupe changelog: the event id's 16 bytes."""
+    return bytes.fromhex(event_id)
 
 
 class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     """Versioned absolute total of one player on one board: the totals topic value.
 
-    The totals topic is also the processor's compacted changelog, so the record carries the whole
-    state of the key, dedupe memory included. ``version`` grows by one per applied award.
+    The totals topic is also the processor's compacted changelog of player state (the dedupe memory
+    has a changelog of its own, keyed by event id). ``version`` grows by one per applied award;
+    ``source_region`` and ``source_offset`` name the award in its accepting region's awards topic.
     """
 
     board_id: str
@@ -80,21 +71,36 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     total: int
     version: int
     reached: str
-    recent: bytes  # dedupe memory, oldest first: SEEN_BYTES per event (see pack_seen)
     sort_order: str
     tie_policy: str
     source_partition: int
     source_offset: int
     event_id: str
+    source_region: str = ""
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):
-    """Written to a totals partition at the end of each processor transaction: every award of the
-    source partition up to ``source_offset`` (inclusive) is reflected in the totals before it."""
+    """Written to a totals partition at the end of each processor transaction, one per (region,
+    partition) the transaction read: every award accepted by ``region`` in that partition up to
+    ``source_offset`` (inclusive, an offset of the accepting region's awards topic) is reflected in
+    the totals before it. ``accepted_at_ms`` is the newest acceptance time and ``heartbeat_at_ms`` the
+    newest heartbeat time seen there; ``gaps`` counts replication gaps reported for it (records the
+    accepting region deleted before they were copied: the position then overstates what is in)."""
 
     source_partition: int
     source_offset: int
     accepted_at_ms: int
+    region: str = ""
+    heartbeat_at_ms: int = 0
+    gaps: int = 0
+
+
+class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
+    """A control record (key ``HEARTBEAT_KEY``) a region writes periodically to every awards
+    partition, so positions advance while a partition is idle and silence can be told apart."""
+
+    region: str
+    at_ms: int
 
 
 class AppliedAward(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,6 +111,7 @@ class AppliedAward(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     source_partition: int
     source_offset: int
+    source_region: str = ""
 
 
 class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
@@ -123,23 +130,22 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_offset: int
     source_topic: str = ""
     raw: bytes | None = None
-
-
-class ProjectedView(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
-    """The part of a PlayerTotal the projection needs; decoding it skips the dedupe memory."""
-
-    board_id: str
-    user_id: str
-    total: int
-    version: int
-    reached: str
-    sort_order: str
-    tie_policy: str
+    source_region: str = ""
 
 
 TotalsRecord = PlayerTotal | Watermark
 
+CONTROL_PREFIX = b"\x00"
+"""Keys of control records start with a zero byte; no award key (``boardId|userId``) does. A consumer
+ignores a control record it does not know, and never reads one as an award."""
 WATERMARK_KEY = b"\x00watermark"
+HEARTBEAT_KEY = b"\x00hb"
+CUTOFF_PREFIX = b"\x00cutoff|"  # then the board id: a board's close cutoff in this partition
+
+
+def watermark_key(region: str) -> bytes:
+    """Kafka key of a region's watermark in a totals partition: compaction keeps one per region."""
+    return WATERMARK_KEY + b"|" + region.encode()
 
 
 def totals_key(board_id: str, user_id: str) -> bytes:
@@ -164,6 +170,6 @@ class Codec:
         self.encode = msgspec.msgpack.Encoder().encode
         self.award = msgspec.msgpack.Decoder(AwardEvent).decode
         self.totals = msgspec.msgpack.Decoder(TotalsRecord).decode
-        self.projected = msgspec.msgpack.Decoder(ProjectedView | Watermark).decode
         self.applied = msgspec.msgpack.Decoder(AppliedAward).decode
         self.reconciliation = msgspec.msgpack.Decoder(Reconciliation).decode
+        self.heartbeat = msgspec.msgpack.Decoder(Heartbeat).decode

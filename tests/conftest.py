@@ -51,8 +51,9 @@ def session_tag() -> str:
 
 
 @pytest.fixture
-def settings(base_settings: Settings, session_tag: str) -> Settings:
-    """Settings whose topics and Redis keys are unique to this test; keyspace unique to the run."""
+def settings(base_settings: Settings, session_tag: str, tmp_path: Path) -> Settings:
+    """Settings whose topics, Redis keys and processor state are unique to this test; keyspace unique
+    to the run."""
     tag = uuid.uuid4().hex[:10]
     return base_settings.model_copy(
         update={
@@ -60,7 +61,9 @@ def settings(base_settings: Settings, session_tag: str) -> Settings:
             "redis": base_settings.redis.model_copy(update={"key_prefix": f"t{tag}"}),
             "cassandra": base_settings.cassandra.model_copy(update={"keyspace": f"lbtest_{session_tag}"}),
             # The broker's smallest session timeout: a killed processor's partitions move on sooner.
-            "processor": base_settings.processor.model_copy(update={"session_timeout_ms": 6000}),
+            "processor": base_settings.processor.model_copy(
+                update={"session_timeout_ms": 6000, "store_dir": str(tmp_path / "processor-state")}
+            ),
         }
     )
 

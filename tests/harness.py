@@ -104,6 +104,7 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_INTAKE__CATALOG_TTL_S": str(settings.intake.catalog_ttl_s),
         "LB_PROCESSOR__HEALTH_PORT": str(settings.processor.health_port),
         "LB_PROCESSOR__SESSION_TIMEOUT_MS": str(settings.processor.session_timeout_ms),
+        "LB_PROCESSOR__STORE_DIR": settings.processor.store_dir,
         "LB_PROJECTOR__HEALTH_PORT": str(settings.projector.health_port),
         "LB_PROJECTOR__MAX_BATCH": str(settings.projector.max_batch),
         "LB_AUDIT__HEALTH_PORT": str(settings.audit.health_port),

@@ -1,10 +1,12 @@
-"""Restore benchmark: how fast a processor takes partitions over, state and dedupe memory included.
+"""Restore benchmark: how fast a processor takes a partition over, with a warm state store and a cold one.
 
-Fills a fresh totals topic (the processor's compacted changelog) with one record per player, each
-carrying a few recent event ids as the dedupe memory does, then restores every partition the way a
-processor does when it starts or is assigned partitions: all partitions at once, each decoded into
-per-player state. In the same run, a plain read of the same records without decoding is the
-reference. Prints records/s, the ratio, and the memory the restored state takes.
+Fills fresh changelogs of one partition the way a processor writes them: one total per player in the
+totals topic, and a few remembered event ids per player in the dedupe topic. Then, as a processor
+taking the partition over does, restores the partition's RocksDB store:
+- cold: no local store (a new host): every changelog record is read and written to the store;
+- warm: the store of an earlier owner on this host, behind by ``--tail`` records written since.
+A plain read of the same records without decoding is the reference. Prints seconds, records/s,
+process RSS (bounded by the store's cache, whatever the number of players) and disk per player.
 
 Run through ``ops/bench/restore`` (it starts the servers). Options: ``--help``.
 """
@@ -13,21 +15,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import resource
+import shutil
 import statistics
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from regions.health import Health
-from regions.kafka_clients import ensure_topics, make_producer, replay
+from regions.kafka_clients import ensure_topics, make_producer, platform_topics, replay
 from regions.processor.loop import Processor
+from regions.processor.restore import restore
+from regions.rocksdb_state import RocksStore
 from regions.settings import Settings, load_settings
 from schema.event_id import event_id, payload_digest
-from schema.records import Codec, PlayerTotal, pack_seen, totals_key
+from schema.records import Codec, PlayerTotal, dedupe_key, pack_seen, totals_key
 
 
 def rss_mib() -> float:
@@ -38,42 +44,42 @@ def rss_mib() -> float:
     return float("nan")
 
 
-async def fill(settings: Settings, players: int, recent: int) -> None:
-    """One total per player, spread over the partitions like the processor's own writes."""
-    codec, topic, partitions = Codec(), settings.kafka.topic("totals"), settings.kafka.partitions
-    producer = make_producer(settings.kafka)
+async def fill(settings: Settings, players: int, recent: int, first: int = 0) -> None:
+    """Players ``first`` .. ``first + players - 1``: a total each and ``recent`` remembered event ids."""
+    codec, kafka = Codec(), settings.kafka
+    totals, dedupe = kafka.topic("totals"), kafka.topic("dedupe")
+    now_ms = int(time.time() * 1000)
+    producer = make_producer(kafka)
     await producer.start()
     try:
         pending = []
-        for i in range(players):
-            user = f"player-{i:08d}"
+        for i in range(first, first + players):
+            user = f"player-{i:09d}"
             ids = [event_id("bench", f"m{i}-{j}", user, "kill") for j in range(recent)]
-            seen = b"".join(
-                pack_seen(e, payload_digest(j, None), 1_700_000_000_000) for j, e in enumerate(ids)
-            )
             total = PlayerTotal(
-                board_id="bench", user_id=user, total=i, version=recent, reached=f"{i:027x}", recent=seen,
-                sort_order="DESC", tie_policy="USER_ID", source_partition=i % partitions, source_offset=i,
-                event_id=ids[-1] if ids else "",
+                board_id="bench", user_id=user, total=i, version=max(1, recent), reached=f"{i:027x}",
+                sort_order="DESC", tie_policy="USER_ID", source_partition=0, source_offset=i,
+                event_id=ids[-1] if ids else "", source_region=settings.region,
             )  # fmt: skip
             pending.append(
-                await producer.send(
-                    topic, codec.encode(total), key=totals_key("bench", user), partition=i % partitions
-                )
+                await producer.send(totals, codec.encode(total), key=totals_key("bench", user), partition=0)
             )
-            if len(pending) >= 20_000:
+            for j, e in enumerate(ids):
+                value = pack_seen(payload_digest(j, None), now_ms)
+                pending.append(await producer.send(dedupe, value, key=dedupe_key(e), partition=0))
+            if len(pending) >= 50_000:
                 await asyncio.gather(*pending)
                 pending.clear()
-                print(f"\r   written {i + 1:,} of {players:,}", end="", flush=True)
+                print(f"\r   written {i + 1 - first:,} of {players:,} players", end="", flush=True)
         await asyncio.gather(*pending)
-        print(f"\r   written {players:,} of {players:,}")
+        print(f"\r   written {players:,} of {players:,} players")
     finally:
         await producer.stop()
 
 
-async def plain_read(settings: Settings) -> float:
-    """Seconds to read every record of the topic without decoding: the reference."""
-    tps = [TopicPartition(settings.kafka.topic("totals"), p) for p in range(settings.kafka.partitions)]
+async def plain_read(settings: Settings) -> tuple[float, int]:
+    """Seconds to read both changelog partitions without decoding (the reference), and records read."""
+    tps = [TopicPartition(settings.kafka.topic(t), 0) for t in ("totals", "dedupe")]
     count = 0
 
     async def handle(records: list[ConsumerRecord]) -> None:
@@ -81,62 +87,84 @@ async def plain_read(settings: Settings) -> float:
         count += len(records)
 
     started = time.perf_counter()
-    await asyncio.gather(*(replay(settings.kafka, [tp], handle) for tp in tps))
-    return time.perf_counter() - started
+    await replay(settings.kafka, tps, handle)
+    return time.perf_counter() - started, count
 
 
-async def restore_all(settings: Settings) -> tuple[float, int, float]:
-    """Seconds to restore every partition at once, players restored, and the state's RSS growth."""
-    processor = Processor(settings, Health("processor"))
-    gc.collect()
-    before = rss_mib()
+async def takeover(processor: Processor, settings: Settings, store_path: Path) -> tuple[str, int, float]:
+    """Open the store at ``store_path`` and restore it, as a processor taking partition 0 over does."""
     started = time.perf_counter()
-    states = await asyncio.gather(*(processor.restore(p) for p in range(settings.kafka.partitions)))
-    elapsed = time.perf_counter() - started
-    gc.collect()
-    grown = rss_mib() - before
-    players = sum(len(s) for s in states)
-    del states
-    return elapsed, players, grown
+    store = RocksStore(store_path, processor._store_options)
+    try:
+        done = await restore(
+            settings.kafka, store, processor.identity(0), retention_ms=settings.processor.dedupe_retention_ms
+        )
+    finally:
+        store.close()
+    return done.mode, done.records, time.perf_counter() - started
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 async def main(args: argparse.Namespace) -> None:
     base = load_settings()
     tag = uuid.uuid4().hex[:8]
-    settings = base.model_copy(
-        update={"kafka": base.kafka.model_copy(update={"topic_prefix": f"benchr{tag}"})}
-    )
-    print(f"== setup: {args.players:,} players, {args.recent} recent event ids each, "
-          f"{settings.kafka.partitions} partitions (topics {settings.kafka.topic_prefix}.*)")  # fmt: skip
-    await ensure_topics(settings.kafka)
+    settings = base.model_copy(update={
+        "kafka": base.kafka.model_copy(update={"topic_prefix": f"benchr{tag}", "partitions": 1}),
+        "processor": base.processor.model_copy(update={"store_cache_mib": args.cache_mib}),
+    })  # fmt: skip
+    work = Path(tempfile.mkdtemp(prefix="restore-bench-", dir=args.dir))
+    print(f"== setup: {args.players:,} players in one partition, {args.recent} remembered event ids each, "
+          f"store cache {args.cache_mib} MiB, stores under {work}")  # fmt: skip
+    await ensure_topics(settings.kafka, processor=settings.processor)
     try:
         await fill(settings, args.players, args.recent)
-        plain, restore, grown = [], [], []
+        processor = Processor(settings, Health("processor"))
+        await processor.prepare()
+        plain, cold, warm, records = [], [], [], 0
         for run in range(args.runs):
-            plain.append(await plain_read(settings))
-            seconds, players, mib = await restore_all(settings)
-            if players != args.players:
-                raise SystemExit(f"restored {players:,} players, expected {args.players:,}")
-            restore.append(seconds)
-            grown.append(mib)
-            print(f"   run {run + 1}: plain read {plain[-1]:.2f} s, restore {seconds:.2f} s")
-        p, r = statistics.median(plain), statistics.median(restore)
-        print(f"\n== restore (median of {args.runs})")
-        print(f"plain read (reference)   {args.players / p:12,.0f} records/s  ({p:.2f} s)")
-        print(f"processor restore        {args.players / r:12,.0f} records/s  ({r:.2f} s)")
-        print(f"ratio                    {p / r:12.2f}x  (restore rate / plain read rate)")
-        print(f"state in memory          {statistics.median(grown):12,.0f} MiB  "
-              f"({statistics.median(grown) * 2**20 / args.players:,.0f} bytes per player)")  # fmt: skip
+            seconds, records = await plain_read(settings)
+            plain.append(seconds)
+            store = work / f"cold-{run}"
+            mode, read, seconds = await takeover(processor, settings, store)
+            if (mode, read) != ("full", records):
+                raise SystemExit(
+                    f"cold takeover: {mode} restore of {read:,} records, expected full of {records:,}"
+                )
+            cold.append(seconds)
+            print(f"   run {run + 1}: plain read {plain[-1]:.2f} s, cold takeover {seconds:.2f} s, "
+                  f"RSS {rss_mib():,.0f} MiB, store {disk_bytes(store) / 2**20:,.0f} MiB", flush=True)  # fmt: skip
+        await fill(settings, args.tail, args.recent, first=args.players)  # written by another owner meanwhile
+        tail = args.tail * (1 + args.recent)
+        for run in range(args.runs):
+            mode, read, seconds = await takeover(processor, settings, work / f"cold-{run}")
+            if (mode, read) != ("tail", tail):
+                raise SystemExit(
+                    f"warm takeover: {mode} restore of {read:,} records, expected a tail of {tail:,}"
+                )
+            warm.append(seconds)
+        disk = disk_bytes(work / "cold-0")
+        p, c, w = statistics.median(plain), statistics.median(cold), statistics.median(warm)
+        print(f"\n== takeover of one partition: {args.players:,} players, {records:,} changelog records "
+              f"(median of {args.runs})")  # fmt: skip
+        print(f"plain read (reference)     {records / p:12,.0f} records/s  ({p:.2f} s)")
         print(
-            f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:12,.0f} MiB"
+            f"cold: full restore         {records / c:12,.0f} records/s  ({c:.2f} s, {p / c:.2f}x the plain read)"
         )
+        print(f"warm: tail of {tail:,} records {w:12.2f} s")
+        print(
+            f"store on disk              {disk / 2**20:12,.0f} MiB  ({disk / args.players:,.0f} bytes per player)"
+        )
+        print(f"peak RSS of this process   {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:12,.0f} MiB "
+              f"(store cache {args.cache_mib} MiB)")  # fmt: skip
     finally:
+        shutil.rmtree(work, ignore_errors=True)
         admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap_servers)
         await admin.start()
         try:
-            await admin.delete_topics(
-                [settings.kafka.topic(t) for t in ("awards", "totals", "applied", "reconciliation")]
-            )
+            await admin.delete_topics([t.name for t in platform_topics(settings.kafka)])
         finally:
             await admin.close()
 
@@ -144,10 +172,15 @@ async def main(args: argparse.Namespace) -> None:
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
-        "--players", type=int, default=1_000_000, help="players in the changelog (default 1000000)"
+        "--players", type=int, default=1_000_000, help="players in the partition (default 1000000)"
     )
-    p.add_argument("--recent", type=int, default=4, help="recent event ids per player (default 4)")
-    p.add_argument("--runs", type=int, default=3, help="repetitions; medians are printed (default 3)")
+    p.add_argument("--recent", type=int, default=4, help="remembered event ids per player (default 4)")
+    p.add_argument(
+        "--tail", type=int, default=1000, help="players written after the warm store (default 1000)"
+    )
+    p.add_argument("--cache-mib", type=int, default=256, help="store block cache (default 256)")
+    p.add_argument("--runs", type=int, default=1, help="repetitions; medians are printed (default 1)")
+    p.add_argument("--dir", default=None, help="where the stores go (default: the temp directory)")
     return p.parse_args()
 
 

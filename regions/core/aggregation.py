@@ -4,10 +4,15 @@ Pure: no I/O, no clock. The time an award is judged by is its own acceptance tim
 same log always yields the same states, versions and outcomes.
 
 Invariants kept here (and property-tested):
-- a repeat of an event id inside the horizon changes nothing (identical: Duplicate; different
-  payload: Conflict);
+- a repeat of an event id whose acceptance time is within the horizon of the remembered copy changes
+  nothing (identical payload: Duplicate; different payload: Conflict), however many other awards the
+  player had in between: the dedupe memory is kept per event id, not per player;
 - versions are contiguous per (board, player): each applied award adds exactly one;
-- totals stay exact integers with |total| < 2^53, otherwise the award is refused (OutOfRange).
+- totals stay exact integers with |total| < 2^53, otherwise the award is refused (OutOfRange);
+- the total and its tie order (``reached``) depend only on the set of applied awards, never on the
+  order they arrived in: SUM reaches its total with the newest (acceptance time, event id) of its
+  awards, MAX and MIN with the oldest of the awards that hold the best score;
+- an award that might repeat one the memory has already forgotten is never applied (Forgotten).
 """
 
 from __future__ import annotations
@@ -15,29 +20,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from regions.core.boards import Aggregation
+from regions.core.ordering import reached_key
 from regions.core.validation import MAX_EXACT
-from schema.records import SEEN_BYTES, AwardEvent, pack_seen, seen_at_ms
-
-
-@dataclass(frozen=True, slots=True)
-class DedupePolicy:
-    """Dedupe memory per (board, player): events younger than ``horizon_ms``, at most ``max_recent``."""
-
-    horizon_ms: int
-    max_recent: int
+from schema.records import AwardEvent
 
 
 @dataclass(frozen=True, slots=True)
 class PlayerState:
     total: int
     version: int
-    reached: str
-    recent: bytes  # packed dedupe memory, oldest first (schema.records.pack_seen)
+    reached: str  # regions.core.ordering.reached_key of the award that reached the total
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The remembered copy of an event id: its payload digest and acceptance time."""
+
+    digest: str
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DedupeMemory:
+    """What the dedupe memory promises: ``horizon_ms`` around every remembered copy, and every copy
+    accepted at or after ``complete_since_ms`` is still remembered (older ones may be forgotten)."""
+
+    horizon_ms: int
+    complete_since_ms: int | None = None  # None: nothing was ever forgotten
 
 
 @dataclass(frozen=True, slots=True)
 class Applied:
     state: PlayerState
+    seen: Seen  # the copy to remember from now on
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +73,15 @@ class OutOfRange:
     total: int
 
 
-Outcome = Applied | Duplicate | Conflict | OutOfRange
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """No copy is remembered, but one accepted within the horizon may have been forgotten."""
+
+    event_id: str
+    complete_since_ms: int
+
+
+Outcome = Applied | Duplicate | Conflict | OutOfRange | Forgotten
 
 
 def fold(aggregation: Aggregation, current: int | None, amount: int) -> int:
@@ -72,40 +95,53 @@ def fold(aggregation: Aggregation, current: int | None, amount: int) -> int:
     return min(current, amount)
 
 
-def _remember(recent: bytes, seen: bytes, at_ms: int, policy: DedupePolicy) -> bytes:
-    """``seen`` appended; events older than the horizon and beyond ``max_recent`` forgotten."""
-    oldest = at_ms - policy.horizon_ms
-    kept = [
-        recent[at : at + SEEN_BYTES]
-        for at in range(0, len(recent), SEEN_BYTES)
-        if seen_at_ms(recent, at) > oldest
-    ]
-    kept.append(seen)
-    return b"".join(kept[-policy.max_recent :])
+def reached_after(
+    aggregation: Aggregation, state: PlayerState | None, total: int, amount: int, key: str
+) -> str:
+    """The tie order of ``total`` once an award with ``amount`` and reached key ``key`` is applied.
+
+    Commutative by construction: SUM keeps the newest key, MAX/MIN the oldest key of the awards that
+    hold the best score, so any permutation of the same awards reaches the same key."""
+    if state is None:
+        return key
+    if aggregation is Aggregation.SUM:
+        return max(state.reached, key)
+    if amount != total:
+        return state.reached  # the award does not hold the best score
+    return key if total != state.total else min(state.reached, key)
 
 
-def apply_award(state: PlayerState | None, award: AwardEvent, reached: str, policy: DedupePolicy) -> Outcome:
-    """Apply one award to a player's state. ``reached`` is the award's position in the log."""
-    seen = pack_seen(award.event_id, award.digest, award.accepted_at_ms)
-    if state is not None:
-        recent = state.recent
-        for at in range(0, len(recent), SEEN_BYTES):
-            if (
-                recent[at : at + 16] == seen[:16]
-                and seen_at_ms(recent, at) > award.accepted_at_ms - policy.horizon_ms
-            ):
-                if recent[at + 16 : at + 24] == seen[16:24]:
-                    return Duplicate(award.event_id)
-                return Conflict(award.event_id, recent[at + 16 : at + 24].hex(), award.digest)
+def repeat_outcome(award: AwardEvent, seen: Seen | None, memory: DedupeMemory) -> Outcome | None:
+    """Duplicate, Conflict or Forgotten when ``award`` may repeat a copy within the horizon; else None."""
+    if seen is not None and abs(award.accepted_at_ms - seen.at_ms) < memory.horizon_ms:
+        if seen.digest == award.digest:
+            return Duplicate(award.event_id)
+        return Conflict(award.event_id, seen.digest, award.digest)
+    since = memory.complete_since_ms
+    if since is not None and award.accepted_at_ms - memory.horizon_ms < since:
+        # A copy accepted up to a horizon earlier could be one the memory no longer holds.
+        return Forgotten(award.event_id, since)
+    return None
+
+
+def apply_award(
+    state: PlayerState | None, seen: Seen | None, award: AwardEvent, memory: DedupeMemory
+) -> Outcome:
+    """Apply one award to a player's state, given the remembered copy of its event id (if any)."""
+    repeat = repeat_outcome(award, seen, memory)
+    if repeat is not None:
+        return repeat
+    aggregation = Aggregation(award.aggregation)
     current = None if state is None else state.total
-    total = fold(Aggregation(award.aggregation), current, award.amount)
+    total = fold(aggregation, current, award.amount)
     if not -MAX_EXACT < total < MAX_EXACT:
         return OutOfRange(award.event_id, total)
+    key = reached_key(award.accepted_at_ms, award.event_id)
     return Applied(
         PlayerState(
             total=total,
             version=1 if state is None else state.version + 1,
-            reached=reached if state is None or total != state.total else state.reached,
-            recent=_remember(b"" if state is None else state.recent, seen, award.accepted_at_ms, policy),
-        )
+            reached=reached_after(aggregation, state, total, award.amount, key),
+        ),
+        Seen(award.digest, award.accepted_at_ms),
     )

@@ -2,7 +2,8 @@
 
 Rank order: better total first (higher for DESC boards, lower for ASC), then the tie policy:
 ``USER_ID`` orders equal totals by user id ascending; ``FIRST_REACHED`` by who reached that total
-first (the processor's position), then user id. The Redis encoding stores ``score`` and ``member``
+first (the award's own acceptance time, then its event id: never the log position, so every region
+ranks the same awards identically), then user id. The Redis encoding stores ``score`` and ``member``
 so that ascending (score, member) order - Redis's own - is exactly rank order.
 """
 
@@ -10,11 +11,17 @@ from __future__ import annotations
 
 from regions.core.boards import SortOrder, TiePolicy
 
-REACHED_WIDTH = 27  # 11 hex digits of milliseconds, 4 of partition, 12 of offset
+REACHED_WIDTH = 27  # 11 hex digits of milliseconds, then 16 of the event id (or of a log position)
+
+
+def reached_key(accepted_at_ms: int, event_id: str) -> str:
+    """A sortable, fixed-width key of the award that reached a total: its acceptance time, then the
+    first 64 bits of its event id. Sorting the keys sorts by (acceptance time, event id)."""
+    return f"{accepted_at_ms:011x}{event_id[:16]}"
 
 
 def reached_position(accepted_at_ms: int, partition: int, offset: int) -> str:
-    """A sortable, fixed-width position of the award that set a total (its 'first reached' time)."""
+    """A key of the same width from a log position, for tools and fixtures that have no event id."""
     return f"{accepted_at_ms:011x}{partition:04x}{offset:012x}"
 
 

@@ -1,19 +1,18 @@
 """The stateful processor: awards in, versioned absolute totals out, exactly once.
 
-Instances of a region form one Kafka consumer group; the group spreads the awards partitions over
-them and moves partitions when an instance joins, leaves or goes silent. Each source partition has
-its own transactional id, so whoever takes a partition over fences every earlier owner (a crashed
-instance, or a paused one the group already gave up on) and aborts its open transaction before it
-restores the partition's state, dedupe memory included, from the compacted changelog.
+A region's processor folds its local awards topic and the ``awards.from-<region>`` topic of every
+other region, co-partitioned: partition p of every source is one task, with one state store, one
+transactional id and one transaction per round. Instances form one consumer group whose range
+assignment gives partition p of every source to the same member; the group moves tasks when an
+instance joins, leaves or goes silent. Whoever takes a task over fences every earlier owner (a
+crashed instance, or a paused one the group already gave up on) and aborts its open transaction
+before it brings the task's store up to the changelogs.
 
-Per partition and round, one Kafka transaction holds the totals (which are also the changelog of
-the state), the applied-award audit feed, reconciliation records, a watermark and the consumer
-offset. State changes live in an overlay until the commit succeeds; on any failure the process
-restores its state from the changelog.
-
-A record that cannot be processed (it does not decode, or names a rule this processor does not know)
-goes to reconciliation with the reason and its bytes, and the partition goes on: one bad record
-must not stop a partition on every restart.
+Per task and round, one Kafka transaction holds the totals (the changelog of player state), the
+dedupe changelog, the applied-award audit feed, reconciliation records, a watermark per (region,
+partition) read and the consumer offsets of every source partition. The store is written only after
+the commit succeeded, with the changelog offsets it then reflects; on any failure the process
+reruns, and each store replays the changelogs' tail from its own offsets.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-import msgspec
 from aiokafka import (
     AIOKafkaConsumer,
     AIOKafkaProducer,
@@ -32,78 +31,61 @@ from aiokafka import (
     ConsumerRecord,
     TopicPartition,
 )
+from aiokafka.structs import RecordMetadata
 
-from regions.core.aggregation import (
-    Applied,
-    Conflict,
-    DedupePolicy,
-    Duplicate,
-    Outcome,
-    PlayerState,
-    apply_award,
-)
-from regions.core.boards import Aggregation, SortOrder, TiePolicy
-from regions.core.ordering import reached_position
 from regions.health import Health
-from regions.kafka_clients import (
-    make_consumer,
-    make_producer,
-    partitions_of,
-    replay,
-)
-from regions.metrics import (
-    PROCESSOR_APPLIED,
-    PROCESSOR_RECONCILED,
-    PROCESSOR_REPEATS,
-    PROCESSOR_TRANSACTION_SECONDS,
-)
+from regions.kafka_clients import cluster_id, make_consumer, make_producer, partitions_of
+from regions.processor import metrics
+from regions.processor.restore import Restored, restore
+from regions.processor.state import MemoryStore, StoreIdentity, TaskStore
+from regions.processor.task import Output, Round, Source
+from regions.rocksdb_state import open_store, store_options
 from regions.settings import Settings
-from regions.throttled_log import ThrottledLog
-from schema.records import (
-    WATERMARK_KEY,
-    AppliedAward,
-    AwardEvent,
-    Codec,
-    PlayerTotal,
-    Reconciliation,
-    Watermark,
-    decoded,
-    totals_key,
-)
+from schema.records import Codec
+from schema.replication import replicated_awards_topic
 
 log = logging.getLogger(__name__)
-StateKey = tuple[str, str]
+PURGE_EVERY_S = 60.0
 
 
 class PartitionsMismatch(RuntimeError):
-    """The changelog must have exactly the source's partitions, or state would land elsewhere."""
+    """Every source and changelog must have the same partitions, or state would land elsewhere."""
 
 
 @dataclass(slots=True, eq=False)
-class OwnedPartition:
-    """A source partition this instance owns: the producer that fences its earlier owners, its state,
-    and the offset it continues from."""
+class OwnedTask:
+    """Partition p of every source, owned here: the producer that fences its earlier owners, its
+    store, and the offset each source partition continues from."""
 
-    tp: TopicPartition
+    partition: int
     producer: AIOKafkaProducer
-    state: dict[StateKey, PlayerState] = field(default_factory=dict)
-    next_offset: int = 0
+    store: TaskStore
+    next_offsets: dict[TopicPartition, int]
+    restored: Restored
     committed_at: float = 0.0
+    purged_at: float = field(default_factory=time.monotonic)
 
 
 class Processor:
     def __init__(self, settings: Settings, health: Health) -> None:
         self._settings = settings
-        self._kafka = settings.kafka
+        self._kafka = kafka = settings.kafka
         self._health = health
-        cfg = settings.processor
-        self._policy = DedupePolicy(cfg.dedupe_horizon_s * 1000, cfg.dedupe_max_recent)
-        self._group = f"{self._kafka.topic_prefix}.processor.{settings.region}"
+        self._cfg = settings.processor
+        self._group = f"{kafka.topic_prefix}.processor.{settings.region}"
         self._codec = Codec()
-        self.owned: dict[int, OwnedPartition] = {}
-        self._unreadable = ThrottledLog(log)
+        remote = sorted(r for r in settings.regions if r != settings.region)
+        self.sources = {
+            s.topic: s
+            for s in [Source(kafka.topic("awards"), settings.region, False)]
+            + [Source(kafka.topic(replicated_awards_topic(r)), r, True) for r in remote]
+        }
+        self.changelogs = (kafka.topic("totals"), kafka.topic("dedupe"))
+        self._store_options = store_options(self._cfg.store_cache_mib, self._cfg.store_write_buffer_mib)
+        self._cluster = ""
+        self.owned: dict[int, OwnedTask] = {}
         self.restored = asyncio.Event()
-        # Held while a round's transactions run and while ownership changes, so a partition is never
+        # Held while a round's transactions run and while ownership changes, so a task is never
         # handed over in the middle of a transaction.
         self._lock = asyncio.Lock()
         self._rebalancing = True
@@ -112,65 +94,67 @@ class Processor:
     def transactional_id(self, partition: int) -> str:
         return f"{self._group}.p{partition}"
 
-    async def _check_partitions(self) -> None:
-        awards, totals = self._kafka.topic("awards"), self._kafka.topic("totals")
-        source = set(await partitions_of(self._kafka, awards))
-        changelog = set(await partitions_of(self._kafka, totals))
-        if source != changelog:
-            raise PartitionsMismatch(
-                f"{awards} has {len(source)} partitions and {totals} has {len(changelog)}; they must be equal. "
-                "Fix the topics before starting the processor."
-            )
+    def identity(self, partition: int) -> StoreIdentity:
+        return StoreIdentity(self._cluster, self.changelogs, partition)
 
-    async def restore(self, partition: int) -> dict[StateKey, PlayerState]:
-        """The state of one partition, dedupe memory included, rebuilt from its changelog partition."""
-        state: dict[StateKey, PlayerState] = {}
-        read = 0
+    async def prepare(self) -> None:
+        """Check the topics are co-partitioned and learn the cluster: before any task is taken."""
+        changelog = self.changelogs[0]
+        found = {
+            topic: await partitions_of(self._kafka, topic) for topic in [*self.sources, *self.changelogs]
+        }
+        expected = found[changelog]
+        for topic, partitions in found.items():
+            if partitions != expected:
+                raise PartitionsMismatch(
+                    f"{topic} has {len(partitions)} partitions and {changelog} has {len(expected)}; they must "
+                    "be equal. Fix the topics before starting the processor."
+                )
+        self._cluster = await cluster_id(self._kafka)
 
-        async def load(records: list[ConsumerRecord]) -> None:
-            nonlocal read
-            read += len(records)
-            for record in records:
-                if record.key != WATERMARK_KEY:
-                    t = decoded(
-                        self._codec.totals, record.value, f"{record.topic}:{record.partition}:{record.offset}"
-                    )
-                    if isinstance(t, PlayerTotal):
-                        state[(t.board_id, t.user_id)] = PlayerState(t.total, t.version, t.reached, t.recent)
+    def _open_store(self, partition: int) -> TaskStore:
+        if self._cfg.store == "memory":
+            return MemoryStore()
+        base = Path(self._cfg.store_dir) / self._kafka.topic_prefix / self._settings.region
+        return open_store(base, f"p{partition}", self._store_options)
 
-        next_report = 100_000
-
-        def progress(done: int, total: int) -> None:
-            nonlocal next_report
-            if done >= next_report:
-                log.info("restoring partition %d: %d of %d changelog offsets", partition, done, total)
-                next_report += 100_000
-
-        await replay(
-            self._kafka, [TopicPartition(self._kafka.topic("totals"), partition)], load, progress=progress
-        )
-        log.info("partition %d restored: %d players from %d changelog records", partition, len(state), read)
-        return state
-
-    async def _acquire(self, consumer: AIOKafkaConsumer, tp: TopicPartition) -> OwnedPartition:
-        """Take a partition over: fence its earlier owners first, then restore, then find the offset."""
-        producer = make_producer(self._kafka, transactional_id=self.transactional_id(tp.partition))
+    async def _acquire(self, consumer: AIOKafkaConsumer, partition: int) -> OwnedTask:
+        """Take a task over: fence its earlier owners first, then restore, then find the offsets."""
+        producer = make_producer(self._kafka, transactional_id=self.transactional_id(partition))
         # init_transactions bumps the epoch of this transactional id: an earlier owner can no longer
-        # commit, and its open transaction is aborted before the changelog is read.
+        # commit, and its open transaction is aborted before the changelogs are read.
         await producer.start()
+        store: TaskStore | None = None
         try:
-            state = await self.restore(tp.partition)
-            committed = await consumer.committed(tp)
-            start = committed if committed is not None else (await consumer.beginning_offsets([tp]))[tp]
+            store = self._open_store(partition)
+            done = await restore(
+                self._kafka, store, self.identity(partition), retention_ms=self._cfg.dedupe_retention_ms
+            )
+            log.info(
+                "partition %d restored (%s%s): %d changelog records in %.2f s",
+                partition, done.mode, f": {done.reason}" if done.reason else "", done.records, done.seconds,
+            )  # fmt: skip
+            offsets = await self._committed(consumer, partition)
         except BaseException:
+            if store is not None:
+                store.close()
             await producer.stop()
             raise
-        return OwnedPartition(tp, producer, state, start)
+        return OwnedTask(partition, producer, store, offsets, done)
+
+    async def _committed(self, consumer: AIOKafkaConsumer, partition: int) -> dict[TopicPartition, int]:
+        tps = [TopicPartition(topic, partition) for topic in self.sources]
+        beginning = await consumer.beginning_offsets(tps)
+        offsets = {}
+        for tp in tps:
+            committed = await consumer.committed(tp)
+            offsets[tp] = committed if committed is not None else beginning[tp]
+        return offsets
 
     async def take(self, consumer: AIOKafkaConsumer, assigned: Iterable[TopicPartition]) -> None:
-        """Own exactly ``assigned``: release the others, acquire the new ones, and continue each one
-        from where its state stands. The consumer only logs a listener's exception, so a failure is
-        handed to the processing loop, which raises it."""
+        """Own exactly the tasks of ``assigned``: release the others, acquire the new ones, and
+        continue each source partition from where its task stands. The consumer only logs a
+        listener's exception, so a failure is handed to the processing loop, which raises it."""
         try:
             await self._take(consumer, assigned)
         except Exception as exc:
@@ -178,153 +162,126 @@ class Processor:
 
     async def _take(self, consumer: AIOKafkaConsumer, assigned: Iterable[TopicPartition]) -> None:
         async with self._lock:
-            wanted = {tp.partition: tp for tp in assigned}
+            assigned = list(assigned)
+            wanted = {tp.partition for tp in assigned}
             for partition in [p for p in self.owned if p not in wanted]:
-                await self.owned.pop(partition).producer.stop()
-            new = [tp for p, tp in sorted(wanted.items()) if p not in self.owned]
+                await self._release(self.owned.pop(partition))
+            new = sorted(p for p in wanted if p not in self.owned)
             acquired = await asyncio.gather(
-                *(self._acquire(consumer, tp) for tp in new), return_exceptions=True
+                *(self._acquire(consumer, p) for p in new), return_exceptions=True
             )
             for result in acquired:
-                if isinstance(result, OwnedPartition):
-                    self.owned[result.tp.partition] = result
+                if isinstance(result, OwnedTask):
+                    self.owned[result.partition] = result
             failed = [r for r in acquired if isinstance(r, BaseException)]
             if failed:
                 raise failed[0]
-            for partition, tp in wanted.items():
-                # A partition kept across the rebalance keeps its state: if anyone owned it meanwhile,
-                # they fenced this producer and the next commit fails, which restores from Kafka.
-                consumer.seek(tp, self.owned[partition].next_offset)
+            for tp in assigned:
+                # A task kept across the rebalance keeps its store: if anyone owned it meanwhile, they
+                # fenced this producer, the next commit fails, and the rerun replays their changes.
+                consumer.seek(tp, self.owned[tp.partition].next_offsets[tp])
             self._rebalancing = False
             self.restored.set()
             log.info("owning partitions %s", sorted(self.owned))
 
+    @staticmethod
+    async def _release(task: OwnedTask) -> None:
+        task.store.close()
+        await task.producer.stop()
+
     async def pause(self) -> None:
         """Stop processing until the next assignment, once the round in flight has committed: a new
-        owner fences this instance's producers only after every member has paused. Partitions are
-        released when the assignment is known, so those that stay here keep their state."""
+        owner fences this instance's producers only after every member has paused. Tasks are
+        released when the assignment is known, so those that stay here keep their store."""
         async with self._lock:
             self._rebalancing = True
             self.restored.clear()
 
-    def _total(self, award: AwardEvent, state: PlayerState, partition: int, offset: int) -> PlayerTotal:
-        return PlayerTotal(
-            board_id=award.board_id, user_id=award.user_id, total=state.total, version=state.version,
-            reached=state.reached, recent=state.recent, sort_order=award.sort_order,
-            tie_policy=award.tie_policy, source_partition=partition, source_offset=offset,
-            event_id=award.event_id,
-        )  # fmt: skip
-
-    def _reconcile(
-        self, reason: str, detail: str, award: AwardEvent | None, record: ConsumerRecord
-    ) -> tuple[str, bytes, bytes]:
-        """The reconciliation record of an award record that is not applied; the raw bytes are kept
-        when the award itself could not be read."""
-        PROCESSOR_RECONCILED.labels(reason).inc()
-        if award is None:
-            self._unreadable.log(logging.ERROR, reason, "award record %s:%d:%d sent to reconciliation (%s: %s)",
-                                 record.topic, record.partition, record.offset, reason, detail)  # fmt: skip
-        value = self._codec.encode(
-            Reconciliation(
-                reason=reason, detail=detail, award=award, source_partition=record.partition,
-                source_offset=record.offset, source_topic=record.topic,
-                raw=record.value if award is None else None,
-            )
-        )  # fmt: skip
-        return self._kafka.topic("reconciliation"), record.key or b"", value
-
-    def _judge(
-        self, record: ConsumerRecord, state: dict[StateKey, PlayerState], overlay: dict[StateKey, PlayerState]
-    ) -> tuple[AwardEvent, Outcome]:
-        """Decode an award and apply it to its player's state (pure: nothing is changed here)."""
-        award = self._codec.award(record.value)
-        # Rules this processor does not know (e.g. an aggregation from a newer release) raise ValueError.
-        Aggregation(award.aggregation), SortOrder(award.sort_order), TiePolicy(award.tie_policy)
-        key = (award.board_id, award.user_id)
-        reached = reached_position(award.accepted_at_ms, record.partition, record.offset)
-        return award, apply_award(overlay.get(key) or state.get(key), award, reached, self._policy)
-
-    def _process_record(
-        self,
-        record: ConsumerRecord,
-        state: dict[StateKey, PlayerState],
-        overlay: dict[StateKey, PlayerState],
-        out: list[tuple[str, bytes, bytes]],
-    ) -> None:
-        """Apply one award record; appends (topic, key, value) for everything it produces."""
-        try:
-            award, outcome = self._judge(record, state, overlay)
-        except msgspec.DecodeError as exc:
-            out.append(self._reconcile("undecodable", str(exc), None, record))
-            return
-        # Whatever one record makes the pure part raise, it must not stop the partition.
-        except Exception as exc:
-            out.append(self._reconcile("unprocessable", f"{type(exc).__name__}: {exc}", None, record))
-            return
-        key = (award.board_id, award.user_id)
-        if isinstance(outcome, Applied):
-            overlay[key] = outcome.state
-            total = self._total(award, outcome.state, record.partition, record.offset)
-            out.append((self._kafka.topic("totals"), totals_key(*key), self._codec.encode(total)))
-            applied = AppliedAward(award=award, total=total.total, version=total.version,
-                                   source_partition=record.partition, source_offset=record.offset)  # fmt: skip
-            out.append((self._kafka.topic("applied"), totals_key(*key), self._codec.encode(applied)))
-            PROCESSOR_APPLIED.inc()
-        elif isinstance(outcome, Duplicate):
-            PROCESSOR_REPEATS.inc()
-        elif isinstance(outcome, Conflict):
-            detail = f"event {outcome.event_id} was applied with digest {outcome.recorded_digest}"
-            out.append(self._reconcile("conflicting_repeat", detail, award, record))
-        else:
-            detail = f"total would be {outcome.total}, outside +-2^53"
-            out.append(self._reconcile("total_out_of_range", detail, award, record))
-
-    async def process_partition(self, owned: OwnedPartition, records: list[ConsumerRecord]) -> None:
-        """One transaction: outputs, the watermark and the offset; the overlay is kept only after commit."""
-        overlay: dict[StateKey, PlayerState] = {}
-        out: list[tuple[str, bytes, bytes]] = []
-        for record in records:
-            self._process_record(record, owned.state, overlay, out)
-        last = records[-1]
-        mark = Watermark(source_partition=owned.tp.partition, source_offset=last.offset,
-                         accepted_at_ms=last.timestamp)  # fmt: skip
-        out.append((self._kafka.topic("totals"), WATERMARK_KEY, self._codec.encode(mark)))
+    async def process_task(self, task: OwnedTask, batch: dict[TopicPartition, list[ConsumerRecord]]) -> Round:
+        """One transaction for one task's records of every source; the store is written after commit."""
+        fold = Round(self._kafka, self._codec, task.store, task.partition, self._cfg.dedupe_horizon_s * 1000)
+        for tp, records in batch.items():
+            source = self.sources[tp.topic]
+            for record in records:
+                fold.add(source, record)
+        out = fold.out + fold.watermarks()
         # The coordinator writes commit markers after it answers; a transaction begun before they are
         # written is refused (CONCURRENT_TRANSACTIONS) and the client backs off 20 ms.
         loop = asyncio.get_running_loop()
-        gap = self._settings.processor.commit_gap_ms / 1000
-        await asyncio.sleep(max(0.0, owned.committed_at + gap - loop.time()))
-        producer = owned.producer
-        began = time.perf_counter()
-        async with producer.transaction():
-            # Totals and applied records stay on the source partition: the changelog is co-partitioned.
-            futures = [
-                await producer.send(topic, value, key=key, partition=owned.tp.partition)
-                for topic, key, value in out
-            ]
-            await asyncio.gather(*futures)
-            await producer.send_offsets_to_transaction({owned.tp: last.offset + 1}, self._group)
-        PROCESSOR_TRANSACTION_SECONDS.observe(time.perf_counter() - began)
-        owned.committed_at = loop.time()
-        owned.next_offset = last.offset + 1
-        owned.state.update(overlay)
+        await asyncio.sleep(max(0.0, task.committed_at + self._cfg.commit_gap_ms / 1000 - loop.time()))
+        started = loop.time()
+        async with task.producer.transaction():
+            # Everything stays on the task's partition: the changelogs are co-partitioned with the sources.
+            ends = await _send_batched(task.producer, task.partition, out)
+            await task.producer.send_offsets_to_transaction(fold.offsets, self._group)
+        task.committed_at = loop.time()
+        metrics.TRANSACTION_SECONDS.observe(task.committed_at - started)
+        changelog = {topic: end for topic, end in ends.items() if topic in self.changelogs}
+        task.store.write(fold.store_batch(changelog))
+        task.next_offsets.update(fold.offsets)
+        _count(fold)
+        return fold
+
+    def purge(self, task: OwnedTask) -> None:
+        """Forget remembered event ids past the horizon and its margin (the changelog forgets them too)."""
+        now = time.monotonic()
+        if now - task.purged_at < PURGE_EVERY_S:
+            return
+        task.purged_at = now
+        forgotten = task.store.purge_seen(int(time.time() * 1000) - self._cfg.dedupe_retention_ms)
+        metrics.DEDUPE_PURGED.inc(forgotten)
 
     async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:
-        """Records not yet committed, per owned partition (also what this instance owns)."""
-        owned = list(self.owned.values())
-        end = await consumer.end_offsets([o.tp for o in owned]) if owned else {}
-        lag = {o.tp.partition: max(0, end[o.tp] - o.next_offset) for o in owned}
-        self._health.report_lag(self._kafka.topic("awards"), lag)
+        """Records not yet committed, per source topic and owned partition (also what is owned)."""
+        tps = [tp for task in self.owned.values() for tp in task.next_offsets]
+        end = await consumer.end_offsets(tps) if tps else {}
+        for topic in self.sources:
+            lag = {
+                task.partition: max(0, end[tp] - task.next_offsets[tp])
+                for task in self.owned.values()
+                for tp in task.next_offsets
+                if tp.topic == topic
+            }
+            self._health.report_lag(topic, lag)
+
+    async def _round(self, consumer: AIOKafkaConsumer) -> None:
+        batch = await consumer.getmany(timeout_ms=100, max_records=self._cfg.max_batch)
+        # Which task the records were fetched for: ownership may change before the lock.
+        fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
+        async with self._lock:
+            work: dict[int, dict[TopicPartition, list[ConsumerRecord]]] = {}
+            for tp, records in batch.items() if not self._rebalancing else ():
+                task = fetched_for[tp]
+                if task is None or self.owned.get(tp.partition) is not task:
+                    continue
+                fresh = [r for r in records if r.offset >= task.next_offsets[tp]]
+                if fresh:
+                    work.setdefault(tp.partition, {})[tp] = fresh
+            rounds = [self.process_task(self.owned[p], records) for p, records in work.items()]
+            # Every task's transaction settles before a failure is raised.
+            failures = [
+                r
+                for r in await asyncio.gather(*rounds, return_exceptions=True)
+                if isinstance(r, BaseException)
+            ]
+            if failures:
+                raise failures[0]
+            for task in self.owned.values():
+                self.purge(task)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Join the group and process until ``stop`` is set. Raises on Kafka errors (the caller reruns,
-        which restores every partition from the changelog)."""
+        which brings every store up to the changelogs again)."""
         self.restored.clear()
         self._failure = None
-        await self._check_partitions()
-        cfg = self._settings.processor
-        consumer = make_consumer(self._kafka, group_id=self._group, session_timeout_ms=cfg.session_timeout_ms)
-        consumer.subscribe([self._kafka.topic("awards")], listener=_Ownership(self, consumer))
+        await self.prepare()
+        consumer = make_consumer(
+            self._kafka,
+            group_id=self._group,
+            session_timeout_ms=self._cfg.session_timeout_ms,
+            co_partitioned=True,
+        )
+        consumer.subscribe(list(self.sources), listener=_Ownership(self, consumer))
         await consumer.start()
         try:
             loop = asyncio.get_running_loop()
@@ -332,36 +289,60 @@ class Processor:
             while not stop.is_set():
                 if self._failure is not None:
                     raise self._failure
-                batch = await consumer.getmany(timeout_ms=100, max_records=cfg.max_batch)
-                # Which partitions the records were fetched for: ownership may change before the lock.
-                fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
-                async with self._lock:
-                    work = []
-                    for tp, records in batch.items() if not self._rebalancing else ():
-                        owned = fetched_for[tp]
-                        if owned is None or self.owned.get(tp.partition) is not owned:
-                            continue
-                        fresh = [r for r in records if r.offset >= owned.next_offset]
-                        if fresh:
-                            work.append(self.process_partition(owned, fresh))
-                    # Every partition's transaction settles before a failure is raised.
-                    failures = [r for r in await asyncio.gather(*work, return_exceptions=True) if r]
-                    if failures:
-                        raise failures[0]
+                await self._round(consumer)
                 if loop.time() >= next_lag:
                     await self._report_lag(consumer)
                     next_lag = loop.time() + 2
         finally:
             self.restored.clear()
             await consumer.stop()
-            async with self._lock:
-                for owned in self.owned.values():
-                    await owned.producer.stop()
-                self.owned.clear()
+            await self.close()
+
+    async def close(self) -> None:
+        """Release every task (stores closed, producers stopped)."""
+        async with self._lock:
+            for task in self.owned.values():
+                await self._release(task)
+            self.owned.clear()
+
+
+async def _send_batched(producer: AIOKafkaProducer, partition: int, out: list[Output]) -> dict[str, int]:
+    """Send ``out`` to ``partition`` of each topic, one record batch per topic (a batch costs far less
+    than a send per record); returns each topic's offset after its last record."""
+    by_topic: dict[str, list[tuple[bytes, bytes]]] = {}
+    for topic, key, value in out:
+        by_topic.setdefault(topic, []).append((key, value))
+    sent: list[tuple[str, int, asyncio.Future[RecordMetadata]]] = []
+    for topic, records in by_topic.items():
+        batch, count = producer.create_batch(), 0
+        for key, value in records:
+            if batch.append(key=key, value=value, timestamp=None) is None:  # full: send it, start another
+                sent.append((topic, count, await producer.send_batch(batch, topic, partition=partition)))
+                batch, count = producer.create_batch(), 0
+                batch.append(key=key, value=value, timestamp=None)
+            count += 1
+        sent.append((topic, count, await producer.send_batch(batch, topic, partition=partition)))
+    ends: dict[str, int] = {}
+    for topic, count, future in sent:
+        base = (await future).offset  # a batch's metadata names its first record
+        ends[topic] = max(ends.get(topic, 0), base + count)
+    return ends
+
+
+def _count(fold: Round) -> None:
+    for what, n in fold.counts.items():
+        if what == "applied":
+            metrics.AWARDS_APPLIED.inc(n)
+        elif what == "duplicate":
+            metrics.REPEATS_IGNORED.inc(n)
+        elif what.startswith("reconciled:"):
+            metrics.RECONCILED.labels(what.removeprefix("reconciled:")).inc(n)
+        else:
+            metrics.CONTROL_RECORDS.labels(what).inc(n)
 
 
 class _Ownership(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Keeps the processor's owned partitions equal to the group's assignment."""
+    """Keeps the processor's owned tasks equal to the group's assignment."""
 
     def __init__(self, processor: Processor, consumer: AIOKafkaConsumer) -> None:
         self._processor = processor

@@ -2,7 +2,8 @@
 
 Instance A owns partition 0; instance B takes it over (as after a rebalance that A, frozen, did not
 notice). A's next transaction for the partition is refused and leaves nothing in the changelog;
-B's goes through and B continues from the state and offset A had committed.
+B's goes through and B continues from the state and offset A had committed. Each instance has its own
+state store, as on two hosts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from regions.kafka_clients import ensure_topics, make_consumer, make_producer, r
 from regions.processor.loop import Processor
 from regions.settings import Settings
 from schema.event_id import event_id, payload_digest
-from schema.records import WATERMARK_KEY, AwardEvent, Codec, PlayerTotal, totals_key
+from schema.records import CONTROL_PREFIX, AwardEvent, Codec, PlayerTotal, totals_key
 
 
 def _award(match: str, amount: int) -> AwardEvent:
@@ -26,6 +27,15 @@ def _award(match: str, amount: int) -> AwardEvent:
         occurred_at_ms=None, region="local", accepted_at_ms=0, aggregation="SUM", sort_order="DESC",
         tie_policy="USER_ID",
     )  # fmt: skip
+
+
+def _instance(settings: Settings, name: str) -> Processor:
+    """A processor instance with a state directory of its own, as on its own host."""
+    store_dir = f"{settings.processor.store_dir}/{name}"
+    own = settings.model_copy(
+        update={"processor": settings.processor.model_copy(update={"store_dir": store_dir})}
+    )
+    return Processor(own, Health("processor"))
 
 
 async def _publish(settings: Settings, tp: TopicPartition, *awards: AwardEvent) -> None:
@@ -51,7 +61,7 @@ async def _changelog(settings: Settings) -> list[PlayerTotal]:
     found: list[PlayerTotal] = []
 
     async def keep(records: list[ConsumerRecord]) -> None:
-        found.extend(Codec().totals(r.value) for r in records if r.key != WATERMARK_KEY)  # type: ignore[misc]
+        found.extend(Codec().totals(r.value) for r in records if not r.key.startswith(CONTROL_PREFIX))  # type: ignore[misc]
 
     await replay(settings.kafka, [TopicPartition(settings.kafka.topic("totals"), 0)], keep)
     return found
@@ -60,7 +70,7 @@ async def _changelog(settings: Settings) -> list[PlayerTotal]:
 async def test_a_partition_taken_over_fences_its_earlier_owner(settings: Settings, kafka_ready: None) -> None:
     await ensure_topics(settings.kafka)
     tp = TopicPartition(settings.kafka.topic("awards"), 0)
-    a, b = Processor(settings, Health("processor")), Processor(settings, Health("processor"))
+    a, b = (_instance(settings, name) for name in ("a", "b"))
     group = f"{settings.kafka.topic_prefix}.processor.{settings.region}"
     consumers = [make_consumer(settings.kafka, group_id=group) for _ in range(2)]
     for consumer in consumers:
@@ -68,30 +78,31 @@ async def test_a_partition_taken_over_fences_its_earlier_owner(settings: Setting
         consumer.assign([tp])
     try:
         await _publish(settings, tp, _award("m1", 5))
+        await a.prepare()
+        await b.prepare()
         await a.take(consumers[0], [tp])
-        await a.process_partition(a.owned[0], await _read(consumers[0], tp, 1))
+        await a.process_task(a.owned[0], {tp: await _read(consumers[0], tp, 1)})
 
         await _publish(settings, tp, _award("m2", 7))
         stale = await _read(consumers[0], tp, 1)
         await b.take(consumers[1], [tp])  # B fences A, restores ann = 5 and continues after m1
-        assert b.owned[0].state[("board", "ann")].total == 5
+        assert (player := b.owned[0].store.player(("board", "ann"))) is not None and player.total == 5
 
         fenced: KafkaError | None = None
         try:
-            await a.process_partition(a.owned[0], stale)
+            await a.process_task(a.owned[0], {tp: stale})
         except KafkaError as exc:
             fenced = exc
         assert fenced is not None, "the earlier owner committed after it was fenced"
 
-        await b.process_partition(b.owned[0], await _read(consumers[1], tp, 1))
+        await b.process_task(b.owned[0], {tp: await _read(consumers[1], tp, 1)})
         totals = [(t.total, t.version) for t in await _changelog(settings)]
         assert totals == [(5, 1), (12, 2)]
     finally:
         for consumer in consumers:
             await consumer.stop()
-        for processor in (a, b):
-            for owned in processor.owned.values():
-                await owned.producer.stop()
+        await a.close()
+        await b.close()
 
 
 async def test_records_that_are_not_awards_go_to_reconciliation_and_the_partition_goes_on(
@@ -99,7 +110,7 @@ async def test_records_that_are_not_awards_go_to_reconciliation_and_the_partitio
 ) -> None:
     await ensure_topics(settings.kafka)
     tp = TopicPartition(settings.kafka.topic("awards"), 0)
-    processor = Processor(settings, Health("processor"))
+    processor = _instance(settings, "a")
     consumer = make_consumer(
         settings.kafka, group_id=f"{settings.kafka.topic_prefix}.processor.{settings.region}"
     )
@@ -115,8 +126,9 @@ async def test_records_that_are_not_awards_go_to_reconciliation_and_the_partitio
         finally:
             await producer.stop()
         await _publish(settings, tp, _award("m1", 5))
+        await processor.prepare()
         await processor.take(consumer, [tp])
-        await processor.process_partition(processor.owned[0], await _read(consumer, tp, 3))
+        await processor.process_task(processor.owned[0], {tp: await _read(consumer, tp, 3)})
 
         assert [(t.total, t.version) for t in await _changelog(settings)] == [(5, 1)]
         reconciled: list[str] = []
@@ -128,5 +140,4 @@ async def test_records_that_are_not_awards_go_to_reconciliation_and_the_partitio
         assert reconciled == ["undecodable", "undecodable"]
     finally:
         await consumer.stop()
-        for owned in processor.owned.values():
-            await owned.producer.stop()
+        await processor.close()

@@ -24,6 +24,7 @@ async def test_processor_fails_fast_when_changelog_partitions_differ(
         await admin.create_topics([
             NewTopic(settings.kafka.topic("awards"), num_partitions=6, replication_factor=1),
             NewTopic(settings.kafka.topic("totals"), num_partitions=3, replication_factor=1),
+            NewTopic(settings.kafka.topic("dedupe"), num_partitions=3, replication_factor=1),
         ])  # fmt: skip
     finally:
         await admin.close()

@@ -9,23 +9,36 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 from regions.core.aggregation import (
     Applied,
     Conflict,
-    DedupePolicy,
+    DedupeMemory,
     Duplicate,
+    Forgotten,
     OutOfRange,
     PlayerState,
+    Seen,
     apply_award,
     fold,
 )
 from regions.core.boards import Aggregation
+from regions.core.ordering import reached_key
 from regions.core.validation import MAX_EXACT
-from schema.records import unpack_seen
+from schema.records import AwardEvent
 from tests.unit.regions.core.strategies import amounts, award
 
-WIDE = DedupePolicy(horizon_ms=10**12, max_recent=10_000)
+HORIZON = 1_000
+MEMORY = DedupeMemory(horizon_ms=HORIZON)
+
+
+def _fold_all(state: PlayerState | None, seen: dict[str, Seen], log: list[AwardEvent]) -> PlayerState | None:
+    """Apply a log the way the processor does: player state plus a dedupe memory by event id."""
+    for a in log:
+        outcome = apply_award(state, seen.get(a.event_id), a, MEMORY)
+        if isinstance(outcome, Applied):
+            state, seen[a.event_id] = outcome.state, outcome.seen
+    return state
 
 
 class AggregatorMachine(RuleBasedStateMachine):
-    """Random awards, identical repeats and conflicting repeats, checked after every step."""
+    """Random awards, repeats and conflicting repeats at any distance in time, checked every step."""
 
     sent = Bundle("sent")
 
@@ -33,21 +46,18 @@ class AggregatorMachine(RuleBasedStateMachine):
         super().__init__()
         self.aggregation = Aggregation.SUM
         self.state: PlayerState | None = None
-        self.applied: dict[str, int] = {}  # event id -> amount, in first-application order
+        self.seen: dict[str, Seen] = {}  # the store's dedupe memory
+        self.applied: list[tuple[str, int]] = []  # (event id, amount) of every application
         self.clock = 0
         self.versions: list[int] = []
 
-    def _submit(self, match: str, amount: int) -> object:
-        self.clock += 1
-        outcome = apply_award(
-            self.state,
-            award("p", match, amount, aggregation=self.aggregation, at_ms=self.clock),
-            f"{self.clock:027x}",
-            WIDE,
-        )
+    def _submit(self, match: str, amount: int, at_ms: int) -> object:
+        a = award("p", match, amount, aggregation=self.aggregation, at_ms=at_ms)
+        outcome = apply_award(self.state, self.seen.get(a.event_id), a, MEMORY)
         if isinstance(outcome, Applied):
-            self.state = outcome.state
+            self.state, self.seen[a.event_id] = outcome.state, outcome.seen
             self.versions.append(outcome.state.version)
+            self.applied.append((a.event_id, amount))
         return outcome
 
     @rule(aggregation=st.sampled_from(Aggregation))
@@ -55,98 +65,131 @@ class AggregatorMachine(RuleBasedStateMachine):
         if self.state is None:
             self.aggregation = aggregation
 
+    @rule(step=st.integers(0, 3 * HORIZON))
+    def time_passes(self, step: int) -> None:
+        self.clock += step
+
     @rule(target=sent, match=st.uuids().map(str), amount=amounts)
-    def new_award(self, match: str, amount: int) -> tuple[str, int]:
-        outcome = self._submit(match, amount)
-        assert isinstance(outcome, Applied)
-        self.applied[unpack_seen(outcome.state.recent)[-1].event_id] = amount
-        return match, amount
+    def new_award(self, match: str, amount: int) -> tuple[str, int, int]:
+        assert isinstance(self._submit(match, amount, self.clock), Applied)
+        return match, amount, self.clock
+
+    @rule(original=sent, shift=st.integers(-(HORIZON - 1), HORIZON - 1), other=amounts)
+    def repeat_inside_the_horizon_never_applies(
+        self, original: tuple[str, int, int], shift: int, other: int
+    ) -> None:
+        match, amount, _ = original
+        event_id = award("p", match, amount).event_id
+        remembered = self.seen[event_id]
+        before = self.state
+        outcome = self._submit(match, other, remembered.at_ms + shift)
+        assert isinstance(outcome, Duplicate if other == amount else Conflict)
+        assert self.state == before
 
     @rule(original=sent)
-    def identical_repeat_changes_nothing(self, original: tuple[str, int]) -> None:
-        before = self.state
-        assert isinstance(self._submit(*original), Duplicate)
-        assert self.state == before
-
-    @rule(original=sent, other=amounts)
-    def conflicting_repeat_changes_nothing(self, original: tuple[str, int], other: int) -> None:
-        before = self.state
-        outcome = self._submit(original[0], other)
-        assert isinstance(outcome, Duplicate if other == original[1] else Conflict)
-        assert self.state == before
+    def repeat_beyond_the_horizon_applies_again(self, original: tuple[str, int, int]) -> None:
+        match, amount, _ = original
+        remembered = self.seen[award("p", match, amount).event_id]
+        self.clock = max(self.clock, remembered.at_ms + HORIZON)
+        assert isinstance(self._submit(match, amount, self.clock), Applied)
 
     @invariant()
-    def total_is_fold_of_distinct_awards(self) -> None:
+    def total_is_fold_of_applied_awards(self) -> None:
         expected = None
-        for amount in self.applied.values():
+        for _, amount in self.applied:
             expected = fold(self.aggregation, expected, amount)
         assert (None if self.state is None else self.state.total) == expected
 
     @invariant()
     def versions_are_contiguous(self) -> None:
         assert self.versions == list(range(1, len(self.versions) + 1))
-        assert len(self.versions) == len(self.applied)
 
 
 TestAggregator = AggregatorMachine.TestCase
 TestAggregator.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
 
 
+distinct_awards = st.lists(st.tuples(amounts, st.integers(0, 5)), min_size=1, max_size=25).map(
+    lambda values: [award("p", f"m{i}", v, at_ms=t) for i, (v, t) in enumerate(values)]
+)
+
+
+@given(distinct_awards, st.sampled_from(Aggregation), st.randoms(use_true_random=False))
+def test_the_fold_does_not_depend_on_arrival_order(
+    log: list[AwardEvent], aggregation: Aggregation, random: object
+) -> None:
+    log = [AwardEvent(**{**_fields(a), "aggregation": aggregation.value}) for a in log]
+    shuffled = list(log)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert _fold_all(None, {}, log) == _fold_all(None, {}, shuffled)
+
+
+def _fields(a: AwardEvent) -> dict[str, object]:
+    return {f: getattr(a, f) for f in a.__struct_fields__}
+
+
+@given(distinct_awards, st.sampled_from([Aggregation.MAX, Aggregation.MIN]))
+def test_best_score_is_reached_by_its_oldest_award(log: list[AwardEvent], aggregation: Aggregation) -> None:
+    log = [AwardEvent(**{**_fields(a), "aggregation": aggregation.value}) for a in log]
+    state = _fold_all(None, {}, log)
+    assert state is not None
+    best = [a for a in log if a.amount == state.total]
+    assert state.reached == min(reached_key(a.accepted_at_ms, a.event_id) for a in best)
+
+
+@given(distinct_awards)
+def test_a_sum_is_reached_by_its_newest_award(log: list[AwardEvent]) -> None:
+    state = _fold_all(None, {}, log)
+    assert state is not None
+    assert state.reached == max(reached_key(a.accepted_at_ms, a.event_id) for a in log)
+
+
 @given(st.lists(amounts, min_size=1, max_size=30), st.sampled_from(Aggregation))
 def test_replaying_the_same_log_twice_changes_nothing(values: list[int], aggregation: Aggregation) -> None:
     log = [award("p", f"m{i}", v, aggregation=aggregation, at_ms=i) for i, v in enumerate(values)]
-    state = None
+    seen: dict[str, Seen] = {}
+    state = _fold_all(None, seen, log)
     for a in log:
-        outcome = apply_award(state, a, "0" * 27, WIDE)
-        assert isinstance(outcome, Applied)
-        state = outcome.state
-    for a in log:
-        assert isinstance(apply_award(state, a, "0" * 27, WIDE), Duplicate)
+        assert isinstance(apply_award(state, seen.get(a.event_id), a, MEMORY), Duplicate)
 
 
-def test_repeat_after_the_horizon_is_applied_again() -> None:
-    policy = DedupePolicy(horizon_ms=1000, max_recent=10)
-    first = apply_award(None, award("p", "m", 5, at_ms=0), "a", policy)
-    assert isinstance(first, Applied)
-    later = apply_award(first.state, award("p", "m", 5, at_ms=5000), "b", policy)
-    assert isinstance(later, Applied) and later.state.total == 10
+def test_a_busy_player_never_forgets_inside_the_horizon() -> None:
+    # Ten thousand other awards in between: the memory is per event id, not a count per player.
+    seen: dict[str, Seen] = {}
+    first = award("p", "m", 5, at_ms=0)
+    state = _fold_all(None, seen, [first] + [award("p", f"o{i}", 1, at_ms=1) for i in range(10_000)])
+    assert isinstance(apply_award(state, seen.get(first.event_id), first, MEMORY), Duplicate)
 
 
-def test_dedupe_memory_is_bounded_per_player() -> None:
-    policy = DedupePolicy(horizon_ms=10**9, max_recent=3)
-    state = None
-    for i in range(10):
-        outcome = apply_award(state, award("p", f"m{i}", 1, at_ms=i), "a", policy)
-        assert isinstance(outcome, Applied)
-        state = outcome.state
-    assert state is not None and [e.at_ms for e in unpack_seen(state.recent)] == [7, 8, 9]
+def test_a_copy_accepted_earlier_elsewhere_is_still_a_repeat() -> None:
+    later = award("p", "m", 5, at_ms=5_000)
+    earlier = award("p", "m", 5, at_ms=5_000 - HORIZON + 1)
+    outcome = apply_award(PlayerState(5, 1, "r"), Seen(later.digest, later.accepted_at_ms), earlier, MEMORY)
+    assert isinstance(outcome, Duplicate)
+    long_before = award("p", "m", 5, at_ms=5_000 - HORIZON)
+    outcome = apply_award(
+        PlayerState(5, 1, "r"), Seen(later.digest, later.accepted_at_ms), long_before, MEMORY
+    )
+    assert isinstance(outcome, Applied)
+
+
+def test_a_possible_repeat_of_a_forgotten_copy_is_not_applied() -> None:
+    memory = DedupeMemory(horizon_ms=HORIZON, complete_since_ms=10_000)
+    assert isinstance(
+        apply_award(None, None, award("p", "m", 5, at_ms=10_000 + HORIZON - 1), memory), Forgotten
+    )
+    assert isinstance(apply_award(None, None, award("p", "m", 5, at_ms=10_000 + HORIZON), memory), Applied)
 
 
 def test_total_leaving_the_exact_range_is_refused() -> None:
-    first = apply_award(None, award("p", "m1", MAX_EXACT - 1), "a", WIDE)
+    first = apply_award(None, None, award("p", "m1", MAX_EXACT - 1), MEMORY)
     assert isinstance(first, Applied)
-    assert isinstance(apply_award(first.state, award("p", "m2", 1), "b", WIDE), OutOfRange)
+    assert isinstance(apply_award(first.state, None, award("p", "m2", 1), MEMORY), OutOfRange)
 
 
-def test_first_reached_moves_only_when_the_total_changes() -> None:
-    first = apply_award(None, award("p", "m1", 7, aggregation=Aggregation.MAX), "a", WIDE)
+def test_a_lower_score_leaves_a_max_total_and_its_tie_order() -> None:
+    first = apply_award(None, None, award("p", "m1", 7, aggregation=Aggregation.MAX, at_ms=1), MEMORY)
     assert isinstance(first, Applied)
-    lower = apply_award(first.state, award("p", "m2", 3, aggregation=Aggregation.MAX), "b", WIDE)
+    lower = apply_award(first.state, None, award("p", "m2", 3, aggregation=Aggregation.MAX, at_ms=2), MEMORY)
     assert isinstance(lower, Applied)
-    assert (lower.state.total, lower.state.reached, lower.state.version) == (7, "a", 2)
-
-
-def test_a_repeat_past_either_dedupe_limit_is_applied_again() -> None:
-    policy = DedupePolicy(horizon_ms=1000, max_recent=2)
-    first = apply_award(None, award("p", "m1", 5, at_ms=0), "a", policy)
-    assert isinstance(first, Applied)
-    late = apply_award(first.state, award("p", "m1", 5, at_ms=1000), "b", policy)
-    pushed_out = first.state
-    for at_ms, match in [(1, "m2"), (2, "m3")]:
-        step = apply_award(pushed_out, award("p", match, 1, at_ms=at_ms), "c", policy)
-        assert isinstance(step, Applied)
-        pushed_out = step.state
-    within_both = apply_award(pushed_out, award("p", "m3", 1, at_ms=3), "d", policy)
-    recounted = apply_award(pushed_out, award("p", "m1", 5, at_ms=3), "d", policy)
-    assert isinstance(late, Applied) and isinstance(recounted, Applied)
-    assert isinstance(within_both, Duplicate)
+    assert (lower.state.total, lower.state.reached, lower.state.version) == (7, first.state.reached, 2)

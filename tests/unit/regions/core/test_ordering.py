@@ -6,16 +6,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from regions.core.boards import SortOrder, TiePolicy
-from regions.core.ordering import encode, rank_key, reached_position, total_of, user_of
+from regions.core.ordering import (
+    REACHED_WIDTH,
+    encode,
+    rank_key,
+    reached_key,
+    reached_position,
+    total_of,
+    user_of,
+)
 from regions.core.validation import MAX_EXACT
 from tests.unit.regions.core.strategies import users
 
 totals = st.integers(min_value=-(MAX_EXACT - 1), max_value=MAX_EXACT - 1)
-positions = st.builds(
-    reached_position,
-    st.integers(0, 2**43),
-    st.integers(0, 2**15),
-    st.integers(0, 2**47),
+event_ids = st.binary(min_size=16, max_size=16).map(bytes.hex)
+times = st.integers(0, 2**43)
+positions = st.builds(reached_key, times, event_ids) | st.builds(
+    reached_position, times, st.integers(0, 2**15), st.integers(0, 2**47)
 )
 players = st.dictionaries(users, st.tuples(totals | st.integers(-3, 3), positions), min_size=1, max_size=40)
 
@@ -53,3 +60,10 @@ def test_first_reached_beats_user_id_on_equal_totals() -> None:
     assert rank_key(SortOrder.DESC, TiePolicy.USER_ID, "amy", 10, late) < rank_key(
         SortOrder.DESC, TiePolicy.USER_ID, "zed", 10, early
     )
+
+
+@given(st.tuples(times, event_ids), st.tuples(times, event_ids))
+def test_reached_keys_sort_by_acceptance_time_then_event_id(a: tuple[int, str], b: tuple[int, str]) -> None:
+    ka, kb = reached_key(*a), reached_key(*b)
+    assert len(ka) == len(kb) == REACHED_WIDTH
+    assert (ka < kb) == ((a[0], a[1][:16]) < (b[0], b[1][:16]))

@@ -11,7 +11,7 @@ def _record(offset: int, key: bytes, value: bytes) -> ConsumerRecord:
 
 def _total(user: str, version: int, total: int, **changes: object) -> PlayerTotal:
     fields: dict[str, object] = dict(
-        board_id="b", user_id=user, total=total, version=version, reached="0" * 27, recent=b"",
+        board_id="b", user_id=user, total=total, version=version, reached="0" * 27,
         sort_order="DESC", tie_policy="USER_ID", source_partition=0, source_offset=version,
         event_id=f"e{version}",
     )  # fmt: skip

@@ -1,0 +1,33 @@
+"""Prometheus metrics of the processor."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+AWARDS_APPLIED = Counter("lb_processor_awards_applied_total", "Awards applied to a total")
+REPEATS_IGNORED = Counter(
+    "lb_processor_repeats_ignored_total", "Identical repeats of an event id within the dedupe horizon"
+)
+RECONCILED = Counter(
+    "lb_processor_reconciled_total", "Records sent to reconciliation instead of being applied", ["reason"]
+)
+CONTROL_RECORDS = Counter(
+    "lb_processor_control_records_total", "Control records read from the sources", ["kind"]
+)
+TRANSACTION_SECONDS = Histogram(
+    "lb_processor_transaction_seconds",
+    "Time of one partition's transaction (begin to commit)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+RESTORE_SECONDS = Histogram(
+    "lb_processor_restore_seconds",
+    "Time to restore one partition's state store before processing it",
+    ["mode"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600),
+)
+RESTORE_RECORDS = Counter(
+    "lb_processor_restore_records_total", "Changelog records read while restoring", ["mode"]
+)
+DEDUPE_PURGED = Counter(
+    "lb_processor_dedupe_purged_total", "Remembered event ids forgotten past the horizon and its margin"
+)

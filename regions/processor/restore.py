@@ -1,0 +1,146 @@
+"""Bringing a task's store up to its changelogs before the task processes anything.
+
+The changelogs (totals: player state and watermarks; dedupe: the dedupe memory) are the source of
+truth. A store that reflects them up to some offsets replays only the tail after those offsets. A
+store that is missing, foreign (another cluster, topic or partition) or stale (offsets beyond a
+changelog's end, as after the topic was recreated, or before its log start, so records it never saw
+were deleted) is wiped and restored in full.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import msgspec
+from aiokafka import ConsumerRecord, TopicPartition
+
+from regions.core.aggregation import PlayerState, Seen
+from regions.core.positions import SourcePosition
+from regions.kafka_clients import make_consumer, replay
+from regions.processor import metrics
+from regions.processor.state import StoreBatch, StoreIdentity, TaskStore
+from regions.settings import KafkaSettings
+from schema.records import Codec, PlayerTotal, Watermark, unpack_seen
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    mode: str  # "tail" or "full"
+    reason: str  # why a full restore was needed ("" for a tail)
+    records: int  # changelog records read
+    seconds: float
+
+
+async def _log_bounds(
+    kafka: KafkaSettings, tps: list[TopicPartition]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(log start, end) offset of each changelog partition, by topic."""
+    consumer = make_consumer(kafka, group_id=None)
+    await consumer.start()
+    try:
+        begin = await consumer.beginning_offsets(tps)
+        end = await consumer.end_offsets(tps)
+    finally:
+        await consumer.stop()
+    return {tp.topic: begin[tp] for tp in tps}, {tp.topic: end[tp] for tp in tps}
+
+
+def stale_reason(
+    store: TaskStore, identity: StoreIdentity, begin: dict[str, int], end: dict[str, int]
+) -> str:
+    """Why the store cannot continue from its own offsets ("" when it can)."""
+    found = store.identity()
+    if found is None:
+        return "no local store"
+    if found != identity:
+        return f"the local store reflects {found}, not {identity}"
+    at = store.changelog_positions()
+    for topic in identity.changelogs:
+        position = at.get(topic, 0)
+        if position > end[topic]:
+            return f"the store is at offset {position} of {topic}, beyond its end {end[topic]}"
+        if position < begin[topic]:
+            return f"the store is at offset {position} of {topic}, before its log start {begin[topic]}"
+    return ""
+
+
+class _Loader:
+    """Applies changelog records to the store, one write batch per fetched batch."""
+
+    def __init__(self, store: TaskStore, totals_topic: str) -> None:
+        self._store, self._totals, self._codec = store, totals_topic, Codec()
+        self.records = 0
+
+    async def __call__(self, records: list[ConsumerRecord]) -> None:
+        """Records of one changelog partition (``replay`` hands them over per partition)."""
+        batch = StoreBatch()
+        if records[0].topic == self._totals:
+            self._totals_records(batch, records)
+        else:
+            self._dedupe_records(batch, records)
+        batch.changelog[records[-1].topic] = records[-1].offset + 1
+        self._store.write(batch)
+        self.records += len(records)
+
+    def _totals_records(self, batch: StoreBatch, records: list[ConsumerRecord]) -> None:
+        decode = self._codec.totals
+        for record in records:
+            try:
+                value = decode(record.value)
+            except msgspec.DecodeError as exc:
+                log.error(
+                    "skipping an undecodable totals record at %s:%d: %s", record.topic, record.offset, exc
+                )
+                continue
+            if isinstance(value, PlayerTotal):
+                batch.players[(value.board_id, value.user_id)] = PlayerState(
+                    value.total, value.version, value.reached
+                )
+            elif isinstance(value, Watermark) and value.region:
+                self._watermark(batch, value)
+
+    @staticmethod
+    def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:
+        for record in records:
+            try:
+                digest, at_ms = unpack_seen(record.value)
+                batch.seen[record.key.hex()] = Seen(digest, at_ms)
+            except (ValueError, TypeError, AttributeError) as exc:
+                log.error(
+                    "skipping an undecodable dedupe record at %s:%d: %s", record.topic, record.offset, exc
+                )
+
+    @staticmethod
+    def _watermark(batch: StoreBatch, mark: Watermark) -> None:
+        batch.sources[mark.region] = SourcePosition(
+            mark.source_offset, mark.accepted_at_ms, mark.heartbeat_at_ms, mark.gaps
+        )
+
+
+async def restore(
+    kafka: KafkaSettings, store: TaskStore, identity: StoreIdentity, *, retention_ms: int
+) -> Restored:
+    """Bring ``store`` up to the end of its changelog partitions; returns what it took."""
+    started = time.perf_counter()
+    tps = [TopicPartition(topic, identity.partition) for topic in identity.changelogs]
+    begin, end = await _log_bounds(kafka, tps)
+    reason = stale_reason(store, identity, begin, end)
+    if reason:
+        store.reset(identity)
+        if any(begin[t] > 0 for t in identity.changelogs):
+            # Retention deleted records: copies accepted before the retention window may be gone.
+            store.write(StoreBatch(complete_since_ms=int(time.time() * 1000) - retention_ms))
+    at = store.changelog_positions()
+    loader = _Loader(store, identity.changelogs[0])
+    start = {tp: max(at.get(tp.topic, 0), begin[tp.topic]) for tp in tps}
+    ends = await replay(kafka, tps, loader, start=start)
+    store.write(StoreBatch(changelog={tp.topic: ends[tp] for tp in tps}))  # past trailing commit markers
+    mode = "full" if reason else "tail"
+    done = Restored(mode, reason, loader.records, time.perf_counter() - started)
+    metrics.RESTORE_SECONDS.labels(mode).observe(done.seconds)
+    metrics.RESTORE_RECORDS.labels(mode).inc(done.records)
+    return done

@@ -1,0 +1,134 @@
+"""The state store of one processor task (one partition): its port and an in-memory implementation.
+
+A task's state is players ((board, user) -> total, version, tie order), the dedupe memory (event id
+-> digest and acceptance time), the positions of the accepting regions it has read, and the
+changelog offsets the store reflects. The compacted changelogs in Kafka are the source of truth: the
+store is written only after a transaction committed, and each write carries the changelog offsets
+it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
+behind, the task replays only the changelogs' tail from those offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from regions.core.aggregation import PlayerState, Seen
+from regions.core.positions import SourcePosition
+
+StateKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreIdentity:
+    """Which log a store reflects: a store of another cluster, topic or partition is foreign."""
+
+    cluster_id: str
+    changelogs: tuple[str, ...]
+    partition: int
+
+
+@dataclass(slots=True)
+class StoreBatch:
+    """Changes written atomically. ``changelog`` maps a changelog topic to the next offset to read."""
+
+    players: dict[StateKey, PlayerState] = field(default_factory=dict)
+    seen: dict[str, Seen] = field(default_factory=dict)
+    sources: dict[str, SourcePosition] = field(default_factory=dict)
+    changelog: dict[str, int] = field(default_factory=dict)
+    complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
+
+    def __bool__(self) -> bool:
+        return bool(self.players or self.seen or self.sources or self.changelog)
+
+
+class TaskStore(Protocol):
+    """The state of one task. Reads see every batch written; writes are atomic."""
+
+    def identity(self) -> StoreIdentity | None:
+        """What the store reflects; None for a new (or wiped) store."""
+
+    def reset(self, identity: StoreIdentity) -> None:
+        """Forget everything and start reflecting ``identity`` from offset 0 of its changelogs."""
+
+    def changelog_positions(self) -> dict[str, int]:
+        """Next offset to read per changelog topic (absent: 0)."""
+
+    def player(self, key: StateKey) -> PlayerState | None: ...
+
+    def seen(self, event_id: str) -> Seen | None: ...
+
+    def sources(self) -> dict[str, SourcePosition]: ...
+
+    def complete_since_ms(self) -> int | None:
+        """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
+
+    def write(self, batch: StoreBatch) -> None: ...
+
+    def purge_seen(self, before_ms: int) -> int:
+        """Forget copies accepted before ``before_ms`` (and say so in ``complete_since_ms``); returns
+        how many were forgotten."""
+
+    def players_count(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryStore:
+    """A store in dictionaries: for tests, and the reference the on-disk store is checked against."""
+
+    def __init__(self) -> None:
+        self._clear(None)
+
+    def _clear(self, identity: StoreIdentity | None) -> None:
+        self._identity = identity
+        self._players: dict[StateKey, PlayerState] = {}
+        self._seen: dict[str, Seen] = {}
+        self._sources: dict[str, SourcePosition] = {}
+        self._changelog: dict[str, int] = {}
+        self._complete_since: int | None = None
+
+    def identity(self) -> StoreIdentity | None:
+        return self._identity
+
+    def reset(self, identity: StoreIdentity) -> None:
+        self._clear(identity)
+
+    def changelog_positions(self) -> dict[str, int]:
+        return dict(self._changelog)
+
+    def player(self, key: StateKey) -> PlayerState | None:
+        return self._players.get(key)
+
+    def seen(self, event_id: str) -> Seen | None:
+        return self._seen.get(event_id)
+
+    def sources(self) -> dict[str, SourcePosition]:
+        return dict(self._sources)
+
+    def complete_since_ms(self) -> int | None:
+        return self._complete_since
+
+    def write(self, batch: StoreBatch) -> None:
+        self._players.update(batch.players)
+        self._seen.update(batch.seen)
+        self._sources.update(batch.sources)
+        self._changelog.update(batch.changelog)
+        self._raise_complete_since(batch.complete_since_ms)
+
+    def _raise_complete_since(self, since: int | None) -> None:
+        if since is not None and (self._complete_since is None or since > self._complete_since):
+            self._complete_since = since
+
+    def purge_seen(self, before_ms: int) -> int:
+        old = [e for e, s in self._seen.items() if s.at_ms < before_ms]
+        for event_id in old:
+            del self._seen[event_id]
+        self._raise_complete_since(before_ms)
+        return len(old)
+
+    def players_count(self) -> int:
+        return len(self._players)
+
+    def close(self) -> None:
+        pass

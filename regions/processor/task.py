@@ -1,0 +1,242 @@
+"""One round of one processor task: partition p of every source topic folded against the task's store.
+
+A round reads the store and writes nothing: it yields the records to send in the task's transaction
+(totals, dedupe memory, applied awards, reconciliation, one watermark per (region, partition) read)
+and the batch to write to the store once that transaction committed. Every source record has an
+accepting region and an offset in that region's awards partition: a local record its own offset, a
+replicated one the offset the replicator put in its header.
+
+Records whose key starts with a zero byte are control records: heartbeats advance their region's
+position, replication gaps are counted into it, any other is ignored (counted), never an award.
+A record that cannot be processed goes to reconciliation with a reason, and the round goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import msgspec
+from aiokafka import ConsumerRecord, TopicPartition
+
+from regions.core.aggregation import (
+    Applied,
+    Conflict,
+    DedupeMemory,
+    Duplicate,
+    Forgotten,
+    OutOfRange,
+    PlayerState,
+    Seen,
+    apply_award,
+)
+from regions.core.boards import SortOrder, TiePolicy
+from regions.core.positions import SourcePosition
+from regions.processor.state import StateKey, StoreBatch, TaskStore
+from regions.settings import KafkaSettings
+from schema.records import (
+    CONTROL_PREFIX,
+    HEARTBEAT_KEY,
+    AppliedAward,
+    AwardEvent,
+    Codec,
+    PlayerTotal,
+    Reconciliation,
+    Watermark,
+    dedupe_key,
+    pack_seen,
+    totals_key,
+    watermark_key,
+)
+from schema.replication import GAP_KEY, SOURCE_OFFSET_HEADER, ReplicationCodec
+
+log = logging.getLogger(__name__)
+Output = tuple[str, bytes, bytes]
+T = TypeVar("T")
+
+
+class Unprocessable(Exception):
+    """A record the round cannot process; it goes to reconciliation with ``reason``."""
+
+    def __init__(self, reason: str, detail: str, award: AwardEvent | None = None) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail, self.award = reason, detail, award
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A source topic: its accepting region, and whether its records are replicated copies."""
+
+    topic: str
+    region: str
+    replicated: bool
+
+
+def _refusal(outcome: Conflict | OutOfRange | Forgotten) -> tuple[str, str]:
+    if isinstance(outcome, Conflict):
+        return (
+            "conflicting_repeat",
+            f"event {outcome.event_id} was applied with digest {outcome.recorded_digest}",
+        )
+    if isinstance(outcome, OutOfRange):
+        return "total_out_of_range", f"total would be {outcome.total}, outside +-2^53"
+    return "beyond_dedupe_memory", (
+        f"event {outcome.event_id} may repeat a copy accepted before {outcome.complete_since_ms}, "
+        "which the dedupe memory no longer holds"
+    )
+
+
+class Round:
+    """The records of one round of partition ``partition``, folded; nothing is sent or stored here."""
+
+    def __init__(
+        self, kafka: KafkaSettings, codec: Codec, store: TaskStore, partition: int, horizon_ms: int
+    ) -> None:
+        self._kafka, self._codec, self._store, self.partition = kafka, codec, store, partition
+        self._gap = ReplicationCodec().gap
+        self._memory = DedupeMemory(horizon_ms, store.complete_since_ms())
+        self._known = store.sources()
+        self.players: dict[StateKey, PlayerState] = {}
+        self.seen: dict[str, Seen] = {}
+        self.positions: dict[str, SourcePosition] = {}
+        # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
+        # the end of the round: one position update per region instead of one per award.
+        self._newest: dict[str, tuple[int, int]] = {}
+        self.out: list[Output] = []
+        self.offsets: dict[TopicPartition, int] = {}  # next offset to consume, per source partition
+        self.counts: Counter[str] = Counter()
+
+    def add(self, source: Source, record: ConsumerRecord) -> None:
+        """Fold one source record into the round."""
+        self.offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
+        offset: int | None = None
+        try:
+            offset = self._source_offset(source, record)
+            key = record.key or b""
+            if key.startswith(CONTROL_PREFIX):
+                self._control(source, key, record.value, offset)
+            else:
+                self._award(source, record.value, offset)
+        except Unprocessable as refused:
+            if offset is not None:  # the record is dealt with: its region's position passes it
+                self.positions[source.region] = self._position(source.region).after_other(offset)
+            self._reconcile(refused.reason, refused.detail, refused.award, source, record)
+
+    def _source_offset(self, source: Source, record: ConsumerRecord) -> int:
+        if not source.replicated:
+            return int(record.offset)
+        for name, value in record.headers or ():
+            if name == SOURCE_OFFSET_HEADER:
+                try:
+                    return int(value)
+                except ValueError:
+                    break
+        raise Unprocessable("missing_source_offset", f"no valid {SOURCE_OFFSET_HEADER} header")
+
+    def _position(self, region: str) -> SourcePosition:
+        return self.positions.get(region) or self._known.get(region) or SourcePosition()
+
+    def _control(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
+        if key == HEARTBEAT_KEY:
+            beat = self._decode(self._codec.heartbeat, value, "undecodable_control")
+            self.positions[source.region] = self._position(source.region).after_heartbeat(offset, beat.at_ms)
+            self.counts["heartbeat"] += 1
+        elif key == GAP_KEY:
+            gap = self._decode(self._gap, value, "undecodable_control")
+            log.warning(
+                "replication gap: %s's awards %d..%d of partition %d were deleted before they were copied",
+                gap.source_region, gap.first_missing, gap.first_available - 1, gap.source_partition,
+            )  # fmt: skip
+            self.positions[source.region] = self._position(source.region).after_gap(offset)
+            self.counts["gap"] += 1
+        else:
+            self.positions[source.region] = self._position(source.region).after_other(offset)
+            self.counts["unknown_control"] += 1
+
+    @staticmethod
+    def _decode(decode: Callable[[bytes], T], value: bytes, reason: str) -> T:
+        try:
+            return decode(value)
+        except msgspec.DecodeError as exc:
+            raise Unprocessable(reason, str(exc)) from exc
+
+    def _award(self, source: Source, value: bytes, offset: int) -> None:
+        award = self._decode(self._codec.award, value, "undecodable")
+        state_key = (award.board_id, award.user_id)
+        try:
+            SortOrder(award.sort_order), TiePolicy(award.tie_policy)  # rules this version must know
+            outcome = apply_award(self._player(state_key), self._seen(award.event_id), award, self._memory)
+        except ValueError as exc:  # an aggregation, order or tie policy this version does not know
+            raise Unprocessable("unprocessable", str(exc), award) from exc
+        newest = self._newest.get(source.region, (-1, 0))
+        self._newest[source.region] = (max(newest[0], offset), max(newest[1], award.accepted_at_ms))
+        if isinstance(outcome, Applied):
+            self._applied(award, outcome, source.region, offset)
+        elif isinstance(outcome, Duplicate):
+            self.counts["duplicate"] += 1
+        else:
+            raise Unprocessable(*_refusal(outcome), award)
+
+    def _player(self, key: StateKey) -> PlayerState | None:
+        known = self.players.get(key)
+        return known if known is not None else self._store.player(key)
+
+    def _seen(self, event_id: str) -> Seen | None:
+        known = self.seen.get(event_id)
+        return known if known is not None else self._store.seen(event_id)
+
+    def _applied(self, award: AwardEvent, outcome: Applied, region: str, offset: int) -> None:
+        key = (award.board_id, award.user_id)
+        self.players[key], self.seen[award.event_id] = outcome.state, outcome.seen
+        total = PlayerTotal(
+            board_id=award.board_id, user_id=award.user_id, total=outcome.state.total,
+            version=outcome.state.version, reached=outcome.state.reached, sort_order=award.sort_order,
+            tie_policy=award.tie_policy, source_partition=self.partition, source_offset=offset,
+            event_id=award.event_id, source_region=region,
+        )  # fmt: skip
+        applied = AppliedAward(award=award, total=total.total, version=total.version,
+                               source_partition=self.partition, source_offset=offset, source_region=region)  # fmt: skip
+        kafka, encode = self._kafka, self._codec.encode
+        self.out.append((kafka.topic("totals"), totals_key(*key), encode(total)))
+        self.out.append(
+            (kafka.topic("dedupe"), dedupe_key(award.event_id), pack_seen(award.digest, award.accepted_at_ms))
+        )
+        self.out.append((kafka.topic("applied"), totals_key(*key), encode(applied)))
+        self.counts["applied"] += 1
+
+    def _reconcile(
+        self, reason: str, detail: str, award: AwardEvent | None, source: Source, record: ConsumerRecord
+    ) -> None:
+        value = Reconciliation(reason=reason, detail=detail, award=award, source_partition=record.partition,
+                               source_offset=record.offset, source_topic=record.topic,
+                               raw=None if award is not None else record.value,
+                               source_region=source.region)  # fmt: skip
+        key = totals_key(award.board_id, award.user_id) if award is not None else (record.key or b"")
+        self.out.append((self._kafka.topic("reconciliation"), key, self._codec.encode(value)))
+        self.counts[f"reconciled:{reason}"] += 1
+
+    def _settle(self) -> None:
+        for region, (offset, accepted_at_ms) in self._newest.items():
+            self.positions[region] = self._position(region).after_award(offset, accepted_at_ms)
+        self._newest.clear()
+
+    def watermarks(self) -> list[Output]:
+        """One watermark per (region, partition) this round read, for the end of the transaction."""
+        self._settle()
+        marks = []
+        for region, p in sorted(self.positions.items()):
+            if p.offset < 0:
+                continue  # only a gap was reported: no offset of that region was read yet
+            mark = Watermark(source_partition=self.partition, source_offset=p.offset,
+                             accepted_at_ms=p.accepted_at_ms, region=region,
+                             heartbeat_at_ms=p.heartbeat_at_ms, gaps=p.gaps)  # fmt: skip
+            marks.append((self._kafka.topic("totals"), watermark_key(region), self._codec.encode(mark)))
+        return marks
+
+    def store_batch(self, changelog: dict[str, int]) -> StoreBatch:
+        """What the store writes once the round's transaction committed."""
+        self._settle()
+        return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, changelog=changelog)

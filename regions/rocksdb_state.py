@@ -1,0 +1,206 @@
+"""RocksDB adapter of a processor task's state store (``regions.processor.state.TaskStore``).
+
+One database per task directory. Keys start with one byte naming what they hold:
+``p`` + ``board|user`` -> player state; ``d`` + event id (16 bytes) -> digest and acceptance time;
+``t`` + acceptance time (8 bytes, order-preserving) + event id -> nothing: the time index the purge
+walks, so forgetting old copies costs what is forgotten, not the whole memory; ``s`` + region ->
+source position; ``m`` + name -> metadata (identity, changelog offsets, completeness bound).
+
+Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
+included) and write buffers charged to it, both sized from settings. The write-ahead log is not
+synced: after a crash the store comes back as of some earlier batch, with the changelog offsets of
+that batch, and the task replays the changelogs' tail from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import msgspec
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager
+
+from regions.core.aggregation import PlayerState, Seen
+from regions.core.positions import SourcePosition
+from regions.processor.state import StateKey, StoreBatch, StoreIdentity
+from schema.records import pack_seen, unpack_seen
+
+log = logging.getLogger(__name__)
+_IDENTITY = b"mid"
+_CHANGELOG = b"mcl"
+_COMPLETE = b"mcs"
+_SIGN = 1 << 63
+
+
+def _time(at_ms: int) -> bytes:
+    return (at_ms + _SIGN).to_bytes(8, "big")
+
+
+def _player_key(key: StateKey) -> bytes:
+    return b"p" + f"{key[0]}|{key[1]}".encode()
+
+
+class _Meta(msgspec.Struct, array_like=True):
+    cluster_id: str
+    changelogs: list[str]
+    partition: int
+
+
+class RocksStore:
+    """A task's state in RocksDB under ``path``."""
+
+    def __init__(self, path: Path, options: Options) -> None:
+        self._path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self._db = Rdict(str(path), options)
+        self._encode = msgspec.msgpack.Encoder().encode
+        self._player = msgspec.msgpack.Decoder(tuple[int, int, str]).decode
+        self._source = msgspec.msgpack.Decoder(tuple[int, int, int, int]).decode
+        self._meta = msgspec.msgpack.Decoder(_Meta).decode
+        self._offsets = msgspec.msgpack.Decoder(dict[str, int]).decode
+
+    def _get(self, key: bytes) -> bytes | None:
+        return cast(bytes | None, self._db.get(key))
+
+    def identity(self) -> StoreIdentity | None:
+        raw = self._get(_IDENTITY)
+        if raw is None:
+            return None
+        meta = self._meta(raw)
+        return StoreIdentity(meta.cluster_id, tuple(meta.changelogs), meta.partition)
+
+    def reset(self, identity: StoreIdentity) -> None:
+        batch = WriteBatch(raw_mode=True)
+        batch.delete_range(b"\x00", b"\xff")
+        meta = _Meta(identity.cluster_id, list(identity.changelogs), identity.partition)
+        batch.put(_IDENTITY, self._encode(meta))
+        self._db.write(batch)
+        self._db.compact_range(None, None)
+
+    def changelog_positions(self) -> dict[str, int]:
+        raw = self._get(_CHANGELOG)
+        return {} if raw is None else self._offsets(raw)
+
+    def player(self, key: StateKey) -> PlayerState | None:
+        raw = self._get(_player_key(key))
+        return None if raw is None else PlayerState(*self._player(raw))
+
+    def seen(self, event_id: str) -> Seen | None:
+        raw = self._get(b"d" + bytes.fromhex(event_id))
+        return None if raw is None else Seen(*unpack_seen(raw))
+
+    def sources(self) -> dict[str, SourcePosition]:
+        return {key[1:].decode(): SourcePosition(*self._source(value)) for key, value in self._scan(b"s")}
+
+    def _scan(self, prefix: bytes, end: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Keys and values that start with ``prefix`` (and sort before ``end``), in key order."""
+        for key, value in cast(Iterator[tuple[bytes, bytes]], self._db.items(from_key=prefix)):
+            if not key.startswith(prefix) or (end is not None and key >= end):
+                return
+            yield key, value
+
+    def complete_since_ms(self) -> int | None:
+        raw = self._get(_COMPLETE)
+        return None if raw is None else int.from_bytes(raw, "big", signed=True)
+
+    def write(self, batch: StoreBatch) -> None:
+        out = WriteBatch(raw_mode=True)
+        for key, state in batch.players.items():
+            out.put(_player_key(key), self._encode((state.total, state.version, state.reached)))
+        if batch.seen:
+            self._write_seen(out, batch.seen)
+        for region, position in batch.sources.items():
+            out.put(b"s" + region.encode(), self._encode(
+                (position.offset, position.accepted_at_ms, position.heartbeat_at_ms, position.gaps)
+            ))  # fmt: skip
+        if batch.changelog:
+            out.put(_CHANGELOG, self._encode(self.changelog_positions() | batch.changelog))
+        self._put_complete_since(out, batch.complete_since_ms)
+        self._db.write(out)
+
+    @staticmethod
+    def _write_seen(out: WriteBatch, seen: dict[str, Seen]) -> None:
+        # A replaced copy leaves its old time in the index; the purge skips such entries.
+        for event_id, copy in seen.items():
+            raw_id = bytes.fromhex(event_id)
+            out.put(b"d" + raw_id, pack_seen(copy.digest, copy.at_ms))
+            out.put(b"t" + _time(copy.at_ms) + raw_id, b"")
+
+    def _put_complete_since(self, out: WriteBatch, since: int | None) -> None:
+        current = self.complete_since_ms()
+        if since is not None and (current is None or since > current):
+            out.put(_COMPLETE, since.to_bytes(8, "big", signed=True))
+
+    def purge_seen(self, before_ms: int) -> int:
+        out = WriteBatch(raw_mode=True)
+        purged = 0
+        for key, _ in self._scan(b"t", end=b"t" + _time(before_ms)):
+            out.delete(key)
+            current = self._get(b"d" + key[9:])
+            if current is not None and _time(unpack_seen(current)[1]) == key[1:9]:  # not replaced since
+                out.delete(b"d" + key[9:])
+                purged += 1
+        self._put_complete_since(out, before_ms)
+        self._db.write(out)
+        return purged
+
+    def players_count(self) -> int:
+        return sum(1 for _ in self._scan(b"p"))
+
+    def disk_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self._path.rglob("*") if f.is_file())
+
+    def close(self) -> None:
+        self._db.close()
+
+    @staticmethod
+    def destroy(path: Path) -> None:
+        """Remove a store's directory (a store that cannot be opened is rebuilt from the changelog)."""
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def store_options(cache_mib: int, write_buffer_mib: int) -> Options:
+    """Options for every store of one process. Bounded memory: one block cache, shared by the stores,
+    holds data, index and filter blocks, and the write buffers are charged to it, so the stores'
+    memory stays about ``cache_mib`` whatever their size on disk and however many partitions."""
+    cache = Cache(cache_mib << 20)
+    table = BlockBasedOptions()
+    table.set_block_cache(cache)
+    table.set_bloom_filter(10, False)
+    table.set_cache_index_and_filter_blocks(True)
+    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_block_based_table_factory(table)
+    options.set_write_buffer_size(max(1, write_buffer_mib // 2) << 20)
+    options.set_max_write_buffer_number(2)
+    options.set_write_buffer_manager(
+        WriteBufferManager.new_write_buffer_manager_with_cache(write_buffer_mib << 20, False, cache)
+    )
+    options.set_max_open_files(256)
+    options.set_keep_log_file_num(2)
+    options.set_max_background_jobs(1)
+    return options
+
+
+def open_store(base: Path, name: str, options: Options, *, slots: int = 8) -> RocksStore:
+    """Open the store ``base/name``. When another process on this host holds it (two instances of
+    one group on a laptop), use the next free slot ``name.1``, ``name.2``, ...: whichever store is
+    found is checked against the changelogs before use. A store that cannot be opened for any other
+    reason is removed and made anew (the changelogs rebuild it)."""
+    for slot in range(slots):
+        path = base / (name if slot == 0 else f"{name}.{slot}")
+        try:
+            return RocksStore(path, options)
+        except Exception as exc:  # rocksdict raises plain exceptions carrying RocksDB's status
+            if "lock" in str(exc).lower():
+                continue
+            log.warning(
+                "removing the unreadable state store %s (%s); it is restored from the changelogs", path, exc
+            )
+            RocksStore.destroy(path)
+            return RocksStore(path, options)
+    raise RuntimeError(f"every state store slot under {base} for {name} is held by another process")

@@ -1,0 +1,116 @@
+"""The task store's contract, run against the in-memory store and the RocksDB one alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from regions.core.aggregation import PlayerState, Seen
+from regions.core.positions import SourcePosition
+from regions.processor.state import MemoryStore, StoreBatch, StoreIdentity, TaskStore
+from regions.rocksdb_state import RocksStore, store_options
+
+OPTIONS = store_options(cache_mib=8, write_buffer_mib=4)
+
+IDENTITY = StoreIdentity("cluster-a", ("lb.totals.v1", "lb.dedupe.v1"), 3)
+EVENT = "0123456789abcdef0123456789abcdef"
+OTHER = "fedcba9876543210fedcba9876543210"
+
+
+class TaskStoreContract:
+    """Subclasses provide ``store`` (and ``reopen`` for stores that survive a restart)."""
+
+    @pytest.fixture
+    def store(self) -> Iterator[TaskStore]:
+        raise NotImplementedError
+
+    def test_a_new_store_reflects_nothing(self, store: TaskStore) -> None:
+        assert store.identity() is None
+        assert store.changelog_positions() == {}
+        assert store.player(("b", "u")) is None and store.seen(EVENT) is None
+        assert store.sources() == {} and store.complete_since_ms() is None
+
+    def test_a_batch_is_read_back_whole(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(
+            players={("b", "ann"): PlayerState(5, 1, "r1"), ("b", "bob|x"): PlayerState(-3, 2, "r2")},
+            seen={EVENT: Seen("00112233aabbccdd", 1_000)},
+            sources={"eu": SourcePosition(7, 1_000, 2_000, 0), "us": SourcePosition(3, 900, 0, 1)},
+            changelog={"lb.totals.v1": 10, "lb.dedupe.v1": 4},
+        ))  # fmt: skip
+        assert store.identity() == IDENTITY
+        assert store.player(("b", "ann")) == PlayerState(5, 1, "r1")
+        assert store.player(("b", "bob|x")) == PlayerState(-3, 2, "r2")
+        assert store.seen(EVENT) == Seen("00112233aabbccdd", 1_000)
+        assert store.sources() == {
+            "eu": SourcePosition(7, 1_000, 2_000, 0),
+            "us": SourcePosition(3, 900, 0, 1),
+        }
+        assert store.changelog_positions() == {"lb.totals.v1": 10, "lb.dedupe.v1": 4}
+        assert store.players_count() == 2
+
+    def test_changelog_positions_of_topics_not_written_stay(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(changelog={"lb.totals.v1": 10, "lb.dedupe.v1": 4}))
+        store.write(StoreBatch(changelog={"lb.totals.v1": 12}))
+        assert store.changelog_positions() == {"lb.totals.v1": 12, "lb.dedupe.v1": 4}
+
+    def test_reset_forgets_everything_but_the_new_identity(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(players={("b", "u"): PlayerState(1, 1, "r")}, seen={EVENT: Seen("00" * 8, 1)},
+                               sources={"eu": SourcePosition(1)}, changelog={"t": 3}, complete_since_ms=5))  # fmt: skip
+        other = StoreIdentity("cluster-b", ("x",), 0)
+        store.reset(other)
+        assert store.identity() == other
+        assert store.player(("b", "u")) is None and store.seen(EVENT) is None
+        assert store.sources() == {} and store.changelog_positions() == {}
+        assert store.complete_since_ms() is None and store.players_count() == 0
+
+    def test_purge_forgets_old_copies_and_says_so(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 100), OTHER: Seen("11" * 8, -5)}))
+        assert store.purge_seen(100) == 1
+        assert store.seen(OTHER) is None and store.seen(EVENT) == Seen("00" * 8, 100)
+        assert store.complete_since_ms() == 100
+        assert store.purge_seen(50) == 0 and store.complete_since_ms() == 100  # never lowered
+
+    def test_a_replaced_copy_is_purged_by_its_new_time(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 100)}))
+        store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 900)}))
+        assert store.purge_seen(500) == 0
+        assert store.seen(EVENT) == Seen("00" * 8, 900)
+
+    def test_the_completeness_bound_only_rises(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(complete_since_ms=10))
+        store.write(StoreBatch(complete_since_ms=5))
+        assert store.complete_since_ms() == 10
+
+
+class TestMemoryStore(TaskStoreContract):
+    @pytest.fixture
+    def store(self) -> Iterator[TaskStore]:
+        yield MemoryStore()
+
+
+class TestRocksStore(TaskStoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[TaskStore]:
+        store = RocksStore(tmp_path / "p3", OPTIONS)
+        yield store
+        store.close()
+
+    def test_state_survives_a_reopen(self, tmp_path: Path) -> None:
+        store = RocksStore(tmp_path / "p3", OPTIONS)
+        store.reset(IDENTITY)
+        store.write(StoreBatch(players={("b", "u"): PlayerState(1, 1, "r")}, changelog={"t": 3}))
+        store.close()
+        again = RocksStore(tmp_path / "p3", OPTIONS)
+        try:
+            assert again.identity() == IDENTITY and again.changelog_positions() == {"t": 3}
+            assert again.player(("b", "u")) == PlayerState(1, 1, "r")
+        finally:
+            again.close()
