@@ -177,7 +177,7 @@ async def _under_load(
     board = Board(f"pf-{uuid.uuid4().hex[:8]}", "Projection fault board", region.settings.region)
     await region.create_board(board)
     async with (
-        start_gateway(region, tmp_path / "gateway.log", LB_GATEWAY__TOP_CACHE_TTL_S="0") as gateway,
+        start_gateway(region.env, tmp_path / "gateway.log", LB_GATEWAY__TOP_CACHE_TTL_S="0") as gateway,
         _traffic(region, gateway, board.id) as traffic,
     ):
         await _warm(traffic)
