@@ -325,6 +325,12 @@ class Gateway(Component):
 
 class Processor(Component):
     settings: dict[str, Any] = _settings_field("processor")
+    state_size_limit: str = Field(
+        "20Gi",
+        description="Size limit of the emptyDir holding the partitions' state stores (RocksDB) at "
+        "/var/lib/leaderboard/processor: a restarted container restores only the changelog's tail; "
+        "a pod moved to another node restores its partitions in full.",
+    )
 
 
 class Projector(Component):

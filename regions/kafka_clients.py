@@ -92,9 +92,27 @@ async def ensure_topics(
                 await admin.create_topics(wanted)
             except TopicAlreadyExistsError:
                 log.info("topics were created concurrently")
+            await _until_described(admin, [t.name for t in wanted])
         return [t.name for t in wanted]
     finally:
         await admin.close()
+
+
+async def _until_described(admin: AIOKafkaAdminClient, names: list[str], within_s: float = 30) -> None:
+    """Wait until the brokers describe every named topic with its partitions: the controller answers
+    a creation before the brokers' metadata holds it, and a client that looks at once finds nothing."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while True:
+        described = await admin.describe_topics(names)
+        missing = [t["topic"] for t in described if t.get("error_code", 0) != 0 or not t["partitions"]]
+        if not missing:
+            return
+        if loop.time() > deadline:
+            raise TopicMissing(
+                f"topics {', '.join(missing)} were created but are not described after {within_s:.0f}s"
+            )
+        await asyncio.sleep(0.1)
 
 
 def make_producer(

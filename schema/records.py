@@ -117,7 +117,7 @@ class AppliedAward(msgspec.Struct, frozen=True, kw_only=True):
 class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     """An award that was not applied, or not audited, and needs a person: a conflicting repeat, an
     out-of-range total, a late award, or a record that could not be decoded or processed (``award``
-    is then None when it could not be decoded, and ``raw`` holds the record's value as it was).
+    is then None). ``raw`` holds the record's value as it was, when the writer kept it.
 
     The record was at ``source_partition``/``source_offset`` of ``source_topic`` (empty in records
     written before the topic was recorded: the awards topic). Key: the source record's key.

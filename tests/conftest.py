@@ -23,7 +23,7 @@ from regions.kafka_clients import ensure_topics
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
 from tests.clusters import eu_us, replicators, second_kafka  # noqa: F401  (a second region's fixtures)
-from tests.harness import Region, with_free_ports
+from tests.harness import Region, delete_topics, with_free_ports
 
 # Properties check results, not speed: no per-example deadline, so a busy machine cannot fail them.
 hypothesis_settings.register_profile("project", deadline=None, print_blob=True)
@@ -51,11 +51,14 @@ def session_tag() -> str:
 
 
 @pytest.fixture
-def settings(base_settings: Settings, session_tag: str, tmp_path: Path) -> Settings:
+async def settings(
+    base_settings: Settings, session_tag: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Settings]:
     """Settings whose topics, Redis keys and processor state are unique to this test; keyspace unique
-    to the run."""
+    to the run. A test that used Kafka has its topics deleted afterwards: a broker holding every
+    test's partitions would run out of file descriptors."""
     tag = uuid.uuid4().hex[:10]
-    return base_settings.model_copy(
+    chosen = base_settings.model_copy(
         update={
             "kafka": base_settings.kafka.model_copy(update={"topic_prefix": f"t{tag}"}),
             "redis": base_settings.redis.model_copy(update={"key_prefix": f"t{tag}"}),
@@ -66,6 +69,9 @@ def settings(base_settings: Settings, session_tag: str, tmp_path: Path) -> Setti
             ),
         }
     )
+    yield chosen
+    if "kafka_ready" in request.fixturenames:
+        await delete_topics(chosen.kafka, f"{chosen.kafka.topic_prefix}.")
 
 
 @pytest.fixture(scope="session")

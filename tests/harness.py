@@ -20,13 +20,14 @@ from typing import cast
 
 import httpx
 from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board
 from regions.intake.client import AwardClient
 from regions.kafka_clients import replay
 from regions.redis_projection import RedisProjection
-from regions.settings import Settings
+from regions.settings import KafkaSettings, Settings
 from schema.records import Codec, Reconciliation
 from schema.redis_keys import board_keys
 
@@ -83,6 +84,18 @@ async def wait_ready(
                     return
             await asyncio.sleep(0.2)
     raise TimeoutError(f"{name} not ready after {within}s: {tail()}")
+
+
+async def delete_topics(kafka: KafkaSettings, prefix: str) -> None:
+    """Delete every topic whose name starts with ``prefix`` (a test's own topics)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        doomed = [t for t in await admin.list_topics() if t.startswith(prefix)]
+        if doomed:
+            await admin.delete_topics(doomed)
+    finally:
+        await admin.close()
 
 
 def region_env(settings: Settings) -> dict[str, str]:

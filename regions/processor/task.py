@@ -212,7 +212,7 @@ class Round:
     ) -> None:
         value = Reconciliation(reason=reason, detail=detail, award=award, source_partition=record.partition,
                                source_offset=record.offset, source_topic=record.topic,
-                               raw=None if award is not None else record.value,
+                               raw=record.value,
                                source_region=source.region)  # fmt: skip
         key = totals_key(award.board_id, award.user_id) if award is not None else (record.key or b"")
         self.out.append((self._kafka.topic("reconciliation"), key, self._codec.encode(value)))

@@ -259,17 +259,13 @@ def test_service_monitor_takes_its_labels_and_scrapes_every_service() -> None:
 def test_kafka_topics_match_the_topics_the_bootstrap_creates() -> None:
     kafka = KafkaSettings(partitions=6, replication_factor=3, min_insync_replicas=2)
     topics = {t["spec"]["topicName"]: t for t in render(EU, sets=EVERYTHING_ON).of_kind("KafkaTopic")}
-    try:
-        expected = platform_topics(kafka, ["us"])  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # a bootstrap that does not create the replication topics yet
-        expected = platform_topics(kafka)
-    for spec in expected:
+    for spec in platform_topics(kafka, ["us"]):
         topic = topics.pop(spec.name)
         assert topic["spec"]["partitions"] == 6 and topic["spec"]["replicas"] == 3
         assert topic["metadata"]["labels"]["strimzi.io/cluster"] == "eu"
         config = {k: str(v).lower() for k, v in topic["spec"]["config"].items()}
         assert config == _topic_config(kafka, spec)
-    assert set(topics) <= {"lb.awards.from-us.v1", "lb.replication.checkpoints.v1"}
+    assert not topics
 
 
 def test_topology_spread_constraints_select_their_own_pods() -> None:
@@ -280,6 +276,18 @@ def test_topology_spread_constraints_select_their_own_pods() -> None:
     pod = render(EU, json_sets=json_sets).named("Deployment", "lb-leaderboard-processor")
     (constraint,) = pod["spec"]["template"]["spec"]["topologySpreadConstraints"]
     assert constraint["labelSelector"]["matchLabels"] == pod["spec"]["selector"]["matchLabels"]
+
+
+def test_the_processor_keeps_its_state_stores_on_a_volume_of_its_own() -> None:
+    rendered = render(EU)
+    pod = rendered.named("Deployment", "lb-leaderboard-processor")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert volumes["state"]["emptyDir"] == {"sizeLimit": "20Gi"}
+    assert mounts["state"] == env_of(container)["LB_PROCESSOR__STORE_DIR"] == "/var/lib/leaderboard/processor"
+    gateway = rendered.named("Deployment", "lb-leaderboard-gateway")["spec"]["template"]["spec"]
+    assert "state" not in {v["name"] for v in gateway["volumes"]}
 
 
 def test_bootstrap_job_is_a_hook_running_the_bootstrap() -> None:

@@ -31,7 +31,7 @@ from cassandra.cluster import Cluster
 from regions.cassandra_store import connect
 from regions.intake.client import AwardClient
 from regions.settings import DEV_ADMIN_TOKEN, DEV_AWARD_KEY_ID, DEV_AWARD_SECRET, Settings
-from tests.harness import free_port, terminate
+from tests.harness import delete_topics, free_port, terminate
 from tests.helm.chart import CHART, ROOT, Manifest, render
 
 pytestmark = pytest.mark.integration
@@ -47,8 +47,9 @@ DEV_SECRETS = {
 COMPONENTS = ("intake", "gateway", "processor", "projector", "audit", "replicator")
 
 
-def local_values(base: Settings, tag: str) -> dict[str, Any]:
-    """Values that point the eu release at this machine's servers, on free ports."""
+def local_values(base: Settings, tag: str, state_dir: Path) -> dict[str, Any]:
+    """Values that point the eu release at this machine's servers, on free ports, with the processor's
+    state store in ``state_dir`` instead of the pod's volume path."""
     kafka, redis_url, cassandra = base.kafka.bootstrap_servers, base.redis.url, base.cassandra
     local = {"kafkaBootstrapServers": kafka, "redisUrl": redis_url}
     return {
@@ -63,6 +64,7 @@ def local_values(base: Settings, tag: str) -> dict[str, Any]:
             "replicationFactor": 1,
         },
         **{c: {"containerPort": free_port()} for c in COMPONENTS},
+        "processor": {"containerPort": free_port(), "settings": {"store_dir": str(state_dir)}},
     }
 
 
@@ -182,9 +184,10 @@ def rendered_eu(
     tag = uuid.uuid4().hex[:8]
     directory = tmp_path_factory.mktemp("helm-eu")
     overrides = directory / "local-values.yaml"
-    overrides.write_text(yaml.safe_dump(local_values(base_settings, tag)))
+    overrides.write_text(yaml.safe_dump(local_values(base_settings, tag, directory / "processor-state")))
     containers = containers_of(render(EU, overrides, release="eu").manifests())
     yield containers
+    asyncio.run(delete_topics(base_settings.kafka, f"h{tag}."))
     keyspace = containers[0].env["LB_CASSANDRA__KEYSPACE"]
     cluster: Cluster
     cluster, session = connect(base_settings.cassandra, keyspace=False)

@@ -43,6 +43,7 @@ through (values.schema.json lists the fields), so a new setting needs no change 
   "LB_GATEWAY__HOST" "0.0.0.0"
   "LB_GATEWAY__PORT" $v.gateway.containerPort
   "LB_PROCESSOR__HEALTH_PORT" $v.processor.containerPort
+  "LB_PROCESSOR__STORE_DIR" "/var/lib/leaderboard/processor"
   "LB_PROJECTOR__HEALTH_PORT" $v.projector.containerPort
   "LB_AUDIT__HEALTH_PORT" $v.audit.containerPort
   "LB_REPLICATOR__HEALTH_PORT" $v.replicator.containerPort

@@ -10,9 +10,19 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
 from regions.health import Health
-from regions.kafka_clients import TopicMissing
+from regions.kafka_clients import TopicMissing, partitions_of
 from regions.processor.loop import PartitionsMismatch, Processor
-from regions.settings import Settings
+from regions.settings import KafkaSettings, Settings
+
+
+async def wait_until_described(kafka: KafkaSettings, topic: str) -> None:
+    for _ in range(300):
+        try:
+            await partitions_of(kafka, topic)
+            return
+        except TopicMissing:
+            await asyncio.sleep(0.1)
+    raise TimeoutError(f"{topic} is not described")
 
 
 async def test_processor_fails_fast_when_changelog_partitions_differ(
@@ -28,6 +38,8 @@ async def test_processor_fails_fast_when_changelog_partitions_differ(
         ])  # fmt: skip
     finally:
         await admin.close()
+    for topic in ("awards", "totals", "dedupe"):  # the brokers know a new topic a moment after its creation
+        await wait_until_described(settings.kafka, settings.kafka.topic(topic))
 
     with pytest.raises(PartitionsMismatch, match=r"has 6 partitions and .* has 3"):
         await Processor(settings, Health("processor")).run(asyncio.Event())
