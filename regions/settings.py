@@ -108,6 +108,13 @@ class IntakeSettings(BaseModel):
     rate_per_key: float = Field(20_000, gt=0, description="Awards per second per key id.")
     burst_per_key: float = Field(40_000, gt=0, description="Burst of awards per key id.")
     catalog_ttl_s: float = Field(2.0, ge=0, description="How long a board lookup is cached.")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Intake processes sharing the port (SO_REUSEPORT), one Kafka producer each; the "
+        "award rate per key is shared among them (each process allows rate_per_key / workers).",
+    )
 
 
 class ProcessorSettings(BaseModel):

@@ -111,7 +111,10 @@ class Intake:
         self._boards = CachedBoards(boards, settings.intake.catalog_ttl_s)
         self._publish = publish
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
-        self._buckets = TokenBuckets(settings.intake.rate_per_key, settings.intake.burst_per_key)
+        workers = settings.intake.workers  # each process holds its share of every key's rate
+        self._buckets = TokenBuckets(
+            settings.intake.rate_per_key / workers, settings.intake.burst_per_key / workers
+        )
         self._errors = ThrottledLog(log)
 
     async def _body(self, request: Request) -> bytes:
