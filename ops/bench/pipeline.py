@@ -296,6 +296,10 @@ async def main(args: argparse.Namespace) -> None:
             {n: p for n, p in services.items() if n != "intake" or args.intake_workers == 1},
             args.duration, Path(args.profile),
         )  # fmt: skip
+        idle_start, idle_cpu = time.perf_counter(), {n: cpu_seconds(p) for n, p in pids.items()}
+        await asyncio.sleep(args.idle)  # no load: what every process costs anyway (polls, heartbeats, others)
+        idle_wall = time.perf_counter() - idle_start
+        idle = {n: (cpu_seconds(p) - idle_cpu[n]) / idle_wall * 100 for n, p in pids.items()}
         cpu_before, wall_before = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
         results, stop = Results(), asyncio.Event()
         watcher = asyncio.create_task(watch_freshness(projection, results, stop))
@@ -308,7 +312,7 @@ async def main(args: argparse.Namespace) -> None:
         await asyncio.wait_for(watcher, 60)
         for spy in spies:
             spy.wait(60)
-        report(args, results, wall, cpu, rss)
+        report(args, results, wall, cpu, idle, rss)
         if "audit" in procs:
             print(
                 f"audit backlog at the end of the load: {await audit_backlog(settings):,} rows (drains after the peak)"
@@ -322,7 +326,12 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def report(
-    args: argparse.Namespace, r: Results, wall: float, cpu: dict[str, float], rss: dict[str, float]
+    args: argparse.Namespace,
+    r: Results,
+    wall: float,
+    cpu: dict[str, float],
+    idle: dict[str, float],
+    rss: dict[str, float],
 ) -> None:
     ms = lambda xs, q: f"{percentile(xs, q):8.1f}"  # noqa: E731
     print(f"\n== intake ({wall:.1f} s, {args.connections} connections, {args.batch} awards per request)")
@@ -336,11 +345,19 @@ def report(
     )
     print(f"freshness ms           p50 {ms(r.fresh_ms, .5)}  p95 {ms(r.fresh_ms, .95)}  p99 {ms(r.fresh_ms, .99)}"
           f"   ({len(r.fresh_ms)} samples, {len(r.pending)} never visible)")  # fmt: skip
-    per_award = lambda name: cpu[name] / 100 * wall * 1000 / max(1, r.accepted)  # noqa: E731
-    print("\n== processes            CPU %    RSS MiB   CPU ms per accepted award")
+
+    def per_award(name: str) -> float:
+        """CPU ms per accepted award above the process's CPU without load (shared servers also
+        serve whatever else runs on the machine: only what the load added is counted)."""
+        return max(0.0, cpu[name] - idle[name]) / 100 * wall * 1000 / max(1, r.accepted)
+
+    print(f"\n== processes (idle: the {args.idle:.0f} s before the load)")
+    print(f"{'':22} {'CPU %':>7} {'idle %':>7} {'RSS MiB':>8}   CPU ms per accepted award, above idle")
     for name in cpu:
-        print(f"{name:22} {cpu[name]:7.1f}  {rss[name]:9.0f}   {per_award(name):8.3f}")
-    print(f"{'all':22} {sum(cpu.values()):7.1f}  {'':9}   {sum(map(per_award, cpu)):8.3f}")
+        print(f"{name:22} {cpu[name]:7.1f} {idle[name]:7.1f} {rss[name]:8.0f}   {per_award(name):8.3f}")
+    print(
+        f"{'all':22} {sum(cpu.values()):7.1f} {sum(idle.values()):7.1f} {'':8}   {sum(map(per_award, cpu)):8.3f}"
+    )
 
 
 async def replay_vs_redis_benchmark(settings: Settings, projection: RedisProjection) -> None:
@@ -381,6 +398,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--linger-ms", type=int, help="LB_KAFKA__LINGER_MS for the run (default: the setting's)")
     p.add_argument("--profile", help="directory for a py-spy profile of every Python process under the load")
     p.add_argument("--no-replay", action="store_true", help="skip the replay and redis-benchmark part")
+    p.add_argument(
+        "--idle", type=float, default=5, help="seconds of CPU measured without load first (default 5)"
+    )
     p.add_argument(
         "--warmup", type=float, default=8, help="seconds to settle once every process is ready (default 8)"
     )
