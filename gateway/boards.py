@@ -14,9 +14,9 @@ from typing import Protocol
 
 from gateway import metrics
 from gateway.cassandra_stores import STORE_ERRORS, StoreUnavailable
-from gateway.core.log_limit import LogLimiter
 from regions.core.board_cache import BoardCache, Hit
 from regions.core.boards import Board, BoardStatus
+from regions.throttled_log import ThrottledLog
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class BoardDirectory:
         self._cache = BoardCache(ttl_s, max_unknown)
         self._clock = clock
         self._refreshing: set[asyncio.Task[None]] = set()
-        self._quiet = LogLimiter(10.0)
+        self._errors = ThrottledLog(log, interval_s=10.0, clock=clock)
 
     async def get(self, board_id: str) -> Board | None:
         found = self._cache.lookup(board_id, self._clock())
@@ -73,9 +73,7 @@ class BoardDirectory:
 
     def _failed(self, exc: Exception) -> None:
         metrics.STORE_ERRORS.labels("catalog").inc()
-        left_out = self._quiet.allow("catalog", self._clock())
-        if left_out is not None:
-            log.warning("board catalog unavailable (%s); %d more like it left out", exc, left_out)
+        self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%s)", exc)
 
     async def all(self, status: BoardStatus | None = None) -> list[Board]:
         try:
