@@ -17,9 +17,9 @@ from cassandra.cluster import NoHostAvailable, Session
 from cassandra.connection import ConnectionException
 from cassandra.policies import HostStateListener
 
-from gateway.cassandra_profiles import CassandraProfiles
 from gateway.cassandra_results import CassandraResults
 from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_store import connect
 from regions.settings import CassandraSettings
 

@@ -26,9 +26,9 @@ from typing import Literal, Protocol
 from strawberry.dataloader import DataLoader
 
 from gateway import metrics
-from gateway.cassandra_profiles import ProfileRecord
 from gateway.core.breaker import BreakerState, CircuitBreaker
 from gateway.core.ttl_cache import TtlCache
+from regions.cassandra_profiles import ProfileRecord
 from regions.throttled_log import ThrottledLog
 
 log = logging.getLogger(__name__)

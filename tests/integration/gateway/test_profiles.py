@@ -11,9 +11,10 @@ from typing import Any
 from cassandra.cluster import Session
 from redis.asyncio import Redis
 
-from gateway.cassandra_profiles import CassandraProfiles, ProfileRecord
+from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_store import connect
 from regions.core.boards import Board
+from regions.core.profiles import Profile
 from regions.settings import Settings
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually, serve_gateway
 from tests.proxy import TcpProxy
@@ -23,7 +24,7 @@ TOP = "query($id: ID!, $k: Int) { leaderboard(id: $id) { top(k: $k) { entries { 
 
 async def seed_profiles(session: Session, users: list[str]) -> None:
     store = CassandraProfiles(session)
-    await asyncio.gather(*(store.put(ProfileRecord(u, f"Player {u}", "FR", None)) for u in users))
+    await asyncio.gather(*(store.put(Profile(u, f"Player {u}", "FR")) for u in users))
 
 
 async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
