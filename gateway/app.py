@@ -156,7 +156,7 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
         async with open_with(settings) as services:
             app.state.services = services
             health.checks["hints_feed"] = lambda: services.hub.connected
-            health.checks["board_catalog"] = lambda: services.cassandra.connected_once
+            health.checks["board_catalog"] = services.cassandra.connected.is_set
             yield {}
 
     gw = settings.gateway

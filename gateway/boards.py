@@ -1,6 +1,6 @@
 """Board definitions for reads, cached by the shared rule of :mod:`regions.core.board_cache`: reads
 do not wait on Cassandra for a known board, unknown ids are remembered in bounded number, and a
-catalog outage serves the last answer; with none, the caller gets :class:`StoreUnavailable`.
+catalog outage serves the last answer; with none, the caller gets ``CassandraUnavailable``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gateway import metrics
-from gateway.cassandra_stores import STORE_ERRORS, StoreUnavailable
+from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable
 from regions.core.board_cache import BoardCache, Hit
 from regions.core.boards import Board, BoardStatus
 from regions.throttled_log import ThrottledLog
@@ -37,7 +37,7 @@ class BoardDirectory:
         max_unknown: int,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._catalog = catalog  # raises StoreUnavailable until Cassandra was reached once
+        self._catalog = catalog  # raises CassandraUnavailable until Cassandra was reached once
         self._cache = BoardCache(ttl_s, max_unknown)
         self._clock = clock
         self._refreshing: set[asyncio.Task[None]] = set()
@@ -53,11 +53,11 @@ class BoardDirectory:
             return found.board
         try:
             board = await self._catalog().get(board_id)
-        except STORE_ERRORS as exc:
+        except CASSANDRA_ERRORS as exc:
             self._failed(exc)
             last = self._cache.unreachable(board_id, self._clock())
             if last is None:
-                raise StoreUnavailable(UNAVAILABLE) from exc
+                raise CassandraUnavailable(UNAVAILABLE) from exc
             return last.board
         self._cache.answered(board_id, board, self._clock())
         return board
@@ -65,7 +65,7 @@ class BoardDirectory:
     async def _refresh(self, board_id: str) -> None:
         try:
             board = await self._catalog().get(board_id)
-        except STORE_ERRORS as exc:  # keep serving the known definition
+        except CASSANDRA_ERRORS as exc:  # keep serving the known definition
             self._failed(exc)
             self._cache.unreachable(board_id, self._clock())
             return
@@ -78,18 +78,18 @@ class BoardDirectory:
     async def all(self, status: BoardStatus | None = None) -> list[Board]:
         try:
             boards = await self._catalog().all()
-        except STORE_ERRORS as exc:
+        except CASSANDRA_ERRORS as exc:
             self._failed(exc)
-            raise StoreUnavailable(UNAVAILABLE) from exc
+            raise CassandraUnavailable(UNAVAILABLE) from exc
         return sorted((b for b in boards if status is None or b.status is status), key=lambda b: b.id)
 
     async def create(self, board: Board) -> bool:
         """Create the board; False when one with this id exists."""
         try:
             created = await self._catalog().create(board)
-        except STORE_ERRORS as exc:
+        except CASSANDRA_ERRORS as exc:
             self._failed(exc)
-            raise StoreUnavailable(
+            raise CassandraUnavailable(
                 "the board catalog (Cassandra) is unavailable, so the board may or may not have been "
                 "created; retry (a board that exists answers ALREADY_EXISTS)"
             ) from exc

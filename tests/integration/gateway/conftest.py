@@ -21,11 +21,12 @@ from cassandra.cluster import Session
 from redis.asyncio import Redis
 
 from gateway.app import create_app
-from gateway.cassandra_stores import CassandraLink
+from gateway.cassandra_stores import open_stores
 from gateway.server import server_config
 from gateway.services import Services
 from gateway.wiring import build_services, running
 from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import CassandraConnection
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
 from regions.redis_projection import ProjectedTotal, RedisProjection
@@ -67,9 +68,9 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
     settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update={"port": port})})
     opened: list[Services] = []
     link = (
-        CassandraLink.to(settings.cassandra)
+        CassandraConnection.to(settings.cassandra, open_stores)
         if session is None
-        else CassandraLink(lambda: session, owns_session=False)
+        else CassandraConnection(lambda: session, open_stores, where="the tests' session", owns_session=False)
     )
 
     @contextlib.asynccontextmanager
@@ -87,7 +88,7 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
         await asyncio.sleep(0.02)
     try:
         if session is not None:  # ready, as /readyz would say
-            await link.opened()
+            await link.connected.wait()
             await eventually(lambda: _feed_connected(opened[0]))
         async with httpx.AsyncClient(timeout=10) as http:
             yield Gateway(settings, opened[0], port, http)

@@ -59,7 +59,7 @@ async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
 
 
 def _round_trips(gw: Gateway) -> int:
-    return gw.services.cassandra.stores.profiles.round_trips
+    return gw.services.cassandra.adapter.profiles.round_trips
 
 
 @contextlib.asynccontextmanager
