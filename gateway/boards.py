@@ -1,20 +1,18 @@
-"""Board definitions for reads, cached by the shared rule of :mod:`regions.core.board_cache`: reads
-do not wait on Cassandra for a known board, unknown ids are remembered in bounded number, and a
-catalog outage serves the last answer; with none, the caller gets ``CassandraUnavailable``.
+"""Board definitions for reads, cached by :class:`regions.cached_boards.CachedBoards`: reads do not
+wait on Cassandra for a known board, unknown ids are remembered in bounded number, and a catalog
+outage serves the last answer; with none, the caller gets ``CassandraUnavailable``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 from gateway import metrics
+from regions.cached_boards import CachedBoards, CatalogUnavailable
 from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable
-from regions.core.board_cache import BoardCache, Hit
 from regions.core.boards import Board, BoardStatus
 from regions.throttled_log import ThrottledLog
 
@@ -38,38 +36,16 @@ class BoardDirectory:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._catalog = catalog  # raises CassandraUnavailable until Cassandra was reached once
-        self._cache = BoardCache(ttl_s, max_unknown)
-        self._clock = clock
-        self._refreshing: set[asyncio.Task[None]] = set()
         self._errors = ThrottledLog(log, interval_s=10.0, clock=clock)
+        self._boards = CachedBoards(
+            lambda board_id: self._catalog().get(board_id), ttl_s, max_unknown, self._failed, clock
+        )
 
     async def get(self, board_id: str) -> Board | None:
-        found = self._cache.lookup(board_id, self._clock())
-        if isinstance(found, Hit):
-            if found.refresh:
-                task = asyncio.create_task(self._refresh(board_id))
-                self._refreshing.add(task)
-                task.add_done_callback(self._refreshing.discard)
-            return found.board
         try:
-            board = await self._catalog().get(board_id)
-        except CASSANDRA_ERRORS as exc:
-            self._failed(exc)
-            last = self._cache.unreachable(board_id, self._clock())
-            if last is None:
-                raise CassandraUnavailable(UNAVAILABLE) from exc
-            return last.board
-        self._cache.answered(board_id, board, self._clock())
-        return board
-
-    async def _refresh(self, board_id: str) -> None:
-        try:
-            board = await self._catalog().get(board_id)
-        except CASSANDRA_ERRORS as exc:  # keep serving the known definition
-            self._failed(exc)
-            self._cache.unreachable(board_id, self._clock())
-            return
-        self._cache.answered(board_id, board, self._clock())
+            return await self._boards.get(board_id)
+        except CatalogUnavailable as exc:
+            raise CassandraUnavailable(UNAVAILABLE) from exc
 
     def _failed(self, exc: Exception) -> None:
         metrics.STORE_ERRORS.labels("catalog").inc()
@@ -94,15 +70,12 @@ class BoardDirectory:
                 "created; retry (a board that exists answers ALREADY_EXISTS)"
             ) from exc
         if created:
-            self._cache.answered(board.id, board, self._clock())
+            self._boards.created(board)
         return created
 
     def unknown_ids(self) -> int:
         """Unknown board ids remembered now (bounded by ``gateway.max_unknown_boards``)."""
-        return self._cache.unknown_ids()
+        return self._boards.unknown_ids()
 
     async def close(self) -> None:
-        for task in list(self._refreshing):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._boards.close()
