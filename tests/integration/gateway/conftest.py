@@ -32,7 +32,7 @@ from regions.core.ordering import encode, reached_position
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
 from schema.redis_keys import board_keys
-from tests.harness import free_port
+from tests.harness import Region, free_port
 
 
 @dataclass
@@ -169,8 +169,4 @@ def boards(settings: Settings, redis_client: Redis, cassandra_session: Session) 
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
+    await Region.wait_until(check, within)
