@@ -108,6 +108,11 @@ class IntakeSettings(BaseModel):
     rate_per_key: float = Field(20_000, gt=0, description="Awards per second per key id.")
     burst_per_key: float = Field(40_000, gt=0, description="Burst of awards per key id.")
     catalog_ttl_s: float = Field(2.0, ge=0, description="How long a board lookup is cached.")
+    max_unknown_boards: int = Field(
+        10_000,
+        ge=1,
+        description="Unknown board ids remembered (the least recently asked is forgotten first).",
+    )
 
 
 class ProcessorSettings(BaseModel):
