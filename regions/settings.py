@@ -225,11 +225,25 @@ class ReplicatorSettings(BaseModel):
 class GatewaySettings(BaseModel):
     host: str = Field("127.0.0.1", description="Listen address.")
     port: int = Field(8080, description="Listen port of /graphql.")
-    admin_token: SecretStr = Field(SecretStr(DEV_ADMIN_TOKEN), description="Admin bearer token.")
+    admin_token: SecretStr = Field(
+        SecretStr(DEV_ADMIN_TOKEN),
+        description="Admin bearer token; during a rotation the new and the old token, separated by a comma "
+        "(either is accepted).",
+    )
     allowed_origins: list[str] = Field(
         [],
         description="Origins (scheme://host[:port]) allowed by CORS and WebSocket handshakes; same origin always is.",
     )
+
+    def admin_tokens(self) -> list[str]:
+        """Every accepted admin token (two during a rotation)."""
+        return [token.strip() for token in self.admin_token.get_secret_value().split(",")]
+
+    @model_validator(mode="after")
+    def _one_token_per_comma(self) -> Self:
+        if not all(self.admin_tokens()):
+            raise ValueError("admin_token: empty token; give one token, or two separated by a comma")
+        return self
     max_top_k: int = Field(100, ge=1, le=1000, description="Largest k of top(k); over it is an error.")
     max_context_range: int = Field(
         50, ge=0, le=500, description="Largest range of context(); over it is an error."
@@ -341,7 +355,7 @@ class Settings(BaseSettings):
         problems = []
         if any(s.get_secret_value() == DEV_AWARD_SECRET for s in self.intake.award_keys.values()):
             problems.append("LB_INTAKE__AWARD_KEYS still holds the development secret")
-        if self.gateway.admin_token.get_secret_value() == DEV_ADMIN_TOKEN:
+        if DEV_ADMIN_TOKEN in self.gateway.admin_tokens():
             problems.append("LB_GATEWAY__ADMIN_TOKEN is the development token")
         k = self.kafka
         if k.replication_factor < 3:

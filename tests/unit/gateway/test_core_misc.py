@@ -12,9 +12,15 @@ def test_bearer_token_and_admin_check() -> None:
     assert bearer_token("bearer  abc ") == "abc"
     assert bearer_token("Basic abc") is None
     assert bearer_token(None) is None
-    assert is_admin("Bearer s3cret", "s3cret")
-    assert not is_admin("Bearer wrong", "s3cret")
-    assert not is_admin(None, "s3cret")
+    assert is_admin("Bearer s3cret", ["s3cret"])
+    assert not is_admin("Bearer wrong", ["s3cret"])
+    assert not is_admin(None, ["s3cret"])
+
+
+def test_during_a_rotation_either_admin_token_is_accepted() -> None:
+    assert is_admin("Bearer new", ["new", "old"])
+    assert is_admin("Bearer old", ["new", "old"])
+    assert not is_admin("Bearer new,old", ["new", "old"])
 
 
 def test_limits_name_the_cap() -> None:
