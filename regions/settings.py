@@ -234,16 +234,6 @@ class GatewaySettings(BaseModel):
         [],
         description="Origins (scheme://host[:port]) allowed by CORS and WebSocket handshakes; same origin always is.",
     )
-
-    def admin_tokens(self) -> list[str]:
-        """Every accepted admin token (two during a rotation)."""
-        return [token.strip() for token in self.admin_token.get_secret_value().split(",")]
-
-    @model_validator(mode="after")
-    def _one_token_per_comma(self) -> Self:
-        if not all(self.admin_tokens()):
-            raise ValueError("admin_token: empty token; give one token, or two separated by a comma")
-        return self
     max_top_k: int = Field(100, ge=1, le=1000, description="Largest k of top(k); over it is an error.")
     max_context_range: int = Field(
         50, ge=0, le=500, description="Largest range of context(); over it is an error."
@@ -320,6 +310,16 @@ class GatewaySettings(BaseModel):
         5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."
     )
     redis_max_connections: int = Field(64, ge=2, description="Redis connections of one gateway process.")
+
+    def admin_tokens(self) -> list[str]:
+        """Every accepted admin token (two during a rotation)."""
+        return [token.strip() for token in self.admin_token.get_secret_value().split(",")]
+
+    @model_validator(mode="after")
+    def _one_token_per_comma(self) -> Self:
+        if not all(self.admin_tokens()):
+            raise ValueError("admin_token: empty token; give one token, or two separated by a comma")
+        return self
 
 
 class Settings(BaseSettings):
