@@ -59,3 +59,9 @@ FEED_RESTARTS = Counter(
     "lb_gateway_feed_restarts_total", "Hints feed tasks that failed and were restarted", ["reason"]
 )  # read_failed (Redis) | feed_failed (a bug) | upstream_failed
 UPSTREAM_CONNECTED = Gauge("lb_gateway_hints_upstream_connected", "1 while the hints feed is subscribed")
+HOME_READ_FAILURES = Counter(
+    "lb_gateway_home_read_failures_total",
+    "HOME reads of another region's projection that failed or timed out (answered HOME_UNAVAILABLE), "
+    "by home region",
+    ["region"],
+)

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, ResponseFuture, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy
@@ -25,11 +26,25 @@ class CassandraUnavailable(Exception):
     """Cassandra cannot be used (yet): not connected since start, or no node answers."""
 
 
+def keyspace_replication(cassandra: CassandraSettings) -> dict[str, str | int]:
+    """The keyspace's replication: one data center per region (NetworkTopologyStrategy), so each
+    region reads and writes its own replicas at LOCAL_* consistency while the keyspace, the board
+    catalog with it, is one for every region. Without ``datacenters``: the local one alone."""
+    replicas = cassandra.datacenters or {cassandra.local_dc: cassandra.replication_factor}
+    return {"class": "NetworkTopologyStrategy", **dict(sorted(replicas.items()))}
+
+
 def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Cluster, Session]:
-    """Open a cluster connection; with ``keyspace`` the session uses the configured keyspace."""
+    """Open a cluster connection; with ``keyspace`` the session uses the configured keyspace.
+
+    Requests go to the local data center at LOCAL_QUORUM, and conditional writes (audit rows) run
+    Paxos there (LOCAL_SERIAL): a region never waits on another one. The catalog's creations ask for
+    SERIAL themselves (see ``cassandra_catalog``)."""
     profile = ExecutionProfile(
         load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=cassandra.local_dc),
         request_timeout=cassandra.request_timeout_s,
+        consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+        serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
     )
     cluster = Cluster(
         contact_points=cassandra.contact_points,
@@ -123,9 +138,9 @@ def apply_migrations(cassandra: CassandraSettings) -> list[str]:
     """Create the keyspace and apply every migration not yet recorded; returns those applied."""
     cluster, session = connect(cassandra, keyspace=False)
     try:
+        replication = ", ".join(f"'{k}': {v!r}" for k, v in keyspace_replication(cassandra).items())
         session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {cassandra.keyspace} WITH replication = "
-            f"{{'class': 'SimpleStrategy', 'replication_factor': {cassandra.replication_factor}}}"
+            f"CREATE KEYSPACE IF NOT EXISTS {cassandra.keyspace} WITH replication = {{{replication}}}"
         )
         session.set_keyspace(cassandra.keyspace)
         session.execute(

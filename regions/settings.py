@@ -88,8 +88,21 @@ class CassandraSettings(BaseModel):
     contact_points: list[str] = Field(["127.0.0.1"], description="Cassandra nodes.")
     port: int = Field(9042, description="CQL native port.")
     keyspace: str = Field("leaderboard", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace.")
-    replication_factor: int = Field(1, ge=1, description="SimpleStrategy replication (3 in production).")
-    local_dc: str = Field("datacenter1", description="Local data center for the load-balancing policy.")
+    replication_factor: int = Field(
+        1,
+        ge=1,
+        description="Replicas in the local data center when `datacenters` is empty (3 in production).",
+    )
+    datacenters: dict[str, int] = Field(
+        {},
+        description="Replicas of the keyspace per data center (NetworkTopologyStrategy), one data center "
+        'per region, e.g. {"eu-west": 3, "us-east": 3}; empty: `replication_factor` in `local_dc` alone.',
+    )
+    local_dc: str = Field(
+        "datacenter1",
+        description="This region's data center: requests go there, at LOCAL_QUORUM (LOCAL_SERIAL for "
+        "audit rows); the board catalog's creations are SERIAL, across data centers.",
+    )
     request_timeout_s: float = Field(5.0, gt=0, description="Per-request timeout.")
     username: str = Field("", description="User of password authentication; empty: none.")
     password: SecretStr = Field(SecretStr(""), description="Password of that user.")
@@ -108,6 +121,12 @@ class IntakeSettings(BaseModel):
     rate_per_key: float = Field(20_000, gt=0, description="Awards per second per key id.")
     burst_per_key: float = Field(40_000, gt=0, description="Burst of awards per key id.")
     catalog_ttl_s: float = Field(2.0, ge=0, description="How long a board lookup is cached.")
+    heartbeat_interval_s: float = Field(
+        1.0,
+        gt=0,
+        description="How often a heartbeat is written to every awards partition, so positions advance while "
+        "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s).",
+    )
 
 
 class ProcessorSettings(BaseModel):
@@ -301,6 +320,18 @@ class GatewaySettings(BaseModel):
         5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."
     )
     redis_max_connections: int = Field(64, ge=2, description="Redis connections of one gateway process.")
+    region_stale_after_s: float = Field(
+        5.0,
+        gt=0,
+        description="A region not heard of (no award, no heartbeat) in a projection for longer than this is "
+        "`stale` in asOf.regions.",
+    )
+    home_timeout_s: float = Field(
+        1.0,
+        gt=0,
+        description="Longest wait for another region's projection (HOME reads of boards homed there); "
+        "past it the read fails with HOME_UNAVAILABLE.",
+    )
 
 
 class Settings(BaseSettings):
@@ -329,6 +360,10 @@ class Settings(BaseSettings):
         """The other regions of the deployment, by name: those whose awards are replicated here."""
         return sorted(name for name in self.regions if name != self.region)
 
+    def region_names(self) -> list[str]:
+        """Every region of the deployment, this one included, by name."""
+        return sorted({self.region, *self.regions})
+
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Self:
         if self.mode is not Mode.PRODUCTION:
@@ -349,11 +384,14 @@ class Settings(BaseSettings):
                 f"LB_KAFKA__MIN_INSYNC_REPLICAS is {k.min_insync_replicas}: it must be at least 2, so an "
                 "acknowledgement means two copies, and below the replication factor, so one broker may be down"
             )
-        if self.cassandra.replication_factor < 3:
-            problems.append(
-                f"LB_CASSANDRA__REPLICATION_FACTOR is {self.cassandra.replication_factor}: the catalog, "
-                "audit and archives need 3 replicas"
-            )
+        c = self.cassandra
+        for dc, replicas in c.datacenters.items() or [(c.local_dc, c.replication_factor)]:
+            if replicas < 3:
+                setting = "LB_CASSANDRA__DATACENTERS" if c.datacenters else "LB_CASSANDRA__REPLICATION_FACTOR"
+                problems.append(
+                    f"{setting} gives data center {dc} {replicas} replicas: the catalog, audit and archives "
+                    "need 3 in every data center"
+                )
         if problems:
             raise UnsafeSettingsError(
                 "production mode refuses unsafe settings: "

@@ -39,7 +39,7 @@ def main() -> None:
             "entries": [{"rank": e.rank, "userId": e.user_id, "score": e.score} for e in page.entries],
             "asOf": {
                 "region": page.as_of.region,
-                "positions": page.as_of.positions,
+                "positions": {f"{r}:{p}": o for (r, p), o in page.as_of.positions.items()},
                 "stale": page.as_of.stale,
             },
         }

@@ -61,10 +61,11 @@ async def _converge(region: Region, history: History, board: Board, within: floa
     async def problems() -> list[str]:
         found = check_totals(history, await _totals(region, board))
         offsets = (await region.projection.positions()).offsets
+        here = region.settings.region
         found += [
-            f"awards partition {p}: asOf {offsets.get(p)} < acknowledged offset {o}"
+            f"awards partition {p}: asOf {offsets.get((here, p))} < acknowledged offset {o}"
             for p, o in history.acknowledged.items()
-            if offsets.get(p, -1) < o
+            if offsets.get((here, p), -1) < o
         ]
         return found
 

@@ -28,6 +28,7 @@ from gateway.wiring import build_services, running
 from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
+from regions.core.positions import SourcePosition
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
 from schema.redis_keys import board_keys
@@ -152,13 +153,19 @@ class Boards:
 
     async def publish_hint(self, board: Board, sequence: int, totals: Sequence[tuple[str, int]]) -> None:
         users = [{"userId": u, "score": t, "version": self.versions[(board.id, u)]} for u, t in totals]
-        payload = {"boardId": board.id, "sequence": sequence, "positions": {"0": sequence},
+        payload = {"boardId": board.id, "sequence": sequence, "positions": {f"{self.settings.region}:0": sequence},
                    "users": users, "truncated": False}  # fmt: skip
         await self.projection.publish_hint(board.id, msgspec.json.encode(payload))
 
     async def set_positions(self, offsets: dict[int, int], accepted_ms: int) -> None:
+        """A projection of this region that reflects ``offsets`` of its awards partitions."""
         await self.projection.start_epoch("test-epoch")
-        assert await self.projection.advance("test-epoch", accepted_ms, offsets)
+        await self.advance(offsets, accepted_ms)
+
+    async def advance(self, offsets: dict[int, int], accepted_ms: int) -> None:
+        region = self.settings.region
+        marks = {(region, p): SourcePosition(o, accepted_at_ms=accepted_ms) for p, o in offsets.items()}
+        assert await self.projection.advance("test-epoch", marks)
 
 
 @pytest.fixture
