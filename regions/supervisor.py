@@ -135,7 +135,11 @@ class Supervisor:
         with self.log_of(program).open("ab") as log:
             # A session of its own: Ctrl-C reaches the supervisor only, which stops everyone in order.
             return await asyncio.create_subprocess_exec(
-                *program.argv, stdout=log, stderr=log, start_new_session=True, env={**os.environ, **dict(program.env)}
+                *program.argv,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env={**os.environ, **dict(program.env)},
             )
 
     async def _keep(self, program: Program) -> None:
@@ -241,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-ports", action="store_true", help="only check that the ports are free")
     parser.add_argument("--logs", type=Path, default=Path(".data/logs"), help="folder of the process logs")
     parser.add_argument("--pid-file", type=Path, help="where this run writes its pid (another run reads it)")
-    parser.add_argument("--label", default="", help="put before every line it says (the region, with several)")
+    parser.add_argument(
+        "--label", default="", help="put before every line it says (the region, with several)"
+    )
     args = parser.parse_args(argv)
     try:
         programs = region_programs(load_settings())
