@@ -31,7 +31,8 @@ from regions.core.reads import AsOf
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.redis_reads import RankReader
 from regions.settings import RedisSettings, RegionEndpoint, Settings
-from tests.clusters import Replicators
+from tests.clusters import Replicators, delete_before, send_awards
+from tests.conftest import RegionFactory
 from tests.harness import Region, with_free_ports
 
 STALE_AFTER_S = 5.0  # threshold of the freshness rule (the setting's default)
@@ -232,3 +233,24 @@ async def _metric(region: Region, name: str) -> float:
     async with httpx.AsyncClient() as http:
         text = (await http.get(region.health_url("audit") + "/metrics")).text
     return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+
+async def test_awards_deleted_before_they_were_replicated_show_as_a_gap_in_as_of(
+    eu_us: tuple[Settings, Settings], replicators: Replicators, region_factory: RegionFactory
+) -> None:
+    """us deletes awards (retention) before eu's replicator copied them: eu's asOf says ``gap`` for
+    us, never passes them silently."""
+    eu_settings, us_settings = eu_us
+    eu = await region_factory(eu_settings, services=("processor", "projector"))
+    rule = FreshnessRule(("eu", "us"), eu_settings.kafka.partitions, STALE_AFTER_S)
+    reader = RankReader(eu.projection, eu_settings.redis.key_prefix, "eu", rule)
+    sent = await send_awards(us_settings, 20, partition=0)
+    await delete_before(us_settings, 0, 12)
+    await replicators(eu_settings, "us")
+
+    async def passed_with_a_gap() -> bool:
+        as_of = await reader.as_of()
+        return as_of.positions.get(("us", 0), -1) >= sent[-1].offset and _status(as_of, "us").gap
+
+    await Region.wait_until(passed_with_a_gap, within=60, what="us's partition 0 passed, with a gap")
+    assert not _status(await reader.as_of(), "eu").gap
