@@ -140,4 +140,4 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             yield services
     finally:
         for client in [redis, *(c for home in homes for c in (home.reads, home.feed))]:
-            await client.aclose()
+            await client.aclose(close_connection_pool=True)

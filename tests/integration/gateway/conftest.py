@@ -24,7 +24,7 @@ from gateway.app import create_app
 from gateway.cassandra_stores import CassandraLink
 from gateway.server import server_config
 from gateway.services import Services
-from gateway.wiring import build_services, running
+from gateway.wiring import HomeLink, build_services, running
 from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
@@ -60,10 +60,12 @@ class Gateway:
 
 
 @contextlib.asynccontextmanager
-async def serve_gateway(settings: Settings, redis: Redis, session: Session | None) -> AsyncIterator[Gateway]:
+async def serve_gateway(
+    settings: Settings, redis: Redis, session: Session | None, homes: Sequence[HomeLink] = ()
+) -> AsyncIterator[Gateway]:
     """A gateway on the test's Redis client; on the shared Cassandra ``session`` (ready before the
     gateway is), or with ``session`` None on its own connection to ``settings.cassandra``, opened in
-    the background as in production."""
+    the background as in production; ``homes``: other regions' projections it reaches."""
     port = free_port()
     settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update={"port": port})})
     opened: list[Services] = []
@@ -75,7 +77,7 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
 
     @contextlib.asynccontextmanager
     async def open_with(s: Settings) -> AsyncIterator[Services]:
-        async with running(build_services(s, redis, link)) as services:
+        async with running(build_services(s, redis, link, homes)) as services:
             opened.append(services)
             yield services
 
