@@ -141,6 +141,11 @@ class ProcessorSettings(BaseModel):
         description="A repeat of an event id accepted within this many seconds of the remembered copy is "
         "never applied (however busy the player).",
     )
+    fault_forget_event_ids: bool = Field(
+        False,
+        description="Fault injection, for tests only: remember no event id, so every repeat counts again "
+        "(the negative control that shows a convergence check failing); production mode refuses it.",
+    )
     dedupe_retention_margin_s: int = Field(
         21_600,
         ge=60,
@@ -384,6 +389,8 @@ class Settings(BaseSettings):
                 f"LB_KAFKA__MIN_INSYNC_REPLICAS is {k.min_insync_replicas}: it must be at least 2, so an "
                 "acknowledgement means two copies, and below the replication factor, so one broker may be down"
             )
+        if self.processor.fault_forget_event_ids:
+            problems.append("LB_PROCESSOR__FAULT_FORGET_EVENT_IDS is set: repeats would be counted again")
         c = self.cassandra
         for dc, replicas in c.datacenters.items() or [(c.local_dc, c.replication_factor)]:
             if replicas < 3:

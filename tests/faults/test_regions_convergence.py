@@ -254,3 +254,50 @@ async def test_awards_deleted_before_they_were_replicated_show_as_a_gap_in_as_of
 
     await Region.wait_until(passed_with_a_gap, within=60, what="us's partition 0 passed, with a gap")
     assert not _status(await reader.as_of(), "eu").gap
+
+
+async def test_the_convergence_check_fails_when_repeats_are_counted_again(
+    eu_us: tuple[Settings, Settings],
+    replicators: Replicators,
+    redis_client: Redis,
+    us_redis: Redis,
+    cassandra_session: Session,
+    tmp_path: Path,
+) -> None:
+    """Negative control: with the processors' dedupe switched off (the test-only setting
+    ``processor.fault_forget_event_ids``), the same award sent to both regions is counted twice, and
+    the check used above names it."""
+    eu_settings, us_settings = _regions(*eu_us, tmp_path)
+    catalog = CassandraCatalog(cassandra_session)
+    regions = []
+    for settings, redis in ((eu_settings, redis_client), (us_settings, us_redis)):
+        logs = tmp_path / settings.region
+        logs.mkdir()
+        region = Region(settings, catalog, RedisProjection(redis, settings.redis.key_prefix), logs)
+        region.env["LB_PROCESSOR__FAULT_FORGET_EVENT_IDS"] = "true"
+        regions.append(region)
+    eu, us = regions
+    try:
+        await asyncio.gather(
+            eu.start("processor", "projector", "intake"), us.start("processor", "projector", "intake")
+        )
+        await replicators(eu_settings, "us")
+        await replicators(us_settings, "eu")
+        board = Board("negative-board", "Negative control", "eu")
+        await eu.create_board(board)
+        oracle = Oracle()
+        for n in range(6):
+            for region in (eu, us):  # the same award, acknowledged by both regions
+                await oracle.send(region, board.id, "ann", f"m{n}", 1)
+
+        async def counted_twice() -> bool:
+            return (await eu.total_of(board.id, "ann") or 0) > oracle.totals()["ann"]
+
+        await Region.wait_until(counted_twice, within=HEAL_WITHIN_S, what="a total above the oracle")
+        [problem] = [p for p in await _problems(eu, board.id, oracle) if "ann" in p]
+        assert problem.startswith("eu: ann has ") and problem.endswith(f"the oracle {oracle.totals()['ann']}")
+    finally:
+        for region in regions:
+            for service in region.processes:
+                print(f"---- {region.settings.region} {service} log tail\n{region.tail(service)}")
+            await region.close()
