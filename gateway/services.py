@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gateway.boards import BoardDirectory
-from gateway.cassandra_stores import CassandraLink
+from gateway.cassandra_stores import Stores
 from gateway.core.limits import ReadLimits
 from gateway.hub import HintHub
 from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
+from regions.cassandra_store import CassandraConnection
 from regions.settings import Settings
 
 
@@ -22,5 +23,5 @@ class Services:
     profiles: GuardedProfiles
     hub: HintHub  # this region's projection's hints
     hubs: Mapping[str, HintHub]  # by region: this one's and each home projection's the gateway reaches
-    cassandra: CassandraLink  # the stores' session, opened in the background
+    cassandra: CassandraConnection[Stores]  # the stores' session, opened in the background
     limits: ReadLimits

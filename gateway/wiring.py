@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from gateway.boards import BoardDirectory
-from gateway.cassandra_stores import CassandraLink
+from gateway.cassandra_stores import Stores, open_stores
 from gateway.core.breaker import CircuitBreaker
 from gateway.core.limits import ReadLimits
 from gateway.hub import HintHub
@@ -19,6 +19,7 @@ from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
 from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
+from regions.cassandra_store import CassandraConnection
 from regions.core.freshness import FreshnessRule
 from regions.redis_projection import RedisProjection
 from regions.redis_reads import RankReader
@@ -73,7 +74,7 @@ def home_links(settings: Settings) -> list[HomeLink]:
 
 
 def build_services(
-    settings: Settings, redis: Redis, cassandra: CassandraLink, homes: Sequence[HomeLink] = ()
+    settings: Settings, redis: Redis, cassandra: CassandraConnection[Stores], homes: Sequence[HomeLink] = ()
 ) -> Services:
     gw, prefix = settings.gateway, settings.redis.key_prefix
     rule = FreshnessRule(tuple(settings.region_names()), settings.kafka.partitions, gw.region_stale_after_s)
@@ -85,7 +86,7 @@ def build_services(
     home_readers = {home.region: reader_of(home.region, home.reads) for home in homes}
     projections = Projections(settings.region, reader, gw.top_cache_ttl_s, home_readers, gw.home_timeout_s)
     profiles = GuardedProfiles(
-        lambda: cassandra.stores.profiles,
+        lambda: cassandra.adapter.profiles,
         gw.profile_timeout_s,
         CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
         gw.profile_cache_ttl_s,
@@ -100,7 +101,7 @@ def build_services(
     }  # fmt: skip
     return Services(
         settings=settings,
-        boards=BoardDirectory(lambda: cassandra.stores.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
+        boards=BoardDirectory(lambda: cassandra.adapter.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
         projections=projections,
         profiles=profiles,
         hub=hub,
@@ -135,8 +136,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     redis = gateway_redis(settings)
     homes = home_links(settings)
     try:
-        link = CassandraLink.to(settings.cassandra)
-        async with running(build_services(settings, redis, link, homes)) as services:
+        cassandra = CassandraConnection.to(settings.cassandra, open_stores)
+        async with running(build_services(settings, redis, cassandra, homes)) as services:
             yield services
     finally:
         for client in [redis, *(c for home in homes for c in (home.reads, home.feed))]:

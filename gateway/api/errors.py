@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from graphql import GraphQLError
 
-from gateway.cassandra_stores import STORE_ERRORS, StoreUnavailable
 from gateway.projections import HomeUnreachable
+from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable
 
 
 class UserError(GraphQLError):
@@ -71,7 +71,7 @@ def error_code(error: GraphQLError) -> str:
     cause = error.original_error
     if isinstance(cause, HomeUnreachable):
         return "HOME_UNAVAILABLE"
-    if isinstance(cause, STORE_ERRORS):
+    if isinstance(cause, CASSANDRA_ERRORS):
         return "STORE_UNAVAILABLE"
     if cause is not None and not isinstance(cause, GraphQLError):
         return "INTERNAL"
@@ -87,9 +87,9 @@ def masked(error: GraphQLError, generic: str) -> GraphQLError:
     if isinstance(cause, HomeUnreachable):
         return GraphQLError(str(cause), error.nodes, error.source, error.positions, error.path,
                             extensions={"code": HomeUnavailable.code})  # fmt: skip
-    if isinstance(cause, StoreUnavailable):
+    if isinstance(cause, CassandraUnavailable):
         message = str(cause)
-    elif isinstance(cause, STORE_ERRORS):
+    elif isinstance(cause, CASSANDRA_ERRORS):
         message = "a store (Cassandra) is unavailable; retry later"
     else:
         return GraphQLError(generic, error.nodes, error.source, error.positions, error.path)

@@ -24,7 +24,7 @@ def build(settings: Settings) -> Starlette:
     """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
     Cassandra is connected in the background, so the intake starts during a Cassandra outage and
     serves every board it can resolve."""
-    catalog = CassandraConnection(settings.cassandra, CassandraCatalog)
+    catalog = CassandraConnection.to(settings.cassandra, CassandraCatalog)
     publisher: AwardPublisher | None = None
 
     async def publish(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
@@ -64,7 +64,7 @@ def build(settings: Settings) -> Starlette:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await producer.stop()
-            catalog.close()
+            await catalog.close()
 
     app.router.lifespan_context = lifespan
     return app
