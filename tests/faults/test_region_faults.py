@@ -140,7 +140,10 @@ async def test_projector_replayed_from_the_beginning_is_identical(region: Region
     await _converge(region, history, board)
 
     assert await _snapshot(region, board) == before
-    assert (await region.projection.positions()).offsets == positions.offsets
+    # The replay never moves a position back; the intake's heartbeats keep moving them forward.
+    after = (await region.projection.positions()).offsets
+    assert after.keys() == positions.offsets.keys()
+    assert all(after[key] >= offset for key, offset in positions.offsets.items()), (after, positions.offsets)
 
 
 async def _rewind_projector(region: Region) -> None:
