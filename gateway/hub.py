@@ -33,6 +33,10 @@ from schema.redis_keys import hints_channel
 log = logging.getLogger(__name__)
 
 
+class FeedUnavailable(Exception):
+    """The hints feed of another region's projection cannot serve a subscriber now."""
+
+
 class Snapshots(Protocol):
     """Reads a board's top K and players' standing in one round trip (``gateway/redis_snapshot.py``)."""
 
@@ -195,8 +199,12 @@ class HintHub:
         settings: GatewaySettings,
         on_change: Callable[[str], None] = lambda board_id: None,
         restart_pause_s: float = 1.0,
+        ready_within_s: float | None = None,
     ) -> None:
+        """``ready_within_s``: the hub follows another region's projection; a subscription is refused
+        (``FeedUnavailable``) unless its feed is connected and the board is read within this time."""
         self._redis = redis
+        self._ready_within_s = ready_within_s
         self._restart_pause_s = restart_pause_s
         self._on_change = on_change
         self._pattern = hints_channel(key_prefix, "*")
@@ -209,7 +217,9 @@ class HintHub:
     @contextlib.asynccontextmanager
     async def subscribe(self, board: Board, user_id: str | None) -> AsyncIterator[Mailbox]:
         """A mailbox of the board's updates; raises TooManyPlayers when this process follows as many
-        players of the board as it may."""
+        players of the board as it may, and FeedUnavailable (see ``ready_within_s``)."""
+        if self._ready_within_s is not None and not self.connected:
+            raise FeedUnavailable("the hints feed of the board's home projection is not connected")
         feed = self._feeds.get(board.id) or self._open(board)
         mailbox = Mailbox(board.id, user_id, self._settings.resync_after_coalesced)
         try:
@@ -219,7 +229,16 @@ class HintHub:
             raise
         metrics.SUBSCRIPTIONS.inc()
         try:
-            await feed.ready(mailbox)
+            try:
+                async with asyncio.timeout(self._ready_within_s):
+                    await feed.ready(mailbox)
+            except (TimeoutError, RedisError, OSError) as exc:
+                if self._ready_within_s is None:
+                    raise
+                raise FeedUnavailable(
+                    f"the board's home projection was not read within {self._ready_within_s:g} s "
+                    f"({type(exc).__name__})"
+                ) from exc
             yield mailbox
         finally:
             metrics.SUBSCRIPTIONS.dec()

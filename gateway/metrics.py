@@ -64,3 +64,9 @@ PLANNED = Counter(
     "Operations of known documents run by their compiled plan, or declined to the generic executor",
     ["outcome"],
 )  # answered | declined (an error or a null the plan does not answer: the generic executor does)
+HOME_READ_FAILURES = Counter(
+    "lb_gateway_home_read_failures_total",
+    "HOME reads of another region's projection that failed or timed out (answered HOME_UNAVAILABLE), "
+    "by home region",
+    ["region"],
+)

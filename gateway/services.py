@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gateway.boards import BoardDirectory
@@ -20,6 +21,7 @@ class Services:
     boards: BoardDirectory
     projections: Projections
     profiles: GuardedProfiles
-    hub: HintHub
+    hub: HintHub  # this region's projection's hints
+    hubs: Mapping[str, HintHub]  # by region: this one's and each home projection's the gateway reaches
     cassandra: CassandraConnection[Stores]  # the stores' session, opened in the background
     limits: ReadLimits

@@ -1,10 +1,12 @@
-"""Opening and closing what the gateway talks to: Redis, Cassandra and the hints feed."""
+"""Opening and closing what the gateway talks to: Redis (this region's, and the home projections of
+the other regions), Cassandra and the hints feeds."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 from redis.asyncio import BlockingConnectionPool, Redis
 
@@ -18,6 +20,7 @@ from gateway.projections import Projections
 from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
 from regions.cassandra_store import CassandraConnection
+from regions.core.freshness import FreshnessRule
 from regions.redis_projection import RedisProjection
 from regions.redis_reads import RankReader
 from regions.settings import Settings
@@ -34,10 +37,54 @@ def gateway_redis(settings: Settings) -> Redis:
     return Redis(connection_pool=pool)
 
 
-def build_services(settings: Settings, redis: Redis, cassandra: CassandraConnection[Stores]) -> Services:
+def home_redis(settings: Settings, url: str) -> tuple[Redis, Redis]:
+    """Clients of another region's projection: one for reads, whose every wait (a connection from
+    the pool, connecting, an answer) is bounded by the home timeout, and one for its hints feed,
+    which waits for messages as long as it takes."""
+    timeout = settings.gateway.home_timeout_s
+    pool = BlockingConnectionPool.from_url(
+        url,
+        decode_responses=True,
+        max_connections=settings.gateway.redis_max_connections,
+        timeout=timeout,
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout + 1,  # the caller gives up at the timeout; the connection soon after
+    )
+    feed = Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout)
+    return Redis(connection_pool=pool), feed
+
+
+@dataclass(frozen=True, slots=True)
+class HomeLink:
+    """Another region's projection as the gateway reaches it (HOME reads of boards homed there)."""
+
+    region: str
+    reads: Redis
+    feed: Redis
+
+
+def home_links(settings: Settings) -> list[HomeLink]:
+    """Every other region whose projection's address the settings give."""
+    links = []
+    for region in settings.remote_regions():
+        url = settings.regions[region].redis_url
+        if url is not None:
+            links.append(HomeLink(region, *home_redis(settings, url)))
+    return links
+
+
+def build_services(
+    settings: Settings, redis: Redis, cassandra: CassandraConnection[Stores], homes: Sequence[HomeLink] = ()
+) -> Services:
     gw, prefix = settings.gateway, settings.redis.key_prefix
-    reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
-    projections = Projections(settings.region, reader, gw.top_cache_ttl_s)
+    rule = FreshnessRule(tuple(settings.region_names()), settings.kafka.partitions, gw.region_stale_after_s)
+
+    def reader_of(region: str, client: Redis) -> RankReader:
+        return RankReader(RedisProjection(client, prefix), prefix, region, rule)
+
+    reader = reader_of(settings.region, redis)
+    home_readers = {home.region: reader_of(home.region, home.reads) for home in homes}
+    projections = Projections(settings.region, reader, gw.top_cache_ttl_s, home_readers, gw.home_timeout_s)
     profiles = GuardedProfiles(
         lambda: cassandra.adapter.profiles,
         gw.profile_timeout_s,
@@ -46,12 +93,19 @@ def build_services(settings: Settings, redis: Redis, cassandra: CassandraConnect
         gw.profile_cache_entries,
     )
     cassandra.when_up(profiles.store_is_back)
+    hub = HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed)
+    hubs = {settings.region: hub} | {
+        home.region: HintHub(home.feed, prefix, SnapshotReader(home_readers[home.region]), gw,
+                             projections.changed, ready_within_s=gw.home_timeout_s)
+        for home in homes
+    }  # fmt: skip
     return Services(
         settings=settings,
         boards=BoardDirectory(lambda: cassandra.adapter.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
         projections=projections,
         profiles=profiles,
-        hub=HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed),
+        hub=hub,
+        hubs=hubs,
         cassandra=cassandra,
         limits=ReadLimits(gw.max_top_k, gw.max_context_range),
     )
@@ -61,7 +115,10 @@ def build_services(settings: Settings, redis: Redis, cassandra: CassandraConnect
 async def running(services: Services) -> AsyncIterator[Services]:
     """Run the hints feed, and connect to Cassandra in the background, while the services are in use."""
     tasks = [
-        asyncio.create_task(services.hub.run(), name="hints-feed"),
+        *(
+            asyncio.create_task(hub.run(), name=f"hints-feed-{region}")
+            for region, hub in services.hubs.items()
+        ),
         asyncio.create_task(services.cassandra.run(), name="cassandra-connect"),
     ]
     try:
@@ -77,9 +134,11 @@ async def running(services: Services) -> AsyncIterator[Services]:
 @contextlib.asynccontextmanager
 async def open_services(settings: Settings) -> AsyncIterator[Services]:
     redis = gateway_redis(settings)
+    homes = home_links(settings)
     try:
         cassandra = CassandraConnection.to(settings.cassandra, open_stores)
-        async with running(build_services(settings, redis, cassandra)) as services:
+        async with running(build_services(settings, redis, cassandra, homes)) as services:
             yield services
     finally:
-        await redis.aclose()
+        for client in [redis, *(c for home in homes for c in (home.reads, home.feed))]:
+            await client.aclose(close_connection_pool=True)

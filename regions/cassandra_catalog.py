@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cassandra import ConsistencyLevel
 from cassandra.cluster import Session
 
 from regions.cassandra_store import execute
@@ -39,6 +40,11 @@ class CatalogEntry:
 
 
 class CassandraCatalog:
+    """The global board catalog: one table every region reads (LOCAL_QUORUM, the local data center's
+    copy, replicated to the others within seconds) and creates boards in. A board id is unique
+    across regions: creation is a Paxos transaction at SERIAL, over every data center, so of two
+    regions creating one id at once exactly one succeeds and the other is told it exists."""
+
     def __init__(self, session: Session) -> None:
         self._session = session
         self._get = session.prepare(f"SELECT {_COLUMNS} FROM boards WHERE board_id = ?")
@@ -46,6 +52,7 @@ class CassandraCatalog:
             f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
             "IF NOT EXISTS"
         )
+        self._create.serial_consistency_level = ConsistencyLevel.SERIAL
 
     async def get(self, board_id: str) -> Board | None:
         rows = await execute(self._session, self._get, (board_id,))

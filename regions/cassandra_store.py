@@ -10,7 +10,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from cassandra import DriverException
+from cassandra import ConsistencyLevel, DriverException
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import (
     EXEC_PROFILE_DEFAULT,
@@ -48,11 +48,25 @@ class ConnectionState(StrEnum):
     DOWN = "down"  # connected before; the driver sees no live node now
 
 
+def keyspace_replication(cassandra: CassandraSettings) -> dict[str, str | int]:
+    """The keyspace's replication: one data center per region (NetworkTopologyStrategy), so each
+    region reads and writes its own replicas at LOCAL_* consistency while the keyspace, the board
+    catalog with it, is one for every region. Without ``datacenters``: the local one alone."""
+    replicas = cassandra.datacenters or {cassandra.local_dc: cassandra.replication_factor}
+    return {"class": "NetworkTopologyStrategy", **dict(sorted(replicas.items()))}
+
+
 def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Cluster, Session]:
-    """Open a cluster connection; with ``keyspace`` the session uses the configured keyspace."""
+    """Open a cluster connection; with ``keyspace`` the session uses the configured keyspace.
+
+    Requests go to the local data center at LOCAL_QUORUM, and conditional writes (audit rows) run
+    Paxos there (LOCAL_SERIAL): a region never waits on another one. The catalog's creations ask for
+    SERIAL themselves (see ``cassandra_catalog``)."""
     profile = ExecutionProfile(
         load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=cassandra.local_dc),
         request_timeout=cassandra.request_timeout_s,
+        consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+        serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
     )
     cluster = Cluster(
         contact_points=cassandra.contact_points,
@@ -214,9 +228,9 @@ def apply_migrations(cassandra: CassandraSettings) -> list[str]:
     """Create the keyspace and apply every migration not yet recorded; returns those applied."""
     cluster, session = connect(cassandra, keyspace=False)
     try:
+        replication = ", ".join(f"'{k}': {v!r}" for k, v in keyspace_replication(cassandra).items())
         session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {cassandra.keyspace} WITH replication = "
-            f"{{'class': 'SimpleStrategy', 'replication_factor': {cassandra.replication_factor}}}"
+            f"CREATE KEYSPACE IF NOT EXISTS {cassandra.keyspace} WITH replication = {{{replication}}}"
         )
         session.set_keyspace(cassandra.keyspace)
         session.execute(

@@ -75,6 +75,10 @@ async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if board.home_region not in settings.region_names():
+        print(f"error: --home-region {board.home_region}: not a region of this deployment "
+              f"({', '.join(settings.region_names())})", file=sys.stderr)  # fmt: skip
+        return 2
     async with _cassandra(settings) as session:
         created = await CassandraCatalog(session).create(board)
     print(f"board {board.id} {'created' if created else 'already exists (unchanged)'}")

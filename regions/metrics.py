@@ -30,3 +30,12 @@ AUDIT_RECONCILED = Counter(
     "Applied-award records the audit could not write, sent to reconciliation",
     ["reason"],
 )
+INTAKE_HEARTBEATS = Counter(
+    "lb_intake_heartbeats",
+    "Rounds of heartbeats (one record per awards partition), by outcome (written, or failed)",
+    ["outcome"],
+)
+AUDIT_LEFT_TO_HOME = Counter(
+    "lb_audit_left_to_home",
+    "Applied awards of boards homed in another region: that region's audit sink records them",
+)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
+from regions.core.positions import SourceKey, SourcePosition
 from regions.settings import RedisSettings
-from schema.redis_keys import BoardKeys, hints_channel, positions_key
+from schema.redis_keys import POSITION_DETAILS, BoardKeys, hints_channel, position_field, positions_key
 from schema.resources import lua_script
 
 
@@ -57,22 +58,52 @@ class ApplyResult:
 
 @dataclass(frozen=True, slots=True)
 class Positions:
-    """What the projection reflects: per source partition, the last offset included. A projection
-    without an epoch (lost) or still ``rebuilding`` claims nothing fresh: its reads are stale."""
+    """What the projection reflects: per (accepting region, partition), the last offset included
+    with the times and gaps that go with it. A projection without an epoch (lost) or still
+    ``rebuilding`` claims nothing fresh: its reads are stale."""
 
     epoch: str | None
-    offsets: dict[int, int]
+    marks: dict[SourceKey, SourcePosition]
     newest_accepted_ms: int | None
     rebuilding: bool = False
     sequence_base: int = 0  # added to every board's hint sequence in this epoch (see the projector)
 
+    @property
+    def offsets(self) -> dict[SourceKey, int]:
+        return {key: mark.offset for key, mark in self.marks.items()}
 
-def merge_offsets(older: dict[int, int], newer: dict[int, int]) -> dict[int, int]:
-    """Per partition, the furthest offset of two position maps."""
-    merged = dict(older)
-    for partition, offset in newer.items():
-        merged[partition] = max(offset, merged.get(partition, -1))
-    return merged
+
+_DETAILS = dict(zip(POSITION_DETAILS, ("accepted_at_ms", "heartbeat_at_ms", "gaps"), strict=True))
+
+
+def position_fields(marks: Mapping[SourceKey, SourcePosition]) -> list[str | int]:
+    """The positions hash's fields and values for ``marks`` (field, value, ...); zero times and
+    counts are left out, so a field exists only once something was heard."""
+    items: list[str | int] = []
+    newest = 0
+    for (region, partition), mark in marks.items():
+        items += [position_field(region, partition), mark.offset]
+        for detail, attribute in _DETAILS.items():
+            value = getattr(mark, attribute)
+            if value > 0:
+                items += [position_field(region, partition, detail), value]
+        newest = max(newest, mark.accepted_at_ms)
+    if newest:
+        items += ["accepted_at", newest]
+    return items
+
+
+def parse_positions(raw: Mapping[str, str]) -> dict[SourceKey, SourcePosition]:
+    """The (region, partition) positions a positions hash holds; other fields are ignored."""
+    offsets: dict[SourceKey, int] = {}
+    details: dict[SourceKey, dict[str, int]] = {}
+    for name, value in raw.items():
+        parts = name.split(":")
+        if len(parts) == 2 and parts[1].isdigit():
+            offsets[(parts[0], int(parts[1]))] = int(value)
+        elif len(parts) == 3 and parts[0] in _DETAILS and parts[2].isdigit():
+            details.setdefault((parts[1], int(parts[2])), {})[_DETAILS[parts[0]]] = int(value)
+    return {key: SourcePosition(offset, **details.get(key, {})) for key, offset in offsets.items()}
 
 
 class RedisProjection:
@@ -122,23 +153,24 @@ class RedisProjection:
         await execute_pipeline(tx)
 
     async def advance(
-        self, epoch: str, accepted_ms: int, offsets: dict[int, int], *, completes_rebuild: bool = False
+        self, epoch: str, marks: Mapping[SourceKey, SourcePosition], *, completes_rebuild: bool = False
     ) -> bool:
-        """Move positions forward (and with ``completes_rebuild`` end the rebuilding state in the
-        same step); False when Redis no longer holds this epoch (data was lost)."""
-        args: list[str | int] = [epoch, accepted_ms, "1" if completes_rebuild else "0"]
-        for partition, offset in offsets.items():
-            args += [str(partition), offset]
+        """Move positions forward, each field on its own (and with ``completes_rebuild`` end the
+        rebuilding state in the same step); False when Redis no longer holds this epoch (data was
+        lost)."""
+        args: list[str | int] = [epoch, "1" if completes_rebuild else "0", *position_fields(marks)]
         return bool(await self._advance(keys=[self._positions], args=args))
 
     async def positions(self) -> Positions:
         raw = cast(dict[str, str], await self.redis.hgetall(self._positions))
-        epoch = raw.pop("epoch", None)
-        accepted = raw.pop("accepted_at", None)
-        rebuilding = raw.pop("rebuilding", "0") == "1"
-        base = int(raw.pop("sequence_base", "0"))
-        offsets = {int(p): int(o) for p, o in raw.items()}
-        return Positions(epoch, offsets, int(accepted) if accepted else None, rebuilding, base)
+        accepted = raw.get("accepted_at")
+        return Positions(
+            raw.get("epoch"),
+            parse_positions(raw),
+            int(accepted) if accepted else None,
+            raw.get("rebuilding", "0") == "1",
+            int(raw.get("sequence_base", "0")),
+        )
 
     async def swap(self, fresh: BoardKeys, live: BoardKeys) -> None:
         """Replace a board's live keys by a rebuild's fresh ones in one step (they share a hash tag)."""

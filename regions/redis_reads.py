@@ -8,10 +8,12 @@ A projection without an epoch (lost) or marked rebuilding answers ``stale``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from regions.core.boards import Board
+from regions.core.freshness import FreshnessRule
 from regions.core.reads import (
     AsOf,
     PlayerContext,
@@ -36,11 +38,27 @@ def window_of(reply: Any) -> Window | None:
 
 
 class RankReader:
-    def __init__(self, projection: RedisProjection, key_prefix: str, region: str) -> None:
+    """Reads of one region's projection; ``region`` names it in every asOf. With ``freshness``,
+    each asOf also says how fresh the projection is for every region (``clock``: wall time, s)."""
+
+    def __init__(
+        self,
+        projection: RedisProjection,
+        key_prefix: str,
+        region: str,
+        freshness: FreshnessRule | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._projection = projection
         self._prefix = key_prefix
         self._region = region
+        self._freshness = freshness
+        self._clock = clock
         self._script = projection.redis.register_script(lua_script("read_window"))
+
+    @property
+    def region(self) -> str:
+        return self._region
 
     def _keys(self, board: Board) -> list[str]:
         keys = board_keys(self._prefix, board.id)
@@ -54,8 +72,11 @@ class RankReader:
     def _player_args(board: Board, user_id: str, around: int) -> list[str | int]:
         return ["player", user_id, around, member_strip(board)]
 
-    def _as_of(self, p: Positions) -> AsOf:
-        return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale=p.epoch is None or p.rebuilding)
+    def _as_of(self, p: Positions, *, stale: bool = False) -> AsOf:
+        rule = self._freshness
+        regions = () if rule is None else rule.statuses(p.marks, int(self._clock() * 1000))
+        stale = stale or p.epoch is None or p.rebuilding
+        return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale, regions)
 
     async def as_of(self) -> AsOf:
         return self._as_of(await self._projection.positions())
@@ -66,7 +87,7 @@ class RankReader:
         then the positions are read again, and a changed epoch makes the answer stale."""
         as_of = self._as_of(before)
         if empty and not as_of.stale and (await self._projection.positions()).epoch != before.epoch:
-            return AsOf(self._region, before.offsets, before.newest_accepted_ms, stale=True)
+            return self._as_of(before, stale=True)
         return as_of
 
     async def top(self, board: Board, k: int) -> RankPage:

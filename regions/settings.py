@@ -88,8 +88,21 @@ class CassandraSettings(BaseModel):
     contact_points: list[str] = Field(["127.0.0.1"], description="Cassandra nodes.")
     port: int = Field(9042, description="CQL native port.")
     keyspace: str = Field("leaderboard", pattern=r"^[a-z][a-z0-9_]{0,47}$", description="Keyspace.")
-    replication_factor: int = Field(1, ge=1, description="SimpleStrategy replication (3 in production).")
-    local_dc: str = Field("datacenter1", description="Local data center for the load-balancing policy.")
+    replication_factor: int = Field(
+        1,
+        ge=1,
+        description="Replicas in the local data center when `datacenters` is empty (3 in production).",
+    )
+    datacenters: dict[str, int] = Field(
+        {},
+        description="Replicas of the keyspace per data center (NetworkTopologyStrategy), one data center "
+        'per region, e.g. {"eu-west": 3, "us-east": 3}; empty: `replication_factor` in `local_dc` alone.',
+    )
+    local_dc: str = Field(
+        "datacenter1",
+        description="This region's data center: requests go there, at LOCAL_QUORUM (LOCAL_SERIAL for "
+        "audit rows); the board catalog's creations are SERIAL, across data centers.",
+    )
     request_timeout_s: float = Field(5.0, gt=0, description="Per-request timeout.")
     username: str = Field("", description="User of password authentication; empty: none.")
     password: SecretStr = Field(SecretStr(""), description="Password of that user.")
@@ -120,6 +133,12 @@ class IntakeSettings(BaseModel):
         description="Intake processes sharing the port (SO_REUSEPORT), one Kafka producer each; the "
         "award rate per key is shared among them (each process allows rate_per_key / workers).",
     )
+    heartbeat_interval_s: float = Field(
+        1.0,
+        gt=0,
+        description="How often a heartbeat is written to every awards partition, so positions advance while "
+        "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s).",
+    )
 
 
 class ProcessorSettings(BaseModel):
@@ -133,6 +152,11 @@ class ProcessorSettings(BaseModel):
         ge=1,
         description="A repeat of an event id accepted within this many seconds of the remembered copy is "
         "never applied (however busy the player).",
+    )
+    fault_forget_event_ids: bool = Field(
+        False,
+        description="Fault injection, for tests only: remember no event id, so every repeat counts again "
+        "(the negative control that shows a convergence check failing); production mode refuses it.",
     )
     dedupe_retention_margin_s: int = Field(
         21_600,
@@ -333,6 +357,18 @@ class GatewaySettings(BaseModel):
         ge=1,
         description="Automatic persisted queries remembered per process (least recently used out).",
     )
+    region_stale_after_s: float = Field(
+        5.0,
+        gt=0,
+        description="A region not heard of (no award, no heartbeat) in a projection for longer than this is "
+        "`stale` in asOf.regions.",
+    )
+    home_timeout_s: float = Field(
+        1.0,
+        gt=0,
+        description="Longest wait for another region's projection (HOME reads of boards homed there); "
+        "past it the read fails with HOME_UNAVAILABLE.",
+    )
 
     def admin_tokens(self) -> list[str]:
         """Every accepted admin token (two during a rotation)."""
@@ -371,6 +407,10 @@ class Settings(BaseSettings):
         """The other regions of the deployment, by name: those whose awards are replicated here."""
         return sorted(name for name in self.regions if name != self.region)
 
+    def region_names(self) -> list[str]:
+        """Every region of the deployment, this one included, by name."""
+        return sorted({self.region, *self.regions})
+
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Self:
         if self.mode is not Mode.PRODUCTION:
@@ -391,11 +431,16 @@ class Settings(BaseSettings):
                 f"LB_KAFKA__MIN_INSYNC_REPLICAS is {k.min_insync_replicas}: it must be at least 2, so an "
                 "acknowledgement means two copies, and below the replication factor, so one broker may be down"
             )
-        if self.cassandra.replication_factor < 3:
-            problems.append(
-                f"LB_CASSANDRA__REPLICATION_FACTOR is {self.cassandra.replication_factor}: the catalog, "
-                "audit and archives need 3 replicas"
-            )
+        if self.processor.fault_forget_event_ids:
+            problems.append("LB_PROCESSOR__FAULT_FORGET_EVENT_IDS is set: repeats would be counted again")
+        c = self.cassandra
+        for dc, replicas in c.datacenters.items() or [(c.local_dc, c.replication_factor)]:
+            if replicas < 3:
+                setting = "LB_CASSANDRA__DATACENTERS" if c.datacenters else "LB_CASSANDRA__REPLICATION_FACTOR"
+                problems.append(
+                    f"{setting} gives data center {dc} {replicas} replicas: the catalog, audit and archives "
+                    "need 3 in every data center"
+                )
         if problems:
             raise UnsafeSettingsError(
                 "production mode refuses unsafe settings: "

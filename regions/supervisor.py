@@ -1,5 +1,8 @@
 """Runs one region's processes for ``ops/run`` and keeps them running (``python -m regions.supervisor``).
 
+With several regions (``settings.regions``), the region also runs one replicator per other region,
+copying that region's awards here; ``ops/run`` starts one supervisor per region.
+
 A process that exits unasked is restarted with backoff and the restart is reported; a crash loop
 (see ``regions.core.supervision``) ends the run with the tail of that process's log and what to do.
 Before anything starts, every port the region needs is checked: when one is taken, nothing starts
@@ -34,6 +37,7 @@ class Program:
     argv: tuple[str, ...]
     host: str | None = None  # where it listens (its /readyz), if it does
     port: int | None = None
+    env: tuple[tuple[str, str], ...] = ()  # settings of its own, over the supervisor's environment
 
 
 def region_programs(settings: Settings) -> list[Program]:
@@ -45,7 +49,20 @@ def region_programs(settings: Settings) -> list[Program]:
         Program("audit", (python, "-m", "regions.audit"), host, settings.audit.health_port),
         Program("intake", (python, "-m", "regions.intake"), host, settings.intake.port),
         Program("gateway", (python, "-m", "gateway"), settings.gateway.host, settings.gateway.port),
+        *replicator_programs(settings),
     ]
+
+
+def replicator_programs(settings: Settings) -> list[Program]:
+    """One replicator per other region of the deployment. The one copying from the i-th region of
+    ``settings.regions`` listens on ``replicator.health_port + i`` (as ``ops/services env`` says)."""
+    python, host, order = sys.executable, settings.intake.host, list(settings.regions)
+    programs = []
+    for source in settings.remote_regions():
+        port = settings.replicator.health_port + order.index(source)
+        env = (("LB_REPLICATOR__SOURCE_REGION", source), ("LB_REPLICATOR__HEALTH_PORT", str(port)))
+        programs.append(Program(f"replicator-from-{source}", (python, "-m", "replicator"), host, port, env))
+    return programs
 
 
 def port_taken(host: str, port: int) -> bool:
@@ -118,7 +135,11 @@ class Supervisor:
         with self.log_of(program).open("ab") as log:
             # A session of its own: Ctrl-C reaches the supervisor only, which stops everyone in order.
             return await asyncio.create_subprocess_exec(
-                *program.argv, stdout=log, stderr=log, start_new_session=True
+                *program.argv,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env={**os.environ, **dict(program.env)},
             )
 
     async def _keep(self, program: Program) -> None:
@@ -224,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-ports", action="store_true", help="only check that the ports are free")
     parser.add_argument("--logs", type=Path, default=Path(".data/logs"), help="folder of the process logs")
     parser.add_argument("--pid-file", type=Path, help="where this run writes its pid (another run reads it)")
+    parser.add_argument(
+        "--label", default="", help="put before every line it says (the region, with several)"
+    )
     args = parser.parse_args(argv)
     try:
         programs = region_programs(load_settings())
@@ -232,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     taken = taken_ports(programs)
     if taken:
-        print(_taken_message(taken, args.pid_file), file=sys.stderr)
+        label = f"[{args.label}] " if args.label else ""
+        print(label + _taken_message(taken, args.pid_file), file=sys.stderr)
         return 1
     if args.check_ports:
         return 0
@@ -240,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.pid_file is not None:
         args.pid_file.write_text(f"{os.getpid()}\n")
     try:
-        return asyncio.run(_supervise(Supervisor(programs, args.logs)))
+        prefix = f"[{args.label}] " if args.label else ""
+        supervisor = Supervisor(programs, args.logs, say=lambda text: print(prefix + text, flush=True))
+        return asyncio.run(_supervise(supervisor))
     finally:
         if args.pid_file is not None:
             args.pid_file.unlink(missing_ok=True)

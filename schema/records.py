@@ -19,7 +19,9 @@ T = TypeVar("T")
 class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     """An accepted award on the awards topic (key ``boardId|userId``).
 
-    ``amount`` is the delta of a SUM board or the score of a MAX/MIN board.
+    ``amount`` is the delta of a SUM board or the score of a MAX/MIN board. ``region`` accepted it;
+    ``home_region`` is the board's home region when it was accepted, whose audit sink records it
+    (empty in awards accepted before it was stamped).
     """
 
     event_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
@@ -35,6 +37,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     aggregation: str
     sort_order: str
     tie_policy: str
+    home_region: str = ""
 
 
 SEEN_BYTES = 16

@@ -29,8 +29,21 @@ def board_keys(prefix: str, board_id: str, generation: str = "") -> BoardKeys:
 
 
 def positions_key(prefix: str) -> str:
-    """The projection's asOf positions and epoch."""
+    """The projection's asOf positions and epoch (one hash, fields below)."""
     return f"{prefix}:{{{prefix}:positions}}"
+
+
+POSITION_DETAILS = ("accepted_at", "heartbeat_at", "gaps")
+"""What the positions hash holds per (region, partition) besides the offset, each under the field
+``<detail>:<region>:<partition>``: the newest acceptance time and heartbeat time (ms) reflected,
+and the replication gaps reported there. The offset itself is the field ``<region>:<partition>``.
+Every field only moves forward; ``accepted_at`` alone is the newest acceptance time of all."""
+
+
+def position_field(region: str, partition: int, detail: str = "") -> str:
+    """Field of the positions hash for one (accepting region, partition): its offset in that
+    region's awards topic, or with ``detail`` one of :data:`POSITION_DETAILS`."""
+    return f"{detail}:{region}:{partition}" if detail else f"{region}:{partition}"
 
 
 def lease_key(prefix: str) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from regions.kafka_clients import ensure_topics, make_consumer, make_producer, replay
 from regions.settings import KafkaSettings, RegionEndpoint, Settings
@@ -121,6 +122,17 @@ async def send_awards(
     finally:
         await producer.stop()
     return sent
+
+
+async def delete_before(settings: Settings, partition: int, offset: int) -> None:
+    """Delete the region's awards before ``offset`` in ``partition``, as retention would."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        tp = TopicPartition(settings.kafka.topic("awards"), partition)
+        await admin.delete_records({tp: RecordsToDelete(before_offset=offset)})
+    finally:
+        await admin.close()
 
 
 def source_position(record: ConsumerRecord) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -122,6 +123,11 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_PROJECTOR__HEALTH_PORT": str(settings.projector.health_port),
         "LB_PROJECTOR__MAX_BATCH": str(settings.projector.max_batch),
         "LB_AUDIT__HEALTH_PORT": str(settings.audit.health_port),
+        **(
+            {"LB_REGIONS": json.dumps({n: r.model_dump() for n, r in settings.regions.items()})}
+            if settings.regions
+            else {}
+        ),
     }
 
 

@@ -12,6 +12,7 @@ Each carries ``extensions.code``:
 | BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule) |
 | SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
 | STORE_UNAVAILABLE | a store the operation needs (Cassandra: catalog, archives) is down or not reached yet; retry |
+| HOME_UNAVAILABLE | a HOME read of a board homed in another region could not reach that region's projection within ``gateway.home_timeout_s``; retry, or read with ``scope: REGIONAL`` |
 
 GraphQL syntax and validation errors (including the depth, token, alias and cost limits) are shown as is.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from graphql import GraphQLError
 
+from gateway.projections import HomeUnreachable
 from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable
 
 
@@ -54,6 +56,10 @@ class SubscriptionLimit(UserError):
     code = "SUBSCRIPTION_LIMIT"
 
 
+class HomeUnavailable(UserError):
+    code = "HOME_UNAVAILABLE"
+
+
 def should_mask(error: GraphQLError) -> bool:
     """Mask errors raised by code (bugs, backend failures); keep GraphQL and user-facing ones."""
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
@@ -63,6 +69,8 @@ def error_code(error: GraphQLError) -> str:
     """The code of any error, for logs and metrics: a documented code, ``INVALID`` for GraphQL
     syntax and validation errors without one, ``INTERNAL`` for a failure of the code (a bug)."""
     cause = error.original_error
+    if isinstance(cause, HomeUnreachable):
+        return "HOME_UNAVAILABLE"
     if isinstance(cause, CASSANDRA_ERRORS):
         return "STORE_UNAVAILABLE"
     if cause is not None and not isinstance(cause, GraphQLError):
@@ -73,8 +81,12 @@ def error_code(error: GraphQLError) -> str:
 
 def masked(error: GraphQLError, generic: str) -> GraphQLError:
     """What the client sees of an error raised by code: a store failure keeps a clear message and
-    the ``STORE_UNAVAILABLE`` code; anything else (a bug) becomes ``generic``."""
+    the ``STORE_UNAVAILABLE`` code, an unreachable home region ``HOME_UNAVAILABLE``; anything else (a
+    bug) becomes ``generic``."""
     cause = error.original_error
+    if isinstance(cause, HomeUnreachable):
+        return GraphQLError(str(cause), error.nodes, error.source, error.positions, error.path,
+                            extensions={"code": HomeUnavailable.code})  # fmt: skip
     if isinstance(cause, CassandraUnavailable):
         message = str(cause)
     elif isinstance(cause, CASSANDRA_ERRORS):

@@ -56,9 +56,9 @@ class Leaderboard:
     def window(self) -> BoardWindow | None:
         return BoardWindow.of(self.board.window)
 
-    @fields.field("Players with a score in the board's home projection.")
-    async def player_count(self, info: Info[Context, None]) -> int:
-        return await info.context.services.projections.player_count(self.board)
+    @fields.field("Players with a score in the projection of `scope` (HOME: the board's home region's).")
+    async def player_count(self, info: Info[Context, None], scope: Scope | None = Scope.HOME) -> int:
+        return await info.context.services.projections.player_count(self.board, scope or Scope.HOME)
 
     @fields.field("The best k players; k is capped (gateway.max_top_k, default 100).")
     async def top(

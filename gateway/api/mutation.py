@@ -29,7 +29,9 @@ class WindowInput:
 class CreateLeaderboardInput:
     id: strawberry.ID
     name: str
-    home_region: str | None = strawberry.field(default=None, description="Defaults to the serving region.")
+    home_region: str | None = strawberry.field(
+        default=None, description="A region of the deployment; defaults to the serving region."
+    )
     sort_order: SortOrder | None = SortOrder.DESC
     aggregation: Aggregation | None = Aggregation.SUM
     tie_policy: TiePolicy | None = TiePolicy.USER_ID
@@ -44,10 +46,13 @@ def require_admin(info: Info[Context, None]) -> None:
         raise NotAuthorized("this operation needs Authorization: Bearer <admin token>")
 
 
-def board_of(data: CreateLeaderboardInput, serving_region: str) -> boards.Board:
+def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[str]) -> boards.Board:
+    """The board asked for; its home region must be one of the deployment's ``regions``."""
     home = data.home_region or serving_region
     if not REGION.match(home):
         raise InvalidInput(f"homeRegion {home!r}: must be 1..32 of a-z, 0-9 and -, starting with a letter")
+    if home not in regions:
+        raise InvalidInput(f"homeRegion {home!r}: must be a region of this deployment ({', '.join(regions)})")
     if data.window is not None:  # stored, it would read as all-time until the processor has windows
         raise InvalidInput("window: time windows are not supported yet; omit it for an all-time board")
     try:
@@ -72,7 +77,7 @@ class Mutation:
         info.context.cacheable = False
         require_admin(info)
         services = info.context.services
-        board = board_of(input, services.settings.region)
+        board = board_of(input, services.settings.region, services.settings.region_names())
         if not await services.boards.create(board):
             raise AlreadyExists(f"leaderboard {board.id!r} already exists")
         return Leaderboard(board=board)

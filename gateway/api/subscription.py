@@ -15,11 +15,14 @@ from strawberry.types import Info
 from gateway import metrics
 from gateway.api import fields, ids
 from gateway.api.context import Context
-from gateway.api.errors import NotFound, SubscriptionLimit
+from gateway.api.errors import HomeUnavailable, NotFound, SubscriptionLimit
 from gateway.api.scalars import Long
 from gateway.api.types import AsOf
 from gateway.core import updates
 from gateway.core.feed import TooManyPlayers
+from gateway.hub import FeedUnavailable
+from gateway.projections import HomeUnreachable
+from regions.core.reads import Scope
 
 
 @strawberry.type(description="The subscribed player's total changed.")
@@ -87,10 +90,15 @@ def to_graphql(update: updates.Update) -> ScoreUpdated | RankChanged | TopKChang
 class Subscription:
     @fields.subscription(
         "Hints for a board: TopKChanged when its top 10 changes and, with userId, "
-        "ScoreUpdated and RankChanged for that player."
+        "ScoreUpdated and RankChanged for that player; from the projection of `scope` (HOME: the "
+        "board's home region's, HOME_UNAVAILABLE when it cannot be reached)."
     )
     async def leaderboard_updates(
-        self, info: Info[Context, None], leaderboard_id: strawberry.ID, user_id: strawberry.ID | None = None
+        self,
+        info: Info[Context, None],
+        leaderboard_id: strawberry.ID,
+        user_id: strawberry.ID | None = None,
+        scope: Scope | None = Scope.HOME,
     ) -> AsyncGenerator[LeaderboardUpdate, None]:
         services = info.context.services
         board_id = ids.board_id("leaderboardId", str(leaderboard_id))
@@ -99,10 +107,15 @@ class Subscription:
         if board is None:
             raise NotFound(f"leaderboard {board_id!r} does not exist")
         try:
-            async with services.hub.subscribe(board, user) as mailbox:
+            hub = services.hubs[services.projections.region_for(board, scope or Scope.HOME)]
+            async with hub.subscribe(board, user) as mailbox:
                 while True:
                     for update in await mailbox.next_batch():
                         metrics.UPDATES_SENT.inc()
                         yield to_graphql(update)
         except TooManyPlayers as exc:
             raise SubscriptionLimit(f"this gateway follows too many players of {board.id!r}") from exc
+        except (HomeUnreachable, FeedUnavailable) as exc:
+            raise HomeUnavailable(
+                f"{exc}; subscribe with scope: REGIONAL for this region's projection"
+            ) from exc

@@ -13,7 +13,7 @@ from gateway.api.context import Context
 from gateway.api.scalars import Long
 from gateway.profiles import UNAVAILABLE
 from regions.cassandra_profiles import ProfileRecord
-from regions.core import reads, windows
+from regions.core import freshness, reads, windows
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.reads import Scope
 
@@ -48,31 +48,68 @@ class BoardWindow:
 
 @strawberry.type
 class Position:
-    region: str
+    region: str = strawberry.field(description="The region that accepted the awards (its awards topic).")
     partition: int
     offset: Long
+
+
+def _time(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+
+
+@strawberry.type(description="How fresh the answering projection is for the awards one region accepted.")
+class RegionStatus:
+    region: str
+    newest_accepted_at: datetime | None = strawberry.field(
+        description="Acceptance time of the newest award of that region in the projection."
+    )
+    lag_seconds: float | None = strawberry.field(
+        description="Time since the region's least advanced partition was last heard of (an award or "
+        "its heartbeat, written every second); null when a partition never was."
+    )
+    stale: bool = strawberry.field(
+        description="Nothing heard from the region within the threshold (default 5 s): it is cut off, "
+        "silent or far behind, and its newest awards may be missing."
+    )
+    gap: bool = strawberry.field(
+        description="Awards of that region were deleted before they could be replicated here: the "
+        "positions pass them, yet they are missing."
+    )
+
+    @staticmethod
+    def of(status: freshness.RegionStatus) -> RegionStatus:
+        return RegionStatus(
+            region=status.region,
+            newest_accepted_at=_time(status.newest_accepted_ms),
+            lag_seconds=status.lag_s,
+            stale=status.stale,
+            gap=status.gap,
+        )
 
 
 @strawberry.type(
     description="What a response reflects: every award accepted at or before each position is in it."
 )
 class AsOf:
-    region: str
+    region: str = strawberry.field(description="The region whose projection answered.")
     positions: list[Position]
     newest_accepted_at: datetime | None
     stale: bool = strawberry.field(description="The projection is being rebuilt or lost its positions.")
+    regions: list[RegionStatus] = strawberry.field(
+        description="Freshness per region of the deployment (awards accepted there)."
+    )
 
     @staticmethod
     def of(as_of: reads.AsOf) -> AsOf:
-        accepted = as_of.newest_accepted_ms
         return AsOf(
             region=as_of.region,
             positions=[
-                Position(region=as_of.region, partition=p, offset=Long(o))
-                for p, o in sorted(as_of.positions.items())
+                Position(region=region, partition=p, offset=Long(o))
+                for (region, p), o in sorted(as_of.positions.items())
             ],
-            newest_accepted_at=None if accepted is None else datetime.fromtimestamp(accepted / 1000, UTC),
+            newest_accepted_at=_time(as_of.newest_accepted_ms),
             stale=as_of.stale,
+            regions=[RegionStatus.of(s) for s in as_of.regions],
         )
 
 

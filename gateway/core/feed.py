@@ -18,10 +18,10 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
-from gateway.core.hints import Hint, merge_positions
+from gateway.core.hints import Hint
 from gateway.core.updates import (
     PlayerState,
     ResyncNeeded,
@@ -30,6 +30,7 @@ from gateway.core.updates import (
     player_updates,
     top_update,
 )
+from regions.core.positions import merge_offsets
 from regions.core.reads import AsOf
 
 M = TypeVar("M", bound=Hashable)
@@ -154,7 +155,7 @@ class FeedState(Generic[M]):
         self._last_upstream = hint.sequence
         self._last_told = hint.sequence + self._offset
         if self._pending is not None:
-            positions = merge_positions(self._pending.positions, hint.positions)
+            positions = merge_offsets(self._pending.positions, hint.positions)
             hint = Hint(hint.board_id, hint.sequence, positions, (), True)
         self._pending = hint
 
@@ -207,4 +208,4 @@ def _discard(groups: dict[K, set[M]], key: K, member: M) -> None:
 
 def _as_of(read: AsOf, hint: Hint) -> AsOf:
     """The read's asOf, moved up to the hint's positions: the projector applied those before publishing."""
-    return AsOf(read.region, merge_positions(read.positions, hint.positions), read.newest_accepted_ms, False)
+    return replace(read, positions=merge_offsets(read.positions, hint.positions), stale=False)

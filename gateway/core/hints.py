@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import msgspec
 
+from regions.core.positions import SourceKey
+
 
 class _User(msgspec.Struct):
     userId: str
@@ -36,7 +38,7 @@ class ChangedUser:
 class Hint:
     board_id: str
     sequence: int  # per board, +1 for every applied batch that changed something
-    positions: dict[int, int]  # source partition -> offset reflected by this batch
+    positions: dict[SourceKey, int]  # (accepting region, partition) -> offset reflected by this batch
     users: tuple[ChangedUser, ...]
     truncated: bool
     resync: bool = False  # the board was rebuilt: subscribers must refetch
@@ -46,19 +48,19 @@ class InvalidHint(ValueError):
     """A message on the hints channel that is not a hint."""
 
 
+def _source_key(name: str) -> SourceKey:
+    """``<region>:<partition>``, as the projector names a position."""
+    region, _, partition = name.rpartition(":")
+    if not region or not partition.isdigit():
+        raise ValueError(f"position {name!r} is not <region>:<partition>")
+    return region, int(partition)
+
+
 def parse_hint(raw: bytes | str) -> Hint:
     try:
         p = _decode(raw)
-        positions = {int(k): v for k, v in p.positions.items()}
+        positions = {_source_key(k): v for k, v in p.positions.items()}
     except (msgspec.DecodeError, ValueError) as exc:
         raise InvalidHint(str(exc)) from exc
     users = tuple(ChangedUser(u.userId, u.score, u.version) for u in p.users)
     return Hint(p.boardId, p.sequence, positions, users, p.truncated, p.resync)
-
-
-def merge_positions(older: dict[int, int], newer: dict[int, int]) -> dict[int, int]:
-    """Per partition, the furthest offset of two position maps."""
-    merged = dict(older)
-    for partition, offset in newer.items():
-        merged[partition] = max(offset, merged.get(partition, -1))
-    return merged

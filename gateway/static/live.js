@@ -11,7 +11,7 @@ const user = params.get("user") || "";
 const READ = `query Live($board: ID!, $user: ID!, $withUser: Boolean!) {
   leaderboard(id: $board) {
     name playerCount
-    top(k: 10) { entries { rank userId score profile { displayName } } asOf { newestAcceptedAt stale } }
+    top(k: 10) { entries { rank userId score profile { displayName } } asOf { newestAcceptedAt stale region regions { region lagSeconds stale gap } } }
     context(userId: $user, range: 4) @include(if: $withUser) {
       above { rank userId score profile { displayName } }
       player { rank userId score profile { displayName } }
@@ -53,6 +53,29 @@ function setStatus(name) {
 
 function showConnected() {
   setStatus(state.stale ? "behind" : "live");
+}
+
+// Per region, in words: how fresh the answering projection is for the awards accepted there.
+function regionWords(r) {
+  if (r.gap) return "some scores were lost in transit and are missing";
+  if (r.stale) return r.lagSeconds === null ? "no news yet, its scores may be missing"
+    : `no news for ${Math.round(r.lagSeconds)} s (cut off or far behind), its newest scores may be missing`;
+  return r.lagSeconds === null ? "up to date" : `up to date (${r.lagSeconds.toFixed(1)} s behind)`;
+}
+
+function showRegions(asOf) {
+  const el = document.getElementById("regions");
+  el.replaceChildren();
+  if (asOf.regions.length < 2) return;  // one region: the status line says it all
+  el.append(`Scores from ${asOf.region}'s copy of the board. `);
+  for (const r of asOf.regions) {
+    const span = document.createElement("span");
+    span.dataset.region = r.region;
+    span.dataset.stale = String(r.stale || r.gap);
+    span.className = r.stale || r.gap ? "behind" : "fresh";
+    span.textContent = `Region ${r.region}: ${regionWords(r)}. `;
+    el.append(span);
+  }
 }
 
 function notFound() {
@@ -106,6 +129,7 @@ async function refresh() {
       return;
     }
     state.stale = lb.top.asOf.stale;
+    showRegions(lb.top.asOf);
     if (state.connected) showConnected();
     document.getElementById("title").textContent = `${lb.name} (${lb.playerCount} players)`;
     fill("top", lb.top.entries, "no scores yet");

@@ -64,7 +64,9 @@ class Results:
     ack_ms: list[float] = field(default_factory=list)
     accepted: int = 0
     rejected: dict[int, int] = field(default_factory=dict)
-    pending: list[tuple[float, int, int]] = field(default_factory=list)  # ack time, partition, offset
+    pending: list[tuple[float, tuple[str, int], int]] = field(
+        default_factory=list
+    )  # ack time, (region, partition), offset
     fresh_ms: list[float] = field(default_factory=list)
     late_sends: int = 0
 
@@ -118,7 +120,7 @@ async def drive(port: int, board: str, args: argparse.Namespace, results: Result
                 accepted = msgspec.json.decode(reply)["accepted"]
                 results.accepted += len(accepted)
                 last = accepted[-1]
-                results.pending.append((done, last["partition"], last["offset"]))
+                results.pending.append((done, (last["region"], last["partition"]), last["offset"]))
             else:
                 results.rejected[status] = results.rejected.get(status, 0) + 1
 
@@ -144,11 +146,11 @@ async def watch_freshness(projection: RedisProjection, results: Results, stop: a
         positions = (await projection.positions()).offsets
         now = time.perf_counter()
         waiting = []
-        for acked, partition, offset in results.pending:
-            if positions.get(partition, -1) >= offset:
+        for acked, source, offset in results.pending:
+            if positions.get(source, -1) >= offset:
                 results.fresh_ms.append((now - acked) * 1000)
             else:
-                waiting.append((acked, partition, offset))
+                waiting.append((acked, source, offset))
         results.pending = waiting
         await asyncio.sleep(0.005)
 

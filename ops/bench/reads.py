@@ -45,6 +45,7 @@ from regions.cassandra_store import apply_migrations
 from regions.cassandra_store import connect as connect_cassandra
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
+from regions.core.positions import SourcePosition
 from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
 from schema.redis_keys import board_keys, positions_key
@@ -87,7 +88,9 @@ async def seed(settings: Settings, board: Board, players: int) -> None:
             rate = done / (time.perf_counter() - started)
             print(f"  seeded {done:>9,} / {players:,} players ({rate:,.0f}/s)", flush=True)
     await projection.start_epoch("bench")
-    await projection.advance("bench", int(time.time() * 1000), {p: 1_000_000 + p for p in range(6)})
+    now_ms = int(time.time() * 1000)
+    marks = {(settings.region, p): SourcePosition(1_000_000 + p, now_ms, now_ms) for p in range(6)}
+    await projection.advance("bench", marks)
     await redis.aclose()
 
 
@@ -331,7 +334,7 @@ async def fan_out(
         total = 20_000_000 + n
         score, member = encode(board.sort_order, board.tie_policy, champion, total, "")
         applied = await projection.apply(keys, [ProjectedTotal(champion, 1, total, score, member)])
-        hint = {"boardId": board.id, "sequence": applied.sequence, "positions": {"0": 2_000_000 + n},
+        hint = {"boardId": board.id, "sequence": applied.sequence, "positions": {f"{settings.region}:0": 2_000_000 + n},
                 "users": [{"userId": champion, "score": total, "version": 1}], "truncated": False}  # fmt: skip
         published[applied.sequence] = time.perf_counter()
         await projection.publish_hint(board.id, msgspec.json.encode(hint))

@@ -30,7 +30,8 @@ def entry(e: RankedEntry) -> dict[str, object]:
 
 
 def as_of(a: AsOf) -> dict[str, object]:
-    return {"region": a.region, "positions": a.positions, "stale": a.stale}
+    positions = {f"{region}:{partition}": offset for (region, partition), offset in a.positions.items()}
+    return {"region": a.region, "positions": positions, "stale": a.stale}
 
 
 def main() -> None:

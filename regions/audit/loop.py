@@ -8,6 +8,10 @@ sink starts during an outage too, and reports its true backlog meanwhile.
 A record that can never become a row (it cannot be decoded, or Cassandra refuses its values) is sent
 to the reconciliation topic with the reason, its position and its bytes, then committed past: it
 neither stops the audit nor disappears.
+
+With several regions, every region applies every award, but a board's history is written by its
+home region's sink alone (the award names the home region it was accepted for): one row per distinct
+award, wherever it was accepted, and no region writes into another's data center.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from regions.cassandra_store import CassandraConnection, CassandraUnavailable
 from regions.core.rate_limit import TokenBuckets
 from regions.health import Health
 from regions.kafka_clients import assign_from_committed, make_consumer, make_producer, partitions_of
-from regions.metrics import AUDIT_BACKLOG, AUDIT_RECONCILED, AUDIT_WRITTEN
+from regions.metrics import AUDIT_BACKLOG, AUDIT_LEFT_TO_HOME, AUDIT_RECONCILED, AUDIT_WRITTEN
 from regions.settings import Settings
 from regions.throttled_log import ThrottledLog
 from schema.records import AppliedAward, Codec, Reconciliation
@@ -46,6 +50,13 @@ def audit_row(applied: AppliedAward) -> AuditRow:
         source_partition=applied.source_partition, source_offset=applied.source_offset,
         total=applied.total, version=applied.version,
     )  # fmt: skip
+
+
+def audited_here(applied: AppliedAward, region: str) -> bool:
+    """Whether this region's sink records the award: its board's home region does (an award
+    accepted before awards named their home region is recorded where it was applied)."""
+    home = applied.award.home_region
+    return not home or home == region
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +157,9 @@ class AuditSink:
                 applied = self._codec.applied(record.value)
             except msgspec.DecodeError as exc:
                 unaudited.append((record, self._reconciliation(record, "undecodable", str(exc), None)))
+                continue
+            if not audited_here(applied, self._settings.region):
+                AUDIT_LEFT_TO_HOME.inc()
                 continue
             pending.append(Pending(record, applied, audit_row(applied)))
         for item, error in await self._paced(pending):

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from regions.core.boards import Board, TiePolicy
+from regions.core.freshness import RegionStatus
 from regions.core.ordering import REACHED_WIDTH, user_of
+from regions.core.positions import SourceKey
 
 
 class Scope(StrEnum):
@@ -28,10 +30,14 @@ class RankedEntry:
 
 @dataclass(frozen=True, slots=True)
 class AsOf:
+    """What a response reflects: ``region`` names the projection that answered; every award the
+    accepting region r acknowledged at (p, o) with ``positions[(r, p)] >= o`` is in it."""
+
     region: str
-    positions: dict[int, int]
+    positions: dict[SourceKey, int]
     newest_accepted_ms: int | None
     stale: bool  # the projection is being rebuilt or lost its positions
+    regions: tuple[RegionStatus, ...] = ()  # freshness per accepting region (see core.freshness)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from regions.cassandra_store import CassandraConnection
 from regions.core.boards import Board
 from regions.health import Health
 from regions.intake.app import create_app
+from regions.intake.heartbeats import HeartbeatWriter
 from regions.kafka_clients import AcceptanceUnavailable, AwardPublisher, make_producer
 from regions.reuseport import serve_processes
 from regions.settings import Settings
@@ -22,8 +23,9 @@ from regions.worker import process_settings, run_process
 
 
 def build(settings: Settings) -> Starlette:
-    """The intake app. Kafka is opened in its lifespan; Cassandra is connected in the background, so
-    the intake starts during a Cassandra outage and serves every board it can resolve."""
+    """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
+    Cassandra is connected in the background, so the intake starts during a Cassandra outage and
+    serves every board it can resolve."""
     catalog = CassandraConnection.to(settings.cassandra, CassandraCatalog)
     publisher: AwardPublisher | None = None
 
@@ -51,13 +53,18 @@ def build(settings: Settings) -> Starlette:
         publisher = AwardPublisher(
             producer, settings.kafka.topic("awards"), settings.kafka.delivery_timeout_s
         )
+        heartbeat = HeartbeatWriter(
+            producer, settings.kafka.topic("awards"), settings.region, settings.intake.heartbeat_interval_s
+        )
+        beating = asyncio.create_task(heartbeat.run())
         try:
             yield
         finally:
             publisher = None
-            connecting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await connecting
+            for task in (connecting, beating):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await producer.stop()
             await catalog.close()
 

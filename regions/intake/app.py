@@ -160,6 +160,7 @@ class Intake:
             aggregation=board.aggregation.value,
             sort_order=board.sort_order.value,
             tie_policy=board.tie_policy.value,
+            home_region=board.home_region,
         )
 
     async def accept(self, request: Request) -> Response:

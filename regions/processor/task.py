@@ -93,9 +93,17 @@ class Round:
     """The records of one round of partition ``partition``, folded; nothing is sent or stored here."""
 
     def __init__(
-        self, kafka: KafkaSettings, codec: Codec, store: TaskStore, partition: int, horizon_ms: int
+        self,
+        kafka: KafkaSettings,
+        codec: Codec,
+        store: TaskStore,
+        partition: int,
+        horizon_ms: int,
+        *,
+        forget_event_ids: bool = False,  # a fault for tests (processor.fault_forget_event_ids)
     ) -> None:
         self._kafka, self._codec, self._store, self.partition = kafka, codec, store, partition
+        self._forget = forget_event_ids
         self._gap = ReplicationCodec().gap
         self._memory = DedupeMemory(horizon_ms, store.complete_since_ms())
         self._known = store.sources()
@@ -185,6 +193,8 @@ class Round:
         return known if known is not None else self._store.player(key)
 
     def _seen(self, event_id: str) -> Seen | None:
+        if self._forget:
+            return None
         known = self.seen.get(event_id)
         return known if known is not None else self._store.seen(event_id)
 

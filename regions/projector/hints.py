@@ -21,7 +21,9 @@ from collections.abc import Sequence
 
 import msgspec
 
+from regions.core.positions import SourceKey
 from regions.projector.totals import ProjectableTotal
+from schema.redis_keys import position_field
 
 MAX_HINT_USERS = 64
 
@@ -34,11 +36,13 @@ def sequence_base(now_us: int) -> int:
 
 
 def changes_hint(
-    board_id: str, sequence: int, positions: dict[int, int], changed: Sequence[ProjectableTotal]
+    board_id: str, sequence: int, positions: dict[SourceKey, int], changed: Sequence[ProjectableTotal]
 ) -> bytes:
-    """A batch changed these players' totals; ``positions`` are the offsets the batch reflects."""
+    """A batch changed these players' totals; ``positions`` are the offsets the batch reflects,
+    named ``<region>:<partition>`` as in the positions hash."""
     hint = {
-        "boardId": board_id, "sequence": sequence, "positions": {str(p): o for p, o in positions.items()},
+        "boardId": board_id, "sequence": sequence,
+        "positions": {position_field(r, p): o for (r, p), o in positions.items()},
         "users": [{"userId": t.user_id, "score": t.total, "version": t.version} for t in changed[:MAX_HINT_USERS]],
         "truncated": len(changed) > MAX_HINT_USERS,
     }  # fmt: skip

@@ -25,6 +25,7 @@ import time
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
+from regions.core.positions import SourceKey, SourcePosition, merge_marks
 from regions.health import Health
 from regions.kafka_clients import (
     assign_from_committed,
@@ -44,7 +45,7 @@ from regions.projector.rebuild import (
 )
 from regions.projector.redis_control import Lease, ProjectionControl, RebuildRequest
 from regions.projector.totals import TotalsBatch, Unprojectable
-from regions.redis_projection import ApplyResult, Positions, RedisProjection, merge_offsets
+from regions.redis_projection import ApplyResult, Positions, RedisProjection
 from regions.settings import Settings
 from schema.records import Reconciliation
 
@@ -65,7 +66,7 @@ class Projector:
         self._group = f"{self._kafka.topic_prefix}.projector.{settings.region}"
         self._encode = msgspec.msgpack.Encoder().encode
         self._positions = Positions(None, {}, None)  # the epoch this projector builds on
-        self._visible: dict[int, int] = {}  # positions this projector knows to be visible
+        self._visible: dict[SourceKey, SourcePosition] = {}  # positions this projector knows to be visible
         self._live = asyncio.Lock()  # held for each batch; a rebuild holds it to catch up and swap
         self._rebuild: asyncio.Task[RebuildReport] | None = None
         self._fetched_at_ms: int | None = None  # write time of the oldest record fetched, not yet visible
@@ -96,7 +97,7 @@ class Projector:
             self._positions, request = await rebuild_to_run(
                 self._projection, self._control, first_life=first_life
             )
-            self._visible = dict(self._positions.offsets)
+            self._visible = dict(self._positions.marks)
             if request is not None:
                 self._start_rebuild(request)
             self.running.set()
@@ -155,7 +156,7 @@ class Projector:
         polled: dict[TopicPartition, list[ConsumerRecord]],
     ) -> None:
         """Apply a batch, advance positions, publish hints, commit the offsets."""
-        batch = TotalsBatch()
+        batch = TotalsBatch(self._settings.region)
         for records in polled.values():
             batch.add(records)
             metrics.TOTALS_READ.inc(len(records))
@@ -174,9 +175,7 @@ class Projector:
         work = batch.by_board(self._prefix)
         results = await self._projection.apply_many([(keys, t) for _, keys, t in work]) if work else []
         epoch = self._positions.epoch or ""
-        if (work or batch.marks) and not await self._projection.advance(
-            epoch, batch.newest_accepted_ms, batch.marks
-        ):
+        if (work or batch.marks) and not await self._projection.advance(epoch, batch.marks):
             await self._projection.drop([keys for _, keys, _ in work])
             return False
         self._observe_freshness(batch)
@@ -185,20 +184,26 @@ class Projector:
         return True
 
     def _observe_freshness(self, batch: TotalsBatch) -> None:
-        """Acceptance to visibility, for each position that moved forward (not for a replay of what a
-        rebuild already made visible)."""
+        """Acceptance to visibility, for each position whose newest award moved forward (not for a
+        heartbeat, nor a replay of what a rebuild already made visible), by accepting region."""
         now_ms = time.time() * 1000
-        for partition, offset in batch.marks.items():
-            if offset > self._visible.get(partition, -1):
-                self._visible[partition] = offset
-                metrics.FRESHNESS.observe(max(0.0, now_ms - batch.accepted_ms[partition]) / 1000)
+        for key, mark in batch.marks.items():
+            visible = self._visible.get(key)
+            if visible is not None and mark.accepted_at_ms <= visible.accepted_at_ms:
+                self._visible[key] = visible.merged(mark)
+                continue
+            self._visible[key] = mark if visible is None else visible.merged(mark)
+            if mark.accepted_at_ms > 0:
+                freshness = max(0.0, now_ms - mark.accepted_at_ms) / 1000
+                metrics.FRESHNESS.labels(key[0]).observe(freshness)
 
     async def _publish_hints(self, batch: TotalsBatch, boards: list[str], results: list[ApplyResult]) -> None:
         base, hints = self._positions.sequence_base, []
+        offsets = {key: mark.offset for key, mark in batch.marks.items()}
         for board_id, result in zip(boards, results, strict=True):
             if result.sequence:
                 changed = [batch.latest[(board_id, u)] for u in result.users]
-                hints.append((board_id, changes_hint(board_id, base + result.sequence, batch.marks, changed)))
+                hints.append((board_id, changes_hint(board_id, base + result.sequence, offsets, changed)))
         await self._projection.publish_hints(hints)
 
     async def _reconcile(self, producer: AIOKafkaProducer, records: list[Unprojectable]) -> None:
@@ -253,5 +258,5 @@ class Projector:
             return  # the next epoch check starts over
         report = task.result()  # raises what stopped it: the projector restarts and resumes it
         self._positions = dataclasses.replace(self._positions, rebuilding=False)
-        self._visible = merge_offsets(self._visible, report.covered)
+        self._visible = merge_marks(self._visible, report.covered)
         log.info("rebuild done: %d board(s) from %d totals offsets", len(report.boards), report.records)

@@ -7,7 +7,8 @@ from prometheus_client import Counter, Gauge, Histogram
 FRESHNESS = Histogram(
     "lb_projector_freshness_seconds",
     "From an award's acceptance to its visibility in the projection (the newest award of each "
-    "processor transaction, when the positions move past it)",
+    "processor transaction, when the positions move past it), by the region that accepted it",
+    ["region"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
 )
 OLDEST_UNPROJECTED = Gauge(

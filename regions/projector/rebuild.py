@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from aiokafka import ConsumerRecord, TopicPartition
 
+from regions.core.positions import SourceKey, SourcePosition, merge_marks
 from regions.kafka_clients import partitions_of, replay
 from regions.projector import metrics
 from regions.projector.hints import resync_hint, sequence_base
@@ -42,7 +43,7 @@ from regions.projector.redis_control import (
     RebuildState,
 )
 from regions.projector.totals import TotalsBatch
-from regions.redis_projection import Positions, RedisProjection, merge_offsets
+from regions.redis_projection import Positions, RedisProjection
 from regions.settings import Settings
 from schema.redis_keys import board_keys
 
@@ -59,7 +60,7 @@ class ProjectionLost(Exception):
 class RebuildReport:
     boards: list[str]
     records: int  # totals offsets replayed from the beginning
-    covered: dict[int, int]  # positions the rebuild made visible (none when it rebuilt one board)
+    covered: dict[SourceKey, SourcePosition]  # positions made visible (none when it rebuilt one board)
 
 
 async def begin_after_loss(
@@ -107,19 +108,19 @@ class _Into:
 
     projection: RedisProjection
     prefix: str
+    region: str
     progress: _Progress
-    covered: TotalsBatch = field(default_factory=TotalsBatch)  # watermarks only
+    covered: dict[SourceKey, SourcePosition] = field(default_factory=dict)
     boards: set[str] = field(default_factory=set)
     skipped: int = 0
 
     async def __call__(self, records: list[ConsumerRecord]) -> None:
         request = self.progress.request
-        batch = TotalsBatch()
+        batch = TotalsBatch(self.region)
         batch.add(records)
         if request.board:
             batch.only(request.board)
-        self.covered.marks = merge_offsets(self.covered.marks, batch.marks)
-        self.covered.newest_accepted_ms = max(self.covered.newest_accepted_ms, batch.newest_accepted_ms)
+        self.covered = merge_marks(self.covered, batch.marks)
         self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
         work = batch.by_board(self.prefix, request.generation)
         self.boards.update(b for b, _, _ in work)
@@ -196,7 +197,7 @@ async def _run(
     pause: Pause | None,
 ) -> RebuildReport:
     request, kafka = progress.request, settings.kafka
-    into = _Into(projection, settings.redis.key_prefix, progress)
+    into = _Into(projection, settings.redis.key_prefix, settings.region, progress)
     topic = kafka.topic("totals")
     tps = [TopicPartition(topic, p) for p in await partitions_of(kafka, topic)]
     await progress.to(RebuildState.REPLAYING, done=0, total=0, error="")  # (re)started
@@ -217,7 +218,7 @@ async def _run(
     if into.skipped:
         log.warning("rebuild %s skipped %d unprojectable totals records", request.id, into.skipped)
     await progress.to(RebuildState.DONE, boards=len(boards), records=records)
-    return RebuildReport(boards, records, {} if request.board else dict(into.covered.marks))
+    return RebuildReport(boards, records, {} if request.board else dict(into.covered))
 
 
 async def _swap_in(projection: RedisProjection, into: _Into, positions: Positions) -> None:
@@ -229,12 +230,8 @@ async def _swap_in(projection: RedisProjection, into: _Into, positions: Position
     for board, keys in zip(boards, live, strict=True):
         await projection.swap(board_keys(into.prefix, board, request.generation), keys)
     whole = not request.board
-    covered = into.covered
     if (whole or request.cause is RebuildCause.LOST) and not await projection.advance(
-        epoch,
-        covered.newest_accepted_ms,
-        covered.marks if whole else {},
-        completes_rebuild=request.cause is RebuildCause.LOST,
+        epoch, into.covered if whole else {}, completes_rebuild=request.cause is RebuildCause.LOST
     ):
         raise ProjectionLost(f"the projection's epoch changed while rebuild {request.id} swapped")
     sequences = await projection.next_sequences(live)

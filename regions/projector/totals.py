@@ -17,6 +17,7 @@ from aiokafka import ConsumerRecord
 
 from regions.core.boards import SortOrder, TiePolicy
 from regions.core.ordering import encode
+from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_projection import ProjectedTotal
 from schema.records import Watermark
 from schema.redis_keys import BoardKeys, board_keys
@@ -60,12 +61,12 @@ class Unprojectable:
 @dataclass(slots=True)
 class TotalsBatch:
     """A batch of the totals topic: the newest version per (board, player), the furthest watermark
-    per source partition, and the records set aside."""
+    per (accepting region, partition), and the records set aside. A watermark that names no region
+    (written before watermarks named one) is ``region``'s own."""
 
+    region: str = ""
     latest: dict[tuple[str, str], ProjectableTotal] = field(default_factory=dict)
-    marks: dict[int, int] = field(default_factory=dict)
-    accepted_ms: dict[int, int] = field(default_factory=dict)  # newest acceptance time per partition
-    newest_accepted_ms: int = 0
+    marks: dict[SourceKey, SourcePosition] = field(default_factory=dict)
     unprojectable: list[Unprojectable] = field(default_factory=list)
 
     def add(self, records: Sequence[ConsumerRecord]) -> None:
@@ -87,10 +88,10 @@ class TotalsBatch:
                 self.latest[key] = value
 
     def _mark(self, mark: Watermark) -> None:
-        partition = mark.source_partition
-        self.marks[partition] = max(self.marks.get(partition, -1), mark.source_offset)
-        self.accepted_ms[partition] = max(self.accepted_ms.get(partition, 0), mark.accepted_at_ms)
-        self.newest_accepted_ms = max(self.newest_accepted_ms, mark.accepted_at_ms)
+        key = (mark.region or self.region, mark.source_partition)
+        seen = SourcePosition(mark.source_offset, mark.accepted_at_ms, mark.heartbeat_at_ms, mark.gaps)
+        known = self.marks.get(key)
+        self.marks[key] = seen if known is None else known.merged(seen)
 
     def _set_aside(self, record: ConsumerRecord, reason: str, detail: str) -> None:
         self.unprojectable.append(

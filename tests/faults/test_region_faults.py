@@ -61,10 +61,11 @@ async def _converge(region: Region, history: History, board: Board, within: floa
     async def problems() -> list[str]:
         found = check_totals(history, await _totals(region, board))
         offsets = (await region.projection.positions()).offsets
+        here = region.settings.region
         found += [
-            f"awards partition {p}: asOf {offsets.get(p)} < acknowledged offset {o}"
+            f"awards partition {p}: asOf {offsets.get((here, p))} < acknowledged offset {o}"
             for p, o in history.acknowledged.items()
-            if offsets.get(p, -1) < o
+            if offsets.get((here, p), -1) < o
         ]
         return found
 
@@ -139,7 +140,10 @@ async def test_projector_replayed_from_the_beginning_is_identical(region: Region
     await _converge(region, history, board)
 
     assert await _snapshot(region, board) == before
-    assert (await region.projection.positions()).offsets == positions.offsets
+    # The replay never moves a position back; the intake's heartbeats keep moving them forward.
+    after = (await region.projection.positions()).offsets
+    assert after.keys() == positions.offsets.keys()
+    assert all(after[key] >= offset for key, offset in positions.offsets.items()), (after, positions.offsets)
 
 
 async def _rewind_projector(region: Region) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from aiokafka import ConsumerRecord, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+from aiokafka import ConsumerRecord
 
 from regions.settings import Settings
 from schema.replication import GAP_KEY, ReplicationCodec, ReplicationGap
@@ -15,6 +14,7 @@ from tests.clusters import (
     Replicators,
     Sent,
     assert_each_copied_once,
+    delete_before,
     end_offsets,
     read_copies,
     send_awards,
@@ -22,17 +22,6 @@ from tests.clusters import (
     wait_caught_up,
     wait_until,
 )
-
-
-async def _delete_before(settings: Settings, partition: int, offset: int) -> None:
-    """Delete the source's records before ``offset``, as retention would."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap_servers)
-    await admin.start()
-    try:
-        tp = TopicPartition(settings.kafka.topic("awards"), partition)
-        await admin.delete_records({tp: RecordsToDelete(before_offset=offset)})
-    finally:
-        await admin.close()
 
 
 def _gaps(copies: list[ConsumerRecord]) -> list[tuple[int, ReplicationGap]]:
@@ -87,7 +76,7 @@ async def test_records_deleted_before_the_first_copy_are_reported_as_a_gap(
 ) -> None:
     eu, us = eu_us
     sent = await send_awards(us, 20, partition=0)
-    await _delete_before(us, 0, 12)
+    await delete_before(us, 0, 12)
     replicator = await replicators(eu, "us")
     await wait_caught_up(replicator, us)
 
@@ -114,7 +103,7 @@ async def test_records_deleted_while_the_replicator_is_behind_are_reported_as_a_
     replicator.signal(signal.SIGSTOP)
     try:
         sent += await send_awards(us, 300, partition=1, size=10_000)
-        await _delete_before(us, 1, 250)
+        await delete_before(us, 1, 250)
     finally:
         replicator.signal(signal.SIGCONT)
     await wait_caught_up(replicator, us)

@@ -24,11 +24,12 @@ from gateway.app import create_app
 from gateway.cassandra_stores import open_stores
 from gateway.server import server_config
 from gateway.services import Services
-from gateway.wiring import build_services, running
+from gateway.wiring import HomeLink, build_services, running
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_store import CassandraConnection
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
+from regions.core.positions import SourcePosition
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
 from schema.redis_keys import board_keys
@@ -60,10 +61,12 @@ class Gateway:
 
 
 @contextlib.asynccontextmanager
-async def serve_gateway(settings: Settings, redis: Redis, session: Session | None) -> AsyncIterator[Gateway]:
+async def serve_gateway(
+    settings: Settings, redis: Redis, session: Session | None, homes: Sequence[HomeLink] = ()
+) -> AsyncIterator[Gateway]:
     """A gateway on the test's Redis client; on the shared Cassandra ``session`` (ready before the
     gateway is), or with ``session`` None on its own connection to ``settings.cassandra``, opened in
-    the background as in production."""
+    the background as in production; ``homes``: other regions' projections it reaches."""
     port = free_port()
     settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update={"port": port})})
     opened: list[Services] = []
@@ -75,7 +78,7 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
 
     @contextlib.asynccontextmanager
     async def open_with(s: Settings) -> AsyncIterator[Services]:
-        async with running(build_services(s, redis, link)) as services:
+        async with running(build_services(s, redis, link, homes)) as services:
             opened.append(services)
             yield services
 
@@ -153,13 +156,19 @@ class Boards:
 
     async def publish_hint(self, board: Board, sequence: int, totals: Sequence[tuple[str, int]]) -> None:
         users = [{"userId": u, "score": t, "version": self.versions[(board.id, u)]} for u, t in totals]
-        payload = {"boardId": board.id, "sequence": sequence, "positions": {"0": sequence},
+        payload = {"boardId": board.id, "sequence": sequence, "positions": {f"{self.settings.region}:0": sequence},
                    "users": users, "truncated": False}  # fmt: skip
         await self.projection.publish_hint(board.id, msgspec.json.encode(payload))
 
     async def set_positions(self, offsets: dict[int, int], accepted_ms: int) -> None:
+        """A projection of this region that reflects ``offsets`` of its awards partitions."""
         await self.projection.start_epoch("test-epoch")
-        assert await self.projection.advance("test-epoch", accepted_ms, offsets)
+        await self.advance(offsets, accepted_ms)
+
+    async def advance(self, offsets: dict[int, int], accepted_ms: int) -> None:
+        region = self.settings.region
+        marks = {(region, p): SourcePosition(o, accepted_at_ms=accepted_ms) for p, o in offsets.items()}
+        assert await self.projection.advance("test-epoch", marks)
 
 
 @pytest.fixture

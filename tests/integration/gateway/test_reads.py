@@ -157,7 +157,7 @@ async def test_top_k_micro_cache_returns_its_own_as_of(
     async with gateway_factory(top_cache_ttl_s=1.0) as gw:
         first = await gw.query(query, {"id": board.id})
         await boards.set_totals(board, [("ann", 99)])
-        await boards.projection.advance("test-epoch", 1_700_000_000_001, {0: 2})
+        await boards.advance({0: 2}, 1_700_000_000_001)
         cached = await gw.query(query, {"id": board.id})
         await asyncio.sleep(1.1)
         fresh = await gw.query(query, {"id": board.id})

@@ -158,11 +158,11 @@ async def test_award_is_visible_once_as_of_covers_its_offset(region: Region) -> 
         partition, offset = accepted["partition"], accepted["offset"]
 
         async def covered(p: int = partition, o: int = offset) -> bool:
-            return (await reader.as_of()).positions.get(p, -1) >= o
+            return (await reader.as_of()).positions.get((region.settings.region, p), -1) >= o
 
         await region.wait_until(covered, what=f"asOf covering {partition}:{offset}")
         entry, as_of = await reader.player(board, "eve")
-        assert as_of.positions[partition] >= offset and not as_of.stale
+        assert as_of.positions[(region.settings.region, partition)] >= offset and not as_of.stale
         assert entry is not None and entry.score == expected
 
 

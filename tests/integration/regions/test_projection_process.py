@@ -96,13 +96,17 @@ async def test_metrics_show_freshness_and_applied_totals(region: Region) -> None
     await region.wait_for_total(board, "eve", 3)
 
     async def observed() -> bool:
-        return (await _metric(region, "lb_projector_freshness_seconds_count") or 0) >= 1
+        here = region.settings.region
+        return (await _metric(region, f'lb_projector_freshness_seconds_count{{region="{here}"}}') or 0) >= 1
 
     await region.wait_until(observed, what="a freshness observation")
     assert (await _metric(region, "lb_projector_totals_applied_total") or 0) >= 1
     assert await _metric(region, "lb_projector_lease_held") == 1.0
     assert await _metric(region, "lb_projector_oldest_unprojected_seconds") is not None
-    assert (await _metric(region, 'lb_projector_freshness_seconds_bucket{le="+Inf"}') or 0) >= 1
+    here = region.settings.region
+    assert (
+        await _metric(region, f'lb_projector_freshness_seconds_bucket{{le="+Inf",region="{here}"}}') or 0
+    ) >= 1
 
 
 async def test_a_projector_waits_while_another_writer_holds_the_projection(

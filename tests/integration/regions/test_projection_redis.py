@@ -8,6 +8,7 @@ import pytest
 from redis.asyncio import Redis
 
 from regions.core.boards import Board
+from regions.core.positions import SourcePosition
 from regions.projector.rebuild import begin_after_loss, rebuild_to_run
 from regions.projector.redis_control import (
     Lease,
@@ -43,12 +44,34 @@ async def test_a_new_epoch_after_a_loss_says_rebuilding_until_the_rebuild_comple
     assert stored == positions and stored.rebuilding and stored.offsets == {} and stored.epoch
     assert await control.rebuild() == request
     assert positions.epoch is not None
-    assert await projection.advance(positions.epoch, 5, {0: 3})
+    assert await projection.advance(positions.epoch, {("eu", 0): SourcePosition(3, accepted_at_ms=5)})
     assert (await projection.positions()).rebuilding  # positions alone do not end a rebuild
-    assert await projection.advance(positions.epoch, 6, {1: 2}, completes_rebuild=True)
+    assert await projection.advance(
+        positions.epoch, {("us", 1): SourcePosition(2, accepted_at_ms=6)}, completes_rebuild=True
+    )
     after = await projection.positions()
-    assert (after.rebuilding, after.offsets, after.newest_accepted_ms) == (False, {0: 3, 1: 2}, 6)
-    assert not await projection.advance("another-epoch", 7, {0: 9}, completes_rebuild=True)
+    assert (after.rebuilding, after.offsets, after.newest_accepted_ms) == (
+        False,
+        {("eu", 0): 3, ("us", 1): 2},
+        6,
+    )
+    assert not await projection.advance(
+        "another-epoch", {("eu", 0): SourcePosition(9)}, completes_rebuild=True
+    )
+
+
+async def test_each_field_of_a_position_only_moves_forward(settings: Settings, redis_client: Redis) -> None:
+    projection = RedisProjection(redis_client, settings.redis.key_prefix)
+    await projection.start_epoch("e1")
+    assert await projection.advance("e1", {("eu", 0): SourcePosition(10, 500, 900, 1)})
+    assert await projection.advance(
+        "e1", {("eu", 0): SourcePosition(7, 600, 800, 0), ("us", 0): SourcePosition(4)}
+    )
+
+    stored = await projection.positions()
+
+    assert stored.marks == {("eu", 0): SourcePosition(10, 600, 900, 1), ("us", 0): SourcePosition(4)}
+    assert stored.newest_accepted_ms == 600
 
 
 async def test_hint_sequences_never_go_backwards_across_a_loss(
@@ -148,7 +171,7 @@ async def test_an_answer_read_across_a_loss_says_stale(settings: Settings, redis
     for step in range(2):
         await projection.start_epoch("e1")
         await projection.apply(board_keys(prefix, board.id), [ProjectedTotal("u", 1 + step, 5, -5.0, "u")])
-        assert await projection.advance("e1", 1, {0: 10})
+        assert await projection.advance("e1", {(settings.region, 0): SourcePosition(10, accepted_at_ms=1)})
         reader = _LostBeforeTheBoard(projection, prefix, settings.region)
         if step == 0:
             page = await reader.top(board, 10)

@@ -2,7 +2,7 @@ import pytest
 
 from gateway.core.answers import Answer, AnswerCache
 from gateway.core.auth import bearer_token, is_admin
-from gateway.core.hints import ChangedUser, InvalidHint, merge_positions, parse_hint
+from gateway.core.hints import ChangedUser, InvalidHint, parse_hint
 from gateway.core.limits import ReadLimits
 from gateway.core.ttl_cache import TtlCache
 
@@ -51,19 +51,21 @@ def test_ttl_zero_caches_nothing() -> None:
 
 def test_parse_hint_as_the_projector_publishes_it() -> None:
     raw = (
-        b'{"boardId":"b1","sequence":7,"positions":{"0":12,"3":4},'
+        b'{"boardId":"b1","sequence":7,"positions":{"eu:0":12,"us-west:3":4},'
         b'"users":[{"userId":"alice","score":9007199254740991,"version":3}],"truncated":false}'
     )
     hint = parse_hint(raw)
 
-    assert (hint.board_id, hint.sequence, hint.positions) == ("b1", 7, {0: 12, 3: 4})
+    assert (hint.board_id, hint.sequence, hint.positions) == ("b1", 7, {("eu", 0): 12, ("us-west", 3): 4})
     assert hint.users == (ChangedUser("alice", 2**53 - 1, 3),)
     with pytest.raises(InvalidHint):
         parse_hint(b'{"sequence": 1}')
 
 
-def test_merge_positions_keeps_the_furthest_offset() -> None:
-    assert merge_positions({0: 5, 1: 9}, {1: 7, 2: 1}) == {0: 5, 1: 9, 2: 1}
+@pytest.mark.parametrize("name", ["0", "eu:", ":3", "eu:x", "eu:-1"])
+def test_a_position_not_named_region_and_partition_makes_the_hint_invalid(name: str) -> None:
+    with pytest.raises(InvalidHint):
+        parse_hint(b'{"boardId":"b1","sequence":7,"positions":{"%s":1}}' % name.encode())
 
 
 def test_answer_cache_reuses_only_fresh_answers_of_unchanged_boards() -> None:

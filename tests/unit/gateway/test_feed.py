@@ -12,12 +12,12 @@ from gateway.core.hints import Hint
 from gateway.core.updates import PlayerState, RankChange, ResyncNeeded, ScoreUpdate, TopKChange
 from regions.core.reads import AsOf
 
-FRESH = AsOf("local", {0: 10}, 1_700_000_000_000, False)
+FRESH = AsOf("local", {("local", 0): 10}, 1_700_000_000_000, False)
 STALE = AsOf("local", {}, None, True)
 
 
 def hint(sequence: int) -> Hint:
-    return Hint("b", sequence, {0: sequence}, (), False)
+    return Hint("b", sequence, {("local", 0): sequence}, (), False)
 
 
 def snapshot(as_of: AsOf, top: tuple[tuple[str, int], ...], **players: PlayerState) -> BoardSnapshot:
@@ -110,7 +110,7 @@ def test_updates_carry_the_rounds_sequence_and_the_hints_positions() -> None:
 
     deliveries = feed.observe(snapshot(FRESH, (("bob", 60), ("ann", 50)), bob=PlayerState(1, 60, 1)), step)
 
-    as_of = AsOf("local", {0: 10}, 1_700_000_000_000, False)
+    as_of = AsOf("local", {("local", 0): 10}, 1_700_000_000_000, False)
     assert deliveries == [
         ("bob", ScoreUpdate("b", "bob", 60, 1, 1, 4, as_of)),
         ("bob", RankChange("b", "bob", None, 1, 4, as_of)),

@@ -23,7 +23,7 @@ from schema.redis_keys import hints_channel
 from tests.unit.gateway.waiting import until
 
 BOARD = Board("b1", "Board", "local")
-FRESH = AsOf("local", {0: 1}, 1_700_000_000_000, False)
+FRESH = AsOf("local", {("local", 0): 1}, 1_700_000_000_000, False)
 
 
 class HandSnapshots:
@@ -48,7 +48,7 @@ def make_hub(snapshots: HandSnapshots) -> HintHub:
 
 
 def publish(hub: HintHub, sequence: int) -> None:
-    hint = {"boardId": BOARD.id, "sequence": sequence, "positions": {"0": sequence}}
+    hint = {"boardId": BOARD.id, "sequence": sequence, "positions": {"local:0": sequence}}
     hub.receive(hints_channel("t", BOARD.id), msgspec.json.encode(hint))
 
 

@@ -21,9 +21,13 @@ def test_contract_names_are_present() -> None:
         "context(userId: ID!, range: Int = 4, scope: Scope = HOME): PlayerContext",
         "result(version: Int = null): BoardResult",
         "union LeaderboardUpdate = ScoreUpdated | RankChanged | TopKChanged | Resync",
-        "leaderboardUpdates(leaderboardId: ID!, userId: ID = null): LeaderboardUpdate!",
+        "leaderboardUpdates(leaderboardId: ID!, userId: ID = null, scope: Scope = HOME): LeaderboardUpdate!",
         "createLeaderboard(input: CreateLeaderboardInput!): Leaderboard!",
         "scalar Long",
         "newestAcceptedAt: DateTime",
+        "regions: [RegionStatus!]!",
+        "lagSeconds: Float",
+        "gap: Boolean!",
+        "enum Scope {\n  HOME\n  REGIONAL\n}",
     ):
         assert name in text, name

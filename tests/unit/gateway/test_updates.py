@@ -11,7 +11,7 @@ from gateway.core.updates import (
 )
 from regions.core.reads import AsOf
 
-AS_OF = AsOf("local", {0: 10}, 1_700_000_000_000, False)
+AS_OF = AsOf("local", {("local", 0): 10}, 1_700_000_000_000, False)
 
 
 def score(seq: int, value: int = 5) -> ScoreUpdate:

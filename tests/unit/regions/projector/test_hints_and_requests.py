@@ -15,11 +15,13 @@ def _view(user: str) -> ProjectableTotal:
 
 def test_a_changes_hint_reads_back_as_the_hub_parses_it() -> None:
     hint = parse_hint(
-        changes_hint("b", 41, {0: 7, 3: 2}, [_view(f"u{i}") for i in range(MAX_HINT_USERS + 1)])
+        changes_hint(
+            "b", 41, {("eu", 0): 7, ("us", 3): 2}, [_view(f"u{i}") for i in range(MAX_HINT_USERS + 1)]
+        )
     )
 
     assert (hint.board_id, hint.sequence, hint.positions, hint.truncated, hint.resync) == (
-        "b", 41, {0: 7, 3: 2}, True, False,
+        "b", 41, {("eu", 0): 7, ("us", 3): 2}, True, False,
     )  # fmt: skip
     assert len(hint.users) == MAX_HINT_USERS and hint.users[0].version == 2
 

@@ -1,8 +1,9 @@
 import msgspec
 from aiokafka import ConsumerRecord
 
+from regions.core.positions import SourcePosition
 from regions.projector.totals import TotalsBatch
-from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Watermark, totals_key
+from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Watermark, totals_key, watermark_key
 
 
 def _record(offset: int, key: bytes, value: bytes) -> ConsumerRecord:
@@ -18,17 +19,30 @@ def _total(user: str, version: int, total: int, **changes: object) -> PlayerTota
     return PlayerTotal(**{**fields, **changes})  # type: ignore[arg-type]
 
 
-def test_batch_keeps_the_newest_version_and_the_highest_watermark() -> None:
-    codec, batch = Codec(), TotalsBatch()
+def _mark(
+    region: str, partition: int, offset: int, accepted: int, heartbeat: int = 0, gaps: int = 0
+) -> bytes:
+    return Codec().encode(Watermark(source_partition=partition, source_offset=offset, accepted_at_ms=accepted,
+                                    region=region, heartbeat_at_ms=heartbeat, gaps=gaps))  # fmt: skip
+
+
+def test_batch_keeps_the_newest_version_and_the_furthest_watermark_of_each_region() -> None:
+    codec, batch = Codec(), TotalsBatch("eu")
     batch.add([
         _record(0, totals_key("b", "u"), codec.encode(_total("u", 2, 20))),
         _record(1, totals_key("b", "u"), codec.encode(_total("u", 1, 10))),
-        _record(3, WATERMARK_KEY, codec.encode(Watermark(source_partition=0, source_offset=7, accepted_at_ms=5))),
-        _record(4, WATERMARK_KEY, codec.encode(Watermark(source_partition=0, source_offset=4, accepted_at_ms=3))),
+        _record(3, watermark_key("eu"), _mark("eu", 0, 7, 5)),
+        _record(4, watermark_key("eu"), _mark("eu", 0, 4, 3, heartbeat=9)),
+        _record(5, watermark_key("us"), _mark("us", 0, 2, 8, gaps=1)),
+        _record(6, WATERMARK_KEY, _mark("", 1, 3, 4)),  # written before watermarks named a region
     ])  # fmt: skip
 
     assert batch.latest[("b", "u")].total == 20
-    assert (batch.marks, batch.accepted_ms, batch.newest_accepted_ms) == ({0: 7}, {0: 5}, 5)
+    assert batch.marks == {
+        ("eu", 0): SourcePosition(7, 5, 9, 0),  # each field the furthest seen
+        ("us", 0): SourcePosition(2, 8, 0, 1),
+        ("eu", 1): SourcePosition(3, 4, 0, 0),
+    }
     [(board, _, totals)] = batch.by_board("lb")
     assert (board, [(t.user_id, t.version, t.score, t.member) for t in totals]) == (
         "b",
@@ -67,12 +81,12 @@ def test_records_the_projection_cannot_use_are_set_aside_with_position_and_reaso
 
 
 def test_only_keeps_one_board_and_every_watermark() -> None:
-    codec, batch = Codec(), TotalsBatch()
+    codec, batch = Codec(), TotalsBatch("eu")
     batch.add([
         _record(0, totals_key("b", "u"), codec.encode(_total("u", 1, 1))),
         _record(1, totals_key("o", "u"), codec.encode(_total("u", 1, 1, board_id="o"))),
-        _record(2, WATERMARK_KEY, codec.encode(Watermark(source_partition=3, source_offset=9, accepted_at_ms=1))),
+        _record(2, watermark_key("us"), _mark("us", 3, 9, 1)),
     ])  # fmt: skip
     batch.only("o")
 
-    assert list(batch.latest) == [("o", "u")] and batch.marks == {3: 9}
+    assert list(batch.latest) == [("o", "u")] and batch.marks == {("us", 3): SourcePosition(9, 1)}

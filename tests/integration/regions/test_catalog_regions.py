@@ -1,0 +1,37 @@
+"""The board catalog is global: two regions creating the same board id at once yield one board, and
+the loser is told it exists (the gateway answers ALREADY_EXISTS)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from cassandra.cluster import Session
+
+from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import connect
+from regions.core.boards import Board
+from regions.settings import Settings
+
+
+async def test_the_same_id_created_at_once_in_two_regions_yields_one_board(
+    settings: Settings, cassandra_session: Session
+) -> None:
+    # Each region has its own session (its own connection, as two regions' processes would).
+    cluster, other_session = connect(
+        settings.cassandra.model_copy(update={"keyspace": cassandra_session.keyspace})
+    )
+    try:
+        eu, us = CassandraCatalog(cassandra_session), CassandraCatalog(other_session)
+        for _ in range(5):
+            board_id = f"race-{uuid.uuid4().hex[:8]}"
+            created = await asyncio.gather(
+                eu.create(Board(board_id, "From eu", "eu")), us.create(Board(board_id, "From us", "us"))
+            )
+            assert sorted(created) == [False, True]
+            winner = "eu" if created[0] else "us"
+            for catalog in (eu, us):  # both regions read the winner's board
+                stored = await catalog.get(board_id)
+                assert stored is not None and stored.home_region == winner and stored.name == f"From {winner}"
+    finally:
+        cluster.shutdown()
