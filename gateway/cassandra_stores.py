@@ -18,8 +18,9 @@ from cassandra.connection import ConnectionException
 from cassandra.policies import HostStateListener
 
 from gateway.cassandra_profiles import CassandraProfiles
-from gateway.cassandra_results import CassandraResults
 from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_lifecycle import CassandraLifecycle
+from regions.cassandra_results import CassandraResults
 from regions.cassandra_store import connect
 from regions.settings import CassandraSettings
 
@@ -47,11 +48,13 @@ class Stores:
     catalog: CassandraCatalog
     profiles: CassandraProfiles
     results: CassandraResults
+    lifecycle: CassandraLifecycle
 
 
 def open_stores(session: Session) -> Stores:
     """Prepare every statement; blocks, so it runs in a worker thread."""
-    return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session))
+    return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session),
+                  CassandraLifecycle(session))  # fmt: skip
 
 
 class _NodesUp(HostStateListener):  # type: ignore[misc]  # the driver is untyped

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import strawberry
 from strawberry.types import Info
 
 from gateway.api import fields, ids
 from gateway.api.context import Context
-from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized
+from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound
 from gateway.api.leaderboard import Leaderboard
 from gateway.api.types import WindowPeriod
 from gateway.core.auth import is_admin
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
+from regions.core.lifecycle import BeginClose, close_request
 
 REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+MAX_REASON = 500
 
 
 @strawberry.input
@@ -76,3 +79,32 @@ class Mutation:
         if not await services.boards.create(board):
             raise AlreadyExists(f"leaderboard {board.id!r} already exists")
         return Leaderboard(board=board)
+
+    @fields.mutation(
+        "Begin closing a board (admin, in the board's home region): OPEN becomes CLOSING, and the board "
+        "becomes CLOSED once every region's awards up to its cutoff are in the archived result "
+        "(version 1). A board already CLOSING or CLOSED is answered as it is."
+    )
+    async def close_leaderboard(
+        self, info: Info[Context, None], id: strawberry.ID, reason: str | None = None
+    ) -> Leaderboard:
+        info.context.cacheable = False
+        require_admin(info)
+        services = info.context.services
+        board_id = ids.board_id("id", str(id))
+        if reason is not None and len(reason) > MAX_REASON:
+            raise InvalidInput(f"reason: at most {MAX_REASON} characters, got {len(reason)}")
+        lifecycle = services.cassandra.stores.lifecycle
+        record = await lifecycle.record(board_id)
+        if record is None:
+            raise NotFound(f"leaderboard {board_id!r} does not exist")
+        region = services.settings.region
+        if record.board.home_region != region:
+            raise InvalidInput(
+                f"leaderboard {board_id!r} is closed from its home region {record.board.home_region!r}, "
+                f"not {region!r}: send closeLeaderboard to that region's gateway"
+            )
+        if isinstance(close_request(record.board.status), BeginClose):
+            await lifecycle.begin_close(board_id, reason, datetime.now(UTC))  # False: another close won
+            record = await lifecycle.record(board_id) or record
+        return Leaderboard(board=record.board)
