@@ -16,10 +16,9 @@ from gateway.api.types import WindowPeriod
 from gateway.core.auth import is_admin
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
-from regions.core.lifecycle import BeginClose, close_request
+from regions.lifecycle.close import CloseRefused, begin_close
 
 REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-MAX_REASON = 500
 
 
 @strawberry.input
@@ -92,19 +91,9 @@ class Mutation:
         require_admin(info)
         services = info.context.services
         board_id = ids.board_id("id", str(id))
-        if reason is not None and len(reason) > MAX_REASON:
-            raise InvalidInput(f"reason: at most {MAX_REASON} characters, got {len(reason)}")
-        lifecycle = services.cassandra.stores.lifecycle
-        record = await lifecycle.record(board_id)
-        if record is None:
-            raise NotFound(f"leaderboard {board_id!r} does not exist")
-        region = services.settings.region
-        if record.board.home_region != region:
-            raise InvalidInput(
-                f"leaderboard {board_id!r} is closed from its home region {record.board.home_region!r}, "
-                f"not {region!r}: send closeLeaderboard to that region's gateway"
-            )
-        if isinstance(close_request(record.board.status), BeginClose):
-            await lifecycle.begin_close(board_id, reason, datetime.now(UTC))  # False: another close won
-            record = await lifecycle.record(board_id) or record
+        try:
+            record = await begin_close(services.cassandra.stores.lifecycle, board_id, reason,
+                                       region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
+        except CloseRefused as refused:
+            raise (NotFound if refused.kind == "unknown" else InvalidInput)(str(refused)) from refused
         return Leaderboard(board=record.board)
