@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shutil
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from regions.core.boards import Board, BoardStatus, SortOrder
 from regions.core.ordering import rank_key
 from regions.core.results import ResultEntry
 from regions.kafka_clients import replay
+from regions.projector.cutoffs import reached_cutoffs
 from regions.settings import Settings
 from tests.conftest import RegionFactory
 from tests.harness import Region
@@ -34,12 +36,14 @@ SENDERS = 6
 USERS = [f"u{i:02d}" for i in range(12)]
 
 
-def _settings(settings: Settings, *, honour_cutoffs: bool) -> Settings:
+def _settings(
+    settings: Settings, *, honour_cutoffs: bool, catalog_ttl_s: float = 3.0, poll_interval_s: float = 0.2
+) -> Settings:
     return settings.model_copy(update={
-        "intake": settings.intake.model_copy(update={"catalog_ttl_s": 3.0}),
+        "intake": settings.intake.model_copy(update={"catalog_ttl_s": catalog_ttl_s}),
         "processor": settings.processor.model_copy(update={"honour_cutoffs": honour_cutoffs}),
         "lifecycle": settings.lifecycle.model_copy(
-            update={"marker_delay_s": 0.0, "poll_interval_s": 0.2, "chunk_size": 5}
+            update={"marker_delay_s": 0.0, "poll_interval_s": poll_interval_s, "chunk_size": 5}
         ),
     })  # fmt: skip
 
@@ -169,8 +173,10 @@ async def _closed(lifecycle: CassandraLifecycle, board_id: str) -> bool:
     return record is not None and record.board.status is BoardStatus.CLOSED
 
 
-async def _start(region_factory: RegionFactory, settings: Settings, honour_cutoffs: bool) -> Region:
-    region = await region_factory(_settings(settings, honour_cutoffs=honour_cutoffs),
+async def _start(
+    region_factory: RegionFactory, settings: Settings, honour_cutoffs: bool, **tuned: float
+) -> Region:
+    region = await region_factory(_settings(settings, honour_cutoffs=honour_cutoffs, **tuned),
                                   services=("processor", "projector", "intake"))  # fmt: skip
     await region.start("lifecycle")
     return region
@@ -208,3 +214,55 @@ async def test_the_checker_fails_when_late_awards_are_applied(
     assert late > 0
     assert any(p.startswith("archived") for p in problems)
     assert any(p.startswith("late awards") for p in problems)
+
+
+async def _send_batch(region: Region, board: Board, rng: random.Random, sent: Sent, n: int) -> None:
+    awards = [{"leaderboardId": board.id, "matchId": uuid.uuid4().hex, "userId": f"p{rng.randrange(40):02d}",
+               "awardType": "kill", "delta": rng.randint(1, 50)} for _ in range(n)]  # fmt: skip
+    response = await region.client.send({"awards": awards})
+    assert response.status_code == 202, response.text
+    for award, accepted in zip(awards, response.json()["accepted"], strict=True):
+        sent.accepted.append((award, accepted["partition"], accepted["offset"]))
+
+
+async def _markers_written(lifecycle: CassandraLifecycle, board_id: str, region: str) -> bool:
+    record = await lifecycle.record(board_id)
+    return record is not None and region in record.markers
+
+
+async def test_the_close_completes_after_the_processor_and_lifecycle_worker_are_killed(
+    region_factory: RegionFactory, topics: Settings, cassandra_session: Session
+) -> None:
+    # A long catalog TTL: the intake keeps accepting the board after the close, so late awards reach
+    # the restarted processor, which must know the cutoffs from its changelog alone (its disk is wiped).
+    region = await _start(
+        region_factory, topics, honour_cutoffs=True, catalog_ttl_s=60.0, poll_interval_s=1.0
+    )
+    lifecycle, results = CassandraLifecycle(cassandra_session), CassandraResults(cassandra_session)
+    board = Board(f"close-{uuid.uuid4().hex[:8]}", "crash", region.settings.region)
+    await region.create_board(board)
+    rng, sent = random.Random(11), Sent()
+    for _ in range(4):
+        await _send_batch(region, board, rng, sent, 50)
+    assert await lifecycle.begin_close(board.id, "crash test", datetime.now(UTC))
+    await region.wait_until(lambda: _markers_written(lifecycle, board.id, region.settings.region),
+                            what="markers written")  # fmt: skip
+    await region.kill("lifecycle")  # right after its markers: before it could archive
+    await region.wait_until(lambda: _cutoffs_reached(region, board.id), what="every cutoff reached")
+    await region.kill("processor")
+    shutil.rmtree(region.settings.processor.store_dir)
+    await region.start("processor")
+    for _ in range(2):
+        await _send_batch(region, board, rng, sent, 25)  # all after the markers: late
+    await region.start("lifecycle")
+
+    problems, late = await close_violations(region, lifecycle, results, board, sent)
+
+    assert problems == [] and late == 50
+    record = await lifecycle.record(board.id)
+    assert record is not None and record.result_version == 1 and record.close_reason == "crash test"
+
+
+async def _cutoffs_reached(region: Region, board_id: str) -> bool:
+    reached = await reached_cutoffs(region.projection.redis, region.settings.redis.key_prefix, board_id)
+    return len(reached) == region.settings.kafka.partitions
