@@ -7,18 +7,21 @@ and its header, written last, makes the version readable exactly once.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
 
 from redis.asyncio import Redis
 
 from regions.cassandra_results import CassandraResults, ResultHeader
 from regions.core.boards import Board, TiePolicy
-from regions.core.ordering import REACHED_WIDTH, total_of, user_of
+from regions.core.ordering import REACHED_WIDTH, user_of
+from regions.core.reads import member_strip
 from regions.core.results import chunk_count
+from regions.redis_reads import window_of
 from schema.lifecycle import ResultChunk
 from schema.redis_keys import board_keys
+from schema.resources import lua_script
 
 WRITES_IN_FLIGHT = 8  # chunks read from Redis and written to Cassandra at once
 
@@ -29,21 +32,28 @@ class Archived:
     chunks_written: int  # 0 when the version was complete already
 
 
-async def _read_chunk(redis: Redis, prefix: str, board: Board, number: int, size: int) -> ResultChunk:
-    keys = board_keys(prefix, board.id)
-    start = number * size
-    ranked = cast(
-        list[tuple[str, float]], await redis.zrange(keys.ranking, start, start + size - 1, withscores=True)
-    )
-    users = [user_of(board.tie_policy, member) for member, _ in ranked]
-    records = cast(list[str | None], await redis.hmget(keys.records, users)) if users else []
-    entries = []
-    for (member, score), user, record in zip(ranked, users, records, strict=True):
-        if record is None:
-            raise RuntimeError(f"{board.id}: {user} is ranked but has no record in the projection")
-        reached = member[:REACHED_WIDTH] if board.tie_policy is TiePolicy.FIRST_REACHED else ""
-        entries.append((user, total_of(board.sort_order, score), int(record.split("|", 1)[0]), reached))
-    return ResultChunk(first_rank=start + 1, entries=entries)
+class _Reader:
+    """Slices of a board's projection in rank order, each read atomically by the projection's script."""
+
+    def __init__(self, redis: Redis, prefix: str, board: Board) -> None:
+        keys = board_keys(prefix, board.id)
+        self._keys, self._board = [keys.ranking, keys.records], board
+        self._script = redis.register_script(lua_script("read_window"))
+
+    async def chunk(self, number: int, size: int) -> ResultChunk:
+        board, start = self._board, number * size
+        window = window_of(
+            await self._script(keys=self._keys, args=["slice", start, size, member_strip(board)])
+        )
+        rows = [] if window is None else window.rows
+        entries = []
+        for member, record in rows:
+            if record is None:
+                raise RuntimeError(f"{board.id}: {member} is ranked but has no record in the projection")
+            version, total, _ = record.split("|", 2)
+            reached = member[:REACHED_WIDTH] if board.tie_policy is TiePolicy.FIRST_REACHED else ""
+            entries.append((user_of(board.tie_policy, member), int(total), int(version), reached))
+        return ResultChunk(first_rank=start + 1, entries=entries)
 
 
 async def archive_projection(
@@ -63,10 +73,11 @@ async def archive_projection(
         return Archived(done, 0)
     players = await redis.zcard(board_keys(prefix, board.id).ranking)
     count = chunk_count(players, chunk_size)
-    entries = 0
+    reader, entries = _Reader(redis, prefix, board), 0
     for first in range(0, count, WRITES_IN_FLIGHT):
         numbers = range(first, min(first + WRITES_IN_FLIGHT, count))
-        chunks = [(n, await _read_chunk(redis, prefix, board, n, chunk_size)) for n in numbers]
+        read = await asyncio.gather(*(reader.chunk(n, chunk_size) for n in numbers))
+        chunks = list(zip(numbers, read, strict=True))
         entries += sum(len(chunk.entries) for _, chunk in chunks)
         await results.put_chunks(board.id, version, chunks)
     if entries != players:  # the projection changed under the archive: it was not final
