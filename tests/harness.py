@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -109,6 +110,8 @@ def region_env(settings: Settings) -> dict[str, str]:
     }
     if settings.lifecycle.marker_delay_s is not None:
         lifecycle["LB_LIFECYCLE__MARKER_DELAY_S"] = str(settings.lifecycle.marker_delay_s)
+    if settings.regions:
+        lifecycle["LB_REGIONS"] = json.dumps({n: r.model_dump() for n, r in settings.regions.items()})
     return lifecycle | {
         "LB_REGION": settings.region,
         "LB_KAFKA__BOOTSTRAP_SERVERS": k.bootstrap_servers,
