@@ -34,6 +34,7 @@ from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.kafka_clients import partitions_of, replay
 from regions.projector import metrics
+from regions.projector.cutoffs import record_cutoffs
 from regions.projector.hints import resync_hint, sequence_base
 from regions.projector.redis_control import (
     ProjectionControl,
@@ -108,7 +109,7 @@ class _Into:
     projection: RedisProjection
     prefix: str
     progress: _Progress
-    covered: TotalsBatch = field(default_factory=TotalsBatch)  # watermarks only
+    covered: TotalsBatch = field(default_factory=TotalsBatch)  # watermarks and close cutoffs only
     boards: set[str] = field(default_factory=set)
     skipped: int = 0
 
@@ -120,6 +121,9 @@ class _Into:
             batch.only(request.board)
         self.covered.marks = merge_offsets(self.covered.marks, batch.marks)
         self.covered.newest_accepted_ms = max(self.covered.newest_accepted_ms, batch.newest_accepted_ms)
+        for board, reached in batch.cutoffs.items():
+            if not request.board or board == request.board:
+                self.covered.cutoffs.setdefault(board, {}).update(reached)
         self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
         work = batch.by_board(self.prefix, request.generation)
         self.boards.update(b for b, _, _ in work)
@@ -237,6 +241,8 @@ async def _swap_in(projection: RedisProjection, into: _Into, positions: Position
         completes_rebuild=request.cause is RebuildCause.LOST,
     ):
         raise ProjectionLost(f"the projection's epoch changed while rebuild {request.id} swapped")
+    if covered.cutoffs:  # what the swapped boards hold reaches these cutoffs (a lost Redis lost them too)
+        await record_cutoffs(projection.redis, into.prefix, covered.cutoffs)
     sequences = await projection.next_sequences(live)
     await projection.publish_hints(
         [(b, resync_hint(b, positions.sequence_base + s)) for b, s in zip(boards, sequences, strict=True)]

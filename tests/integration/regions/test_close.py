@@ -11,8 +11,10 @@ and every accepted award after them must be in reconciliation as ``late``.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
+import sys
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +31,7 @@ from regions.core.results import ResultEntry
 from regions.kafka_clients import replay
 from regions.projector.cutoffs import reached_cutoffs
 from regions.settings import Settings
+from schema.redis_keys import cutoffs_key
 from tests.conftest import RegionFactory
 from tests.harness import Region
 
@@ -266,3 +269,30 @@ async def test_the_close_completes_after_the_processor_and_lifecycle_worker_are_
 async def _cutoffs_reached(region: Region, board_id: str) -> bool:
     reached = await reached_cutoffs(region.projection.redis, region.settings.redis.key_prefix, board_id)
     return len(reached) == region.settings.kafka.partitions
+
+
+async def test_a_rebuild_records_the_cutoffs_the_projection_reaches_again(
+    region_factory: RegionFactory, topics: Settings, cassandra_session: Session
+) -> None:
+    """Redis lost a closing board's recorded cutoffs (with the rest of the projection): the rebuild
+    from the totals topic records them again, or the close would wait for ever."""
+    region = await _start(region_factory, topics, honour_cutoffs=True)
+    lifecycle = CassandraLifecycle(cassandra_session)
+    board = Board(f"close-{uuid.uuid4().hex[:8]}", "rebuild", "elsewhere")  # this region never archives it
+    await region.create_board(board)
+    sent = Sent()
+    await _send_batch(region, board, random.Random(3), sent, 30)
+    assert await lifecycle.begin_close(board.id, "rebuild", datetime.now(UTC))
+    await region.wait_until(lambda: _cutoffs_reached(region, board.id), what="every cutoff reached")
+    prefix = region.settings.redis.key_prefix
+    reached = await reached_cutoffs(region.projection.redis, prefix, board.id)
+    await region.projection.redis.delete(cutoffs_key(prefix, board.id))
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "regions.cli", "rebuild", "--board", board.id, env={**os.environ, **region.env},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output = (await process.communicate())[0].decode()
+
+    assert process.returncode == 0, output
+    assert await reached_cutoffs(region.projection.redis, prefix, board.id) == reached
