@@ -101,5 +101,5 @@ class Leaderboard:
 
     @fields.field("An archived result of a closed board; the newest when version is null.")
     async def result(self, info: Info[Context, None], version: int | None = None) -> BoardResult | None:
-        header = await info.context.services.cassandra.stores.results.get(self.board.id, version)
+        header = await info.context.services.cassandra.adapter.results.get(self.board.id, version)
         return None if header is None else BoardResult(header=header)

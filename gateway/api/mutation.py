@@ -41,8 +41,8 @@ class CreateLeaderboardInput:
 
 
 def require_admin(info: Info[Context, None]) -> None:
-    token = info.context.services.settings.gateway.admin_token.get_secret_value()
-    if not is_admin(info.context.request.headers.get("authorization"), token):
+    tokens = info.context.services.settings.gateway.admin_tokens()
+    if not is_admin(info.context.request.headers.get("authorization"), tokens):
         raise NotAuthorized("this operation needs Authorization: Bearer <admin token>")
 
 
@@ -92,7 +92,7 @@ class Mutation:
         services = info.context.services
         board_id = ids.board_id("id", str(id))
         try:
-            record = await begin_close(services.cassandra.stores.lifecycle, board_id, reason,
+            record = await begin_close(services.cassandra.adapter.lifecycle, board_id, reason,
                                        region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
         except CloseRefused as refused:
             raise (NotFound if refused.kind == "unknown" else InvalidInput)(str(refused)) from refused

@@ -12,8 +12,8 @@ from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
 from gateway.api.scalars import Long
-from gateway.cassandra_profiles import ProfileRecord
 from gateway.profiles import UNAVAILABLE
+from regions.cassandra_profiles import ProfileRecord
 from regions.cassandra_results import ResultHeader
 from regions.core import reads, windows
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
@@ -196,7 +196,7 @@ class BoardResult:
             raise InvalidInput(f"after must be 0 or more, got {after}")
         h = self.header
         numbers = page_chunks(after, first, h.chunk_size, h.player_count)
-        chunks = await services.cassandra.stores.results.chunks(h.board_id, h.version, numbers)
+        chunks = await services.cassandra.adapter.results.chunks(h.board_id, h.version, numbers)
         return [
             RankedPlayer(
                 rank=rank, user_id=strawberry.ID(e.user_id), score=Long(e.score), version=Long(e.version)

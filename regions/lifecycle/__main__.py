@@ -26,7 +26,7 @@ def _adapters(session: Session) -> tuple[CassandraLifecycle, CassandraResults]:
 async def amain() -> None:
     settings = load_settings()
     health = Health("lifecycle")
-    cassandra = CassandraConnection(settings.cassandra, _adapters)
+    cassandra = CassandraConnection.to(settings.cassandra, _adapters)
     connecting = asyncio.create_task(cassandra.run())
     redis = connect_redis(settings.redis)
     worker = LifecycleWorker(settings, cassandra, redis)
@@ -40,7 +40,7 @@ async def amain() -> None:
         connecting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await connecting
-        cassandra.close()
+        await cassandra.close()
         await redis.aclose()
 
 
