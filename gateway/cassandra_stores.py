@@ -1,7 +1,7 @@
-"""The gateway's Cassandra stores (board catalog, profiles, archived results), built on one session
-that :class:`regions.cassandra_store.CassandraConnection` opens in the background: the gateway
-starts and serves Redis reads while Cassandra is down, its stores answer ``CassandraUnavailable``
-until the first connection, and the driver reconnects after an outage.
+"""The gateway's Cassandra stores (board catalog, profiles, archived results, board lifecycle), built
+on one session that :class:`regions.cassandra_store.CassandraConnection` opens in the background: the
+gateway starts and serves Redis reads while Cassandra is down, its stores answer
+``CassandraUnavailable`` until the first connection, and the driver reconnects after an outage.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from cassandra.cluster import Session
 
-from gateway.cassandra_results import CassandraResults
 from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.cassandra_profiles import CassandraProfiles
+from regions.cassandra_results import CassandraResults
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,8 +21,10 @@ class Stores:
     catalog: CassandraCatalog
     profiles: CassandraProfiles
     results: CassandraResults
+    lifecycle: CassandraLifecycle
 
 
 def open_stores(session: Session) -> Stores:
     """Prepare every statement; blocks, so it runs in a worker thread."""
-    return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session))
+    return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session),
+                  CassandraLifecycle(session))  # fmt: skip

@@ -31,6 +31,7 @@ from regions.settings import (
     GatewaySettings,
     IntakeSettings,
     KafkaSettings,
+    LifecycleSettings,
     ProcessorSettings,
     ProjectorSettings,
     RedisSettings,
@@ -64,6 +65,7 @@ SECTIONS: dict[str, tuple[type[BaseModel], frozenset[str]]] = {
     "processor": (ProcessorSettings, frozenset({"health_port"})),
     "projector": (ProjectorSettings, frozenset({"health_port"})),
     "audit": (AuditSettings, frozenset({"health_port"})),
+    "lifecycle": (LifecycleSettings, frozenset({"health_port"})),
     "replicator": (ReplicatorSettings, frozenset({"source_region", "health_port"})),
 }
 
@@ -341,6 +343,10 @@ class Audit(Component):
     settings: dict[str, Any] = _settings_field("audit")
 
 
+class Lifecycle(Component):
+    settings: dict[str, Any] = _settings_field("lifecycle")
+
+
 class Replicator(Component):
     settings: dict[str, Any] = _settings_field("replicator")
 
@@ -396,6 +402,7 @@ class ChartValues(Values):
     processor: Processor
     projector: Projector
     audit: Audit
+    lifecycle: Lifecycle
     replicator: Replicator
     metrics: Metrics = Field(default_factory=Metrics)
     kafka_topics: KafkaTopics = Field(default_factory=KafkaTopics)
@@ -420,7 +427,7 @@ def render() -> str:
     return json.dumps(values_schema(), indent=2, sort_keys=False) + "\n"
 
 
-COMPONENTS = ("intake", "gateway", "processor", "projector", "audit", "replicator")
+COMPONENTS = ("intake", "gateway", "processor", "projector", "audit", "lifecycle", "replicator")
 
 
 def _leaves(model: type[BaseModel], prefix: str) -> list[tuple[str, str]]:

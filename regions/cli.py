@@ -24,6 +24,8 @@ from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder
 from regions.core.profiles import InvalidProfileError, Profile
 from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
+from regions.lifecycle.close import CloseRefused
+from regions.lifecycle.command import close_command, results_command
 from regions.projector.command import rebuild_command
 from regions.reconciliation import ReconciliationReader
 from regions.settings import Settings, UnknownSettingsError, load_settings
@@ -149,6 +151,19 @@ async def _reconciliation(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _close(settings: Settings, args: argparse.Namespace) -> int:
+    async with _cassandra(settings) as session:
+        await close_command(settings, session, args.board, args.reason, lambda line: print(line, flush=True))
+    return 0
+
+
+async def _results(settings: Settings, args: argparse.Namespace) -> int:
+    async with _cassandra(settings) as session:
+        found = await results_command(session, args.board, args.version, args.first, args.after,
+                                      lambda line: print(line, flush=True))  # fmt: skip
+    return 0 if found else 1
+
+
 async def _award(settings: Settings, args: argparse.Namespace) -> int:
     keys = settings.intake.award_keys
     key_id = args.key_id or ("dev" if "dev" in keys else min(keys))
@@ -200,6 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
     reconciliation.add_argument(
         "--follow", action="store_true", help="keep printing new entries (Ctrl-C ends)"
     )
+    close = commands.add_parser("close", help="begin closing a board (in its home region)")
+    close.add_argument("board")
+    close.add_argument("--reason", help="why the board closes (kept with its result)")
+    results = commands.add_parser("results", help="an archived result of a closed board, page by page")
+    results.add_argument("board")
+    results.add_argument("--version", type=int, help="result version (default: the newest)")
+    results.add_argument("--first", type=int, default=100, help="ranks to show (default 100)")
+    results.add_argument("--after", type=int, default=0, help="ranks to skip (default 0)")
     award = commands.add_parser("award", help="send one signed award to this region's intake")
     award.add_argument("board")
     award.add_argument("user")
@@ -218,6 +241,8 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
     "put-profile": _put_profile,
     "rebuild": _rebuild,
     "reconciliation": _reconciliation,
+    "close": _close,
+    "results": _results,
     "award": _award,
 }
 
@@ -231,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return asyncio.run(COMMANDS[args.command](settings, args))
-    except (TopicMissing, CassandraUnavailable, CommandError) as exc:
+    except (TopicMissing, CassandraUnavailable, CommandError, CloseRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

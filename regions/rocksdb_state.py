@@ -4,7 +4,8 @@ One database per task directory. Keys start with one byte naming what they hold:
 ``p`` + ``board|user`` -> player state; ``d`` + event id (16 bytes) -> digest and acceptance time;
 ``t`` + acceptance time (8 bytes, order-preserving) + event id -> nothing: the time index the purge
 walks, so forgetting old copies costs what is forgotten, not the whole memory; ``s`` + region ->
-source position; ``m`` + name -> metadata (identity, changelog offsets, completeness bound).
+source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed);
+``m`` + name -> metadata (identity, changelog offsets, completeness bound).
 
 Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
 included) and write buffers charged to it, both sized from settings. The write-ahead log is not
@@ -25,7 +26,7 @@ from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, Writ
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
-from regions.processor.state import StateKey, StoreBatch, StoreIdentity
+from regions.processor.state import CutoffKey, StateKey, StoreBatch, StoreIdentity
 from schema.records import pack_seen, unpack_seen
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,10 @@ _SIGN = 1 << 63
 
 def _time(at_ms: int) -> bytes:
     return (at_ms + _SIGN).to_bytes(8, "big")
+
+
+def _cutoff_key(key: CutoffKey) -> bytes:
+    return b"c" + f"{key[0]}|{key[1]}".encode()
 
 
 def _player_key(key: StateKey) -> bytes:
@@ -102,6 +107,10 @@ class RocksStore:
                 return
             yield key, value
 
+    def cutoff(self, key: CutoffKey) -> int | None:
+        raw = self._get(_cutoff_key(key))
+        return None if raw is None else int.from_bytes(raw, "big", signed=True)
+
     def complete_since_ms(self) -> int | None:
         raw = self._get(_COMPLETE)
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
@@ -116,6 +125,9 @@ class RocksStore:
             out.put(b"s" + region.encode(), self._encode(
                 (position.offset, position.accepted_at_ms, position.heartbeat_at_ms, position.gaps)
             ))  # fmt: skip
+        for key, offset in batch.cutoffs.items():
+            if self.cutoff(key) is None:  # the first marker stays the cutoff
+                out.put(_cutoff_key(key), offset.to_bytes(8, "big", signed=True))
         if batch.changelog:
             out.put(_CHANGELOG, self._encode(self.changelog_positions() | batch.changelog))
         self._put_complete_since(out, batch.complete_since_ms)

@@ -187,6 +187,11 @@ class ProcessorSettings(BaseModel):
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
     )
     health_port: int = Field(8082, description="Port of /healthz, /readyz and /metrics.")
+    honour_cutoffs: bool = Field(
+        True,
+        description="Send awards after a closing board's cutoff to reconciliation (late). false only in "
+        "tests, to see the close barrier's checker fail: late awards are then applied.",
+    )
 
     @property
     def dedupe_retention_ms(self) -> int:
@@ -229,6 +234,23 @@ class RegionEndpoint(BaseModel):
     )
     redis_url: str | None = Field(
         None, description="That region's Redis projection (HOME reads of the boards homed there)."
+    )
+
+
+class LifecycleSettings(BaseModel):
+    health_port: int = Field(8089, description="Port of /healthz, /readyz and /metrics.")
+    poll_interval_s: float = Field(
+        1.0, gt=0, description="How often the lifecycle worker reads the catalog for closing boards."
+    )
+    marker_delay_s: float | None = Field(
+        None,
+        ge=0,
+        description="How long after a board began closing this region writes its cutoff markers; null: "
+        "the intake catalog TTL plus the Kafka delivery timeout, so every award an intake accepted "
+        "before it saw CLOSING has landed before the markers.",
+    )
+    chunk_size: int = Field(
+        10_000, ge=1, le=100_000, description="Ranked entries per archived result chunk (one Cassandra row)."
     )
 
 
@@ -402,14 +424,23 @@ class Settings(BaseSettings):
     projector: ProjectorSettings = Field(default_factory=ProjectorSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     replicator: ReplicatorSettings = Field(default_factory=ReplicatorSettings)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+
+    @property
+    def marker_delay_ms(self) -> int:
+        """How long a region waits after CLOSING before it writes its cutoff markers."""
+        delay = self.lifecycle.marker_delay_s
+        if delay is None:
+            delay = self.intake.catalog_ttl_s + self.kafka.delivery_timeout_s
+        return int(delay * 1000)
+
+    def region_names(self) -> list[str]:
+        """Every region of the deployment by name (this one alone when ``regions`` is empty)."""
+        return sorted({*self.regions, self.region})
 
     def remote_regions(self) -> list[str]:
         """The other regions of the deployment, by name: those whose awards are replicated here."""
         return sorted(name for name in self.regions if name != self.region)
-
-    def region_names(self) -> list[str]:
-        """Every region of the deployment, this one included, by name."""
-        return sorted({self.region, *self.regions})
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Self:

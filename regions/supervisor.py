@@ -47,6 +47,7 @@ def region_programs(settings: Settings) -> list[Program]:
         Program("processor", (python, "-m", "regions.processor"), host, settings.processor.health_port),
         Program("projector", (python, "-m", "regions.projector"), host, settings.projector.health_port),
         Program("audit", (python, "-m", "regions.audit"), host, settings.audit.health_port),
+        Program("lifecycle", (python, "-m", "regions.lifecycle"), host, settings.lifecycle.health_port),
         Program("intake", (python, "-m", "regions.intake"), host, settings.intake.port),
         Program("gateway", (python, "-m", "gateway"), settings.gateway.host, settings.gateway.port),
         *replicator_programs(settings),

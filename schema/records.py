@@ -12,6 +12,9 @@ from typing import Annotated, TypeVar
 import msgspec
 import msgspec.msgpack
 
+from schema.lifecycle import CUTOFF_PREFIX as CUTOFF_PREFIX  # a control key of the awards topic
+from schema.lifecycle import CutoffReached as CutoffReached  # a record of the totals topic
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -136,14 +139,13 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_region: str = ""
 
 
-TotalsRecord = PlayerTotal | Watermark
+TotalsRecord = PlayerTotal | Watermark | CutoffReached
 
 CONTROL_PREFIX = b"\x00"
 """Keys of control records start with a zero byte; no award key (``boardId|userId``) does. A consumer
 ignores a control record it does not know, and never reads one as an award."""
 WATERMARK_KEY = b"\x00watermark"
 HEARTBEAT_KEY = b"\x00hb"
-CUTOFF_PREFIX = b"\x00cutoff|"  # then the board id: a board's close cutoff in this partition
 
 
 def watermark_key(region: str) -> bytes:

@@ -59,3 +59,9 @@ def rebuild_key(prefix: str) -> str:
 def hints_channel(prefix: str, board_id: str) -> str:
     """Pub/sub channel of one board's change hints."""
     return f"{prefix}:hints:{board_id}"
+
+
+def cutoffs_key(prefix: str, board_id: str) -> str:
+    """The close cutoffs the board's projection has reached: ``<region>:<partition>`` -> offset. Shares
+    the board's hash tag: the projector records them in the step that applies the totals before them."""
+    return f"{prefix}:{{{prefix}:{board_id}}}:cutoffs"

@@ -102,7 +102,17 @@ async def delete_topics(kafka: KafkaSettings, prefix: str) -> None:
 def region_env(settings: Settings) -> dict[str, str]:
     """The LB_* environment that points a subprocess at exactly these settings."""
     k, r, c = settings.kafka, settings.redis, settings.cassandra
-    return {
+    lifecycle = {
+        "LB_LIFECYCLE__HEALTH_PORT": str(settings.lifecycle.health_port),
+        "LB_LIFECYCLE__POLL_INTERVAL_S": str(settings.lifecycle.poll_interval_s),
+        "LB_LIFECYCLE__CHUNK_SIZE": str(settings.lifecycle.chunk_size),
+        "LB_PROCESSOR__HONOUR_CUTOFFS": str(settings.processor.honour_cutoffs).lower(),
+    }
+    if settings.lifecycle.marker_delay_s is not None:
+        lifecycle["LB_LIFECYCLE__MARKER_DELAY_S"] = str(settings.lifecycle.marker_delay_s)
+    if settings.regions:
+        lifecycle["LB_REGIONS"] = json.dumps({n: r.model_dump() for n, r in settings.regions.items()})
+    return lifecycle | {
         "LB_REGION": settings.region,
         "LB_KAFKA__BOOTSTRAP_SERVERS": k.bootstrap_servers,
         "LB_KAFKA__TOPIC_PREFIX": k.topic_prefix,
@@ -149,6 +159,7 @@ def with_free_ports(settings: Settings) -> Settings:
             "processor": settings.processor.model_copy(update={"health_port": free_port()}),
             "projector": settings.projector.model_copy(update={"health_port": free_port()}),
             "audit": settings.audit.model_copy(update={"health_port": free_port()}),
+            "lifecycle": settings.lifecycle.model_copy(update={"health_port": free_port()}),
         }
     )
 

@@ -101,12 +101,5 @@ class Leaderboard:
 
     @fields.field("An archived result of a closed board; the newest when version is null.")
     async def result(self, info: Info[Context, None], version: int | None = None) -> BoardResult | None:
-        record = await info.context.services.cassandra.adapter.results.get(self.board.id, version)
-        if record is None:
-            return None
-        return BoardResult(
-            leaderboard_id=strawberry.ID(record.board_id),
-            version=record.version,
-            created_at=record.created_at,
-            reason=record.reason,
-        )
+        header = await info.context.services.cassandra.adapter.results.get(self.board.id, version)
+        return None if header is None else BoardResult(header=header)

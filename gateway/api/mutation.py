@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import strawberry
 from strawberry.types import Info
 
 from gateway.api import fields, ids
 from gateway.api.context import Context
-from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized
+from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound
 from gateway.api.leaderboard import Leaderboard
 from gateway.api.types import WindowPeriod
 from gateway.core.auth import is_admin
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
+from regions.lifecycle.close import CloseRefused, begin_close
 
 REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
@@ -81,3 +83,22 @@ class Mutation:
         if not await services.boards.create(board):
             raise AlreadyExists(f"leaderboard {board.id!r} already exists")
         return Leaderboard(board=board)
+
+    @fields.mutation(
+        "Begin closing a board (admin, in the board's home region): OPEN becomes CLOSING, and the board "
+        "becomes CLOSED once every region's awards up to its cutoff are in the archived result "
+        "(version 1). A board already CLOSING or CLOSED is answered as it is."
+    )
+    async def close_leaderboard(
+        self, info: Info[Context, None], id: strawberry.ID, reason: str | None = None
+    ) -> Leaderboard:
+        info.context.cacheable = False
+        require_admin(info)
+        services = info.context.services
+        board_id = ids.board_id("id", str(id))
+        try:
+            record = await begin_close(services.cassandra.adapter.lifecycle, board_id, reason,
+                                       region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
+        except CloseRefused as refused:
+            raise (NotFound if refused.kind == "unknown" else InvalidInput)(str(refused)) from refused
+        return Leaderboard(board=record.board)

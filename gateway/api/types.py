@@ -10,12 +10,15 @@ from strawberry.types import Info
 
 from gateway.api import fields
 from gateway.api.context import Context
+from gateway.api.errors import InvalidInput, LimitExceeded
 from gateway.api.scalars import Long
 from gateway.profiles import UNAVAILABLE
 from regions.cassandra_profiles import ProfileRecord
+from regions.cassandra_results import ResultHeader
 from regions.core import freshness, reads, windows
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.reads import Scope
+from regions.core.results import page, page_chunks
 
 # The core's enums, exposed under the same (contract) names.
 strawberry.enum(Scope, description="HOME: the board's canonical projection; REGIONAL: this region's.")
@@ -192,7 +195,48 @@ class PlayerContext:
 
 @strawberry.type(description="An immutable archived result of a closed board (version 1 at close).")
 class BoardResult:
-    leaderboard_id: strawberry.ID
-    version: int
-    created_at: datetime | None
-    reason: str | None
+    header: strawberry.Private[ResultHeader]
+
+    @strawberry.field
+    def leaderboard_id(self) -> strawberry.ID:
+        return strawberry.ID(self.header.board_id)
+
+    @strawberry.field
+    def version(self) -> int:
+        return self.header.version
+
+    @strawberry.field
+    def created_at(self) -> datetime | None:
+        return self.header.created_at
+
+    @strawberry.field
+    def reason(self) -> str | None:
+        return self.header.reason
+
+    @fields.field("Players in the result.")
+    def player_count(self) -> Long:
+        return Long(self.header.player_count)
+
+    @fields.field(
+        "Ranks after+1 .. after+first of the result, in rank order; first is capped "
+        "(gateway.max_top_k, default 100)."
+    )
+    async def entries(
+        self, info: Info[Context, None], first: int | None = 100, after: int | None = 0
+    ) -> list[RankedPlayer]:
+        services = info.context.services
+        first, after = 100 if first is None else first, after or 0
+        problem = services.limits.check_k(first)
+        if problem is not None:
+            raise LimitExceeded(problem.replace("k must", "first must"))
+        if after < 0:
+            raise InvalidInput(f"after must be 0 or more, got {after}")
+        h = self.header
+        numbers = page_chunks(after, first, h.chunk_size, h.player_count)
+        chunks = await services.cassandra.adapter.results.chunks(h.board_id, h.version, numbers)
+        return [
+            RankedPlayer(
+                rank=rank, user_id=strawberry.ID(e.user_id), score=Long(e.score), version=Long(e.version)
+            )
+            for rank, e in page(chunks, after, first, h.chunk_size)
+        ]

@@ -10,12 +10,13 @@ Costs (a unit is about one small object resolved and serialized):
 | ``Leaderboard.playerCount`` | 1 (a Redis read) |
 | ``Leaderboard.top``, ``player``, ``context`` | 2 (a Redis round trip) |
 | ``RankedPlayer.profile`` | 5 (its share of a Cassandra lookup) |
-| ``Leaderboard.result`` | 5 (a Cassandra read) |
+| ``Leaderboard.result``, ``BoardResult.entries`` | 5 (a Cassandra read) |
 | ``Query.leaderboards`` | 10 (a catalog scan) |
 
 A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
 sizes its ``entries`` by ``k`` (default 10), ``context(range)`` sizes ``above`` and ``below`` by
-``range`` (default 4), and ``leaderboards`` is sized by the configured bound on the number of
+``range`` (default 4), ``BoardResult.entries(first)`` is itself a list of ``first`` (default 100)
+players, and ``leaderboards`` is sized by the configured bound on the number of
 boards. So ``top(k: 100) { entries { profile { displayName } } }`` costs 2 + 1 + 100 * 5 = 503. A list
 size given by a variable counts at its cap (the cost is decided before variables are known, so
 that a validated document can be cached). A fragment spread on a union counts every member.
@@ -50,6 +51,7 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("Leaderboard", "player"): 2,
     ("Leaderboard", "context"): 2,
     ("Leaderboard", "result"): 5,
+    ("BoardResult", "entries"): 5,
     ("RankedPlayer", "profile"): 5,
     ("Query", "leaderboards"): 10,
 }
@@ -57,7 +59,8 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
 
 @dataclass(frozen=True, slots=True)
 class SlicedList:
-    """A field whose ``argument`` sizes the lists it returns in ``sized_fields``."""
+    """A field whose ``argument`` sizes the lists it returns in ``sized_fields`` (none: the field is
+    itself the list)."""
 
     argument: str
     default: int
@@ -77,6 +80,8 @@ class CostModel:
             return SlicedList("k", 10, self.max_top_k, ("entries",))
         if (parent, name) == ("Leaderboard", "context"):
             return SlicedList("range", 4, self.max_context_range, ("above", "below"))
+        if (parent, name) == ("BoardResult", "entries"):
+            return SlicedList("first", 100, self.max_top_k, ())
         return None
 
     def bound(self, parent: str, name: str) -> int:
@@ -150,20 +155,27 @@ class _Walk:
         inner = Measure(0, 0)
         if node.selection_set is not None:
             inner = self.selections(returned, node.selection_set, self._sizes(parent.name, node), frozenset())
-        times = sizes.get(name, 1) * self.model.bound(parent.name, name)
+        sliced = self.model.sliced(parent.name, name)
+        own = _size(sliced, node) if sliced is not None and not sliced.sized_fields else 1
+        times = sizes.get(name, 1) * self.model.bound(parent.name, name) * own
         return Measure(cost + inner.cost * times, inner.introspection_depth)
 
     def _sizes(self, parent: str, node: FieldNode) -> dict[str, int]:
         sliced = self.model.sliced(parent, node.name.value)
         if sliced is None:
             return {}
-        size = sliced.default
-        for argument in node.arguments or ():
-            if argument.name.value != sliced.argument:
-                continue
-            value = argument.value
-            size = max(0, int(value.value)) if isinstance(value, IntValueNode) else sliced.cap
-        return dict.fromkeys(sliced.sized_fields, size)
+        return dict.fromkeys(sliced.sized_fields, _size(sliced, node))
+
+
+def _size(sliced: SlicedList, node: FieldNode) -> int:
+    """The list size the field's argument asks for (a variable counts at the cap)."""
+    size = sliced.default
+    for argument in node.arguments or ():
+        if argument.name.value != sliced.argument:
+            continue
+        value = argument.value
+        size = max(0, int(value.value)) if isinstance(value, IntValueNode) else sliced.cap
+    return size
 
 
 def _depth(selection_set: SelectionSetNode, fragments: Mapping[str, FragmentDefinitionNode]) -> int:

@@ -137,8 +137,8 @@ class Intake:
                 raise Rejection(404, "unknown_board", f"leaderboard {award.leaderboard_id!r} does not exist",
                                 (FieldError(prefix + "leaderboardId", "must name an existing board"),))  # fmt: skip
             if board.status is not BoardStatus.OPEN:
-                raise Rejection(409, "board_not_open", f"leaderboard {board.id!r} is {board.status}",
-                                (FieldError(prefix + "leaderboardId", "must name an open board"),))  # fmt: skip
+                raise Rejection(409, "board_closed", f"leaderboard {board.id!r} is {board.status}: it takes no "
+                                "more awards", (FieldError(prefix + "leaderboardId", "must name an open board"),))  # fmt: skip
             boards[board.id] = board
             errors += check_against_board(award, board, prefix)
         if errors:

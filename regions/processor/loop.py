@@ -200,6 +200,7 @@ class Processor:
     async def process_task(self, task: OwnedTask, batch: dict[TopicPartition, list[ConsumerRecord]]) -> Round:
         """One transaction for one task's records of every source; the store is written after commit."""
         fold = Round(self._kafka, self._codec, task.store, task.partition, self._cfg.dedupe_horizon_s * 1000,
+                     honour_cutoffs=self._cfg.honour_cutoffs,
                      forget_event_ids=self._cfg.fault_forget_event_ids)  # fmt: skip
         for tp, records in batch.items():
             source = self.sources[tp.topic]

@@ -1,7 +1,8 @@
 """The state store of one processor task (one partition): its port and an in-memory implementation.
 
 A task's state is players ((board, user) -> total, version, tie order), the dedupe memory (event id
--> digest and acceptance time), the positions of the accepting regions it has read, and the
+-> digest and acceptance time), the positions of the accepting regions it has read, the close
+cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), and the
 changelog offsets the store reflects. The compacted changelogs in Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
@@ -17,6 +18,7 @@ from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
 
 StateKey = tuple[str, str]
+CutoffKey = tuple[str, str]  # (board, accepting region)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +37,12 @@ class StoreBatch:
     players: dict[StateKey, PlayerState] = field(default_factory=dict)
     seen: dict[str, Seen] = field(default_factory=dict)
     sources: dict[str, SourcePosition] = field(default_factory=dict)
+    cutoffs: dict[CutoffKey, int] = field(default_factory=dict)
     changelog: dict[str, int] = field(default_factory=dict)
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
 
     def __bool__(self) -> bool:
-        return bool(self.players or self.seen or self.sources or self.changelog)
+        return bool(self.players or self.seen or self.sources or self.cutoffs or self.changelog)
 
 
 class TaskStore(Protocol):
@@ -59,6 +62,9 @@ class TaskStore(Protocol):
     def seen(self, event_id: str) -> Seen | None: ...
 
     def sources(self) -> dict[str, SourcePosition]: ...
+
+    def cutoff(self, key: CutoffKey) -> int | None:
+        """Offset of the board's first cutoff marker from the region in this partition (None: not met)."""
 
     def complete_since_ms(self) -> int | None:
         """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
@@ -85,6 +91,7 @@ class MemoryStore:
         self._players: dict[StateKey, PlayerState] = {}
         self._seen: dict[str, Seen] = {}
         self._sources: dict[str, SourcePosition] = {}
+        self._cutoffs: dict[CutoffKey, int] = {}
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
 
@@ -106,6 +113,9 @@ class MemoryStore:
     def sources(self) -> dict[str, SourcePosition]:
         return dict(self._sources)
 
+    def cutoff(self, key: CutoffKey) -> int | None:
+        return self._cutoffs.get(key)
+
     def complete_since_ms(self) -> int | None:
         return self._complete_since
 
@@ -113,6 +123,8 @@ class MemoryStore:
         self._players.update(batch.players)
         self._seen.update(batch.seen)
         self._sources.update(batch.sources)
+        for key, offset in batch.cutoffs.items():
+            self._cutoffs.setdefault(key, offset)  # the first marker stays the cutoff
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 

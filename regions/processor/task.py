@@ -7,7 +7,11 @@ accepting region and an offset in that region's awards partition: a local record
 replicated one the offset the replicator put in its header.
 
 Records whose key starts with a zero byte are control records: heartbeats advance their region's
-position, replication gaps are counted into it, any other is ignored (counted), never an award.
+position, replication gaps are counted into it, a board's first cutoff marker from a region becomes
+that (board, region)'s cutoff in this partition (recorded in the store and sent to the totals topic as
+``CutoffReached``; later markers change nothing), any other is ignored (counted), never an award.
+An award of a board after its region's cutoff is late: it goes to reconciliation (``late``), never
+applied.
 A record that cannot be processed goes to reconciliation with a reason, and the round goes on.
 """
 
@@ -34,15 +38,19 @@ from regions.core.aggregation import (
     apply_award,
 )
 from regions.core.boards import SortOrder, TiePolicy
+from regions.core.lifecycle import is_late
 from regions.core.positions import SourcePosition
-from regions.processor.state import StateKey, StoreBatch, TaskStore
+from regions.processor.state import CutoffKey, StateKey, StoreBatch, TaskStore
 from regions.settings import KafkaSettings
+from schema.lifecycle import LifecycleCodec, cutoff_reached_key
 from schema.records import (
     CONTROL_PREFIX,
+    CUTOFF_PREFIX,
     HEARTBEAT_KEY,
     AppliedAward,
     AwardEvent,
     Codec,
+    CutoffReached,
     PlayerTotal,
     Reconciliation,
     Watermark,
@@ -100,16 +108,20 @@ class Round:
         partition: int,
         horizon_ms: int,
         *,
+        honour_cutoffs: bool = True,
         forget_event_ids: bool = False,  # a fault for tests (processor.fault_forget_event_ids)
     ) -> None:
         self._kafka, self._codec, self._store, self.partition = kafka, codec, store, partition
+        self._honour_cutoffs = honour_cutoffs
         self._forget = forget_event_ids
         self._gap = ReplicationCodec().gap
+        self._marker = LifecycleCodec().marker
         self._memory = DedupeMemory(horizon_ms, store.complete_since_ms())
         self._known = store.sources()
         self.players: dict[StateKey, PlayerState] = {}
         self.seen: dict[str, Seen] = {}
         self.positions: dict[str, SourcePosition] = {}
+        self.cutoffs: dict[CutoffKey, int] = {}  # cutoffs met in this round
         # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
         # the end of the round: one position update per region instead of one per award.
         self._newest: dict[str, tuple[int, int]] = {}
@@ -160,9 +172,36 @@ class Round:
             )  # fmt: skip
             self.positions[source.region] = self._position(source.region).after_gap(offset)
             self.counts["gap"] += 1
+        elif key.startswith(CUTOFF_PREFIX):
+            self._cutoff_marker(source, key, value, offset)
+            self.positions[source.region] = self._position(source.region).after_other(offset)
         else:
             self.positions[source.region] = self._position(source.region).after_other(offset)
             self.counts["unknown_control"] += 1
+
+    def _cutoff_marker(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
+        marker = self._decode(self._marker, value, "undecodable_control")
+        board_id = key[len(CUTOFF_PREFIX) :].decode(errors="replace")
+        if marker.board_id != board_id or marker.region != source.region:
+            raise Unprocessable(
+                "unprocessable_control",
+                f"cutoff marker of {marker.board_id!r} by {marker.region!r} under key of {board_id!r} "
+                f"in {source.region}'s awards",
+            )
+        cutoff_key = (board_id, source.region)
+        if self._cutoff(cutoff_key) is not None:
+            self.counts["cutoff_repeat"] += 1  # written twice (a restart, two workers): the first counts
+            return
+        self.cutoffs[cutoff_key] = offset
+        reached = CutoffReached(board_id=board_id, region=source.region, source_partition=self.partition,
+                                source_offset=offset)  # fmt: skip
+        self.out.append((self._kafka.topic("totals"), cutoff_reached_key(board_id, source.region),
+                         self._codec.encode(reached)))  # fmt: skip
+        self.counts["cutoff"] += 1
+
+    def _cutoff(self, key: CutoffKey) -> int | None:
+        known = self.cutoffs.get(key)
+        return known if known is not None else self._store.cutoff(key)
 
     @staticmethod
     def _decode(decode: Callable[[bytes], T], value: bytes, reason: str) -> T:
@@ -173,6 +212,14 @@ class Round:
 
     def _award(self, source: Source, value: bytes, offset: int) -> None:
         award = self._decode(self._codec.award, value, "undecodable")
+        cutoff = self._cutoff((award.board_id, source.region))
+        if self._honour_cutoffs and is_late(cutoff, offset):
+            raise Unprocessable(
+                "late",
+                f"accepted by {source.region} at offset {offset} of partition {self.partition}, after the "
+                f"board's close cutoff at offset {cutoff}",
+                award,
+            )
         state_key = (award.board_id, award.user_id)
         try:
             SortOrder(award.sort_order), TiePolicy(award.tie_policy)  # rules this version must know
@@ -249,4 +296,5 @@ class Round:
     def store_batch(self, changelog: dict[str, int]) -> StoreBatch:
         """What the store writes once the round's transaction committed."""
         self._settle()
-        return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, changelog=changelog)
+        return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, cutoffs=self.cutoffs,
+                          changelog=changelog)  # fmt: skip

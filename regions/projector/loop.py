@@ -35,6 +35,7 @@ from regions.kafka_clients import (
     partitions_of,
 )
 from regions.projector import metrics
+from regions.projector.cutoffs import record_cutoffs
 from regions.projector.hints import changes_hint
 from regions.projector.rebuild import (
     ProjectionLost,
@@ -178,6 +179,8 @@ class Projector:
         if (work or batch.marks) and not await self._projection.advance(epoch, batch.marks):
             await self._projection.drop([keys for _, keys, _ in work])
             return False
+        if batch.cutoffs:  # after the totals before them: a board with every cutoff reached is final
+            await record_cutoffs(self._projection.redis, self._prefix, batch.cutoffs)
         self._observe_freshness(batch)
         metrics.TOTALS_APPLIED.inc(sum(len(r.users) for r in results))
         await self._publish_hints(batch, [b for b, _, _ in work], results)

@@ -35,6 +35,7 @@ from aiokafka import ConsumerRecord, TopicPartition
 from regions.core.positions import SourceKey, SourcePosition, merge_marks
 from regions.kafka_clients import partitions_of, replay
 from regions.projector import metrics
+from regions.projector.cutoffs import record_cutoffs
 from regions.projector.hints import resync_hint, sequence_base
 from regions.projector.redis_control import (
     ProjectionControl,
@@ -111,6 +112,7 @@ class _Into:
     region: str
     progress: _Progress
     covered: dict[SourceKey, SourcePosition] = field(default_factory=dict)
+    cutoffs: dict[str, dict[str, int]] = field(default_factory=dict)  # close cutoffs the replay reached
     boards: set[str] = field(default_factory=set)
     skipped: int = 0
 
@@ -121,6 +123,9 @@ class _Into:
         if request.board:
             batch.only(request.board)
         self.covered = merge_marks(self.covered, batch.marks)
+        for board, reached in batch.cutoffs.items():
+            if not request.board or board == request.board:
+                self.cutoffs.setdefault(board, {}).update(reached)
         self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
         work = batch.by_board(self.prefix, request.generation)
         self.boards.update(b for b, _, _ in work)
@@ -234,6 +239,8 @@ async def _swap_in(projection: RedisProjection, into: _Into, positions: Position
         epoch, into.covered if whole else {}, completes_rebuild=request.cause is RebuildCause.LOST
     ):
         raise ProjectionLost(f"the projection's epoch changed while rebuild {request.id} swapped")
+    if into.cutoffs:  # what the swapped boards hold reaches these cutoffs (a lost Redis lost them too)
+        await record_cutoffs(projection.redis, into.prefix, into.cutoffs)
     sequences = await projection.next_sequences(live)
     await projection.publish_hints(
         [(b, resync_hint(b, positions.sequence_base + s)) for b, s in zip(boards, sequences, strict=True)]

@@ -16,10 +16,11 @@ import msgspec
 from aiokafka import ConsumerRecord
 
 from regions.core.boards import SortOrder, TiePolicy
+from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_projection import ProjectedTotal
-from schema.records import Watermark
+from schema.records import CutoffReached, Watermark
 from schema.redis_keys import BoardKeys, board_keys
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
@@ -38,7 +39,7 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     tie_policy: TiePolicy
 
 
-decode_totals_record = msgspec.msgpack.Decoder(ProjectableTotal | Watermark).decode
+decode_totals_record = msgspec.msgpack.Decoder(ProjectableTotal | Watermark | CutoffReached).decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +62,14 @@ class Unprojectable:
 @dataclass(slots=True)
 class TotalsBatch:
     """A batch of the totals topic: the newest version per (board, player), the furthest watermark
-    per (accepting region, partition), and the records set aside. A watermark that names no region
-    (written before watermarks named one) is ``region``'s own."""
+    per (accepting region, partition), the close cutoffs reached, and the records set aside. A
+    watermark that names no region (written before watermarks named one) is ``region``'s own."""
 
     region: str = ""
     latest: dict[tuple[str, str], ProjectableTotal] = field(default_factory=dict)
     marks: dict[SourceKey, SourcePosition] = field(default_factory=dict)
+    # board -> <region>:<partition> -> offset of the first cutoff marker
+    cutoffs: dict[str, dict[str, int]] = field(default_factory=dict)
     unprojectable: list[Unprojectable] = field(default_factory=list)
 
     def add(self, records: Sequence[ConsumerRecord]) -> None:
@@ -81,6 +84,10 @@ class TotalsBatch:
                 continue
             if isinstance(value, Watermark):
                 self._mark(value)
+                continue
+            if isinstance(value, CutoffReached):
+                where = position_name(value.region, value.source_partition)
+                self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)

@@ -83,6 +83,15 @@ class TaskStoreContract:
         assert store.purge_seen(500) == 0
         assert store.seen(EVENT) == Seen("00" * 8, 900)
 
+    def test_the_first_cutoff_stays_and_reset_forgets_it(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(cutoffs={("b", "eu"): 7}))
+        store.write(StoreBatch(cutoffs={("b", "eu"): 9, ("b", "us"): 3}))
+        assert store.cutoff(("b", "eu")) == 7 and store.cutoff(("b", "us")) == 3
+        assert store.cutoff(("c", "eu")) is None
+        store.reset(IDENTITY)
+        assert store.cutoff(("b", "eu")) is None
+
     def test_the_completeness_bound_only_rises(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
         store.write(StoreBatch(complete_since_ms=10))

@@ -25,7 +25,7 @@ EVERYTHING_ON = [
     "gateway.autoscaling.enabled=true",
     *(
         f"{c}.pdb.enabled=true"
-        for c in ("intake", "gateway", "processor", "projector", "audit", "replicator")
+        for c in ("intake", "gateway", "processor", "projector", "audit", "lifecycle", "replicator")
     ),
     "metrics.serviceMonitor.enabled=true",
     "metrics.serviceMonitor.labels.release=kube-prometheus-stack",

@@ -44,7 +44,7 @@ DEV_SECRETS = {
     "LB_INTAKE__AWARD_KEYS": json.dumps({DEV_AWARD_KEY_ID: DEV_AWARD_SECRET}),
     "LB_GATEWAY__ADMIN_TOKEN": DEV_ADMIN_TOKEN,
 }
-COMPONENTS = ("intake", "gateway", "processor", "projector", "audit", "replicator")
+COMPONENTS = ("intake", "gateway", "processor", "projector", "audit", "lifecycle", "replicator")
 
 
 def local_values(base: Settings, tag: str, state_dir: Path) -> dict[str, Any]:
@@ -213,7 +213,7 @@ async def deployment(
 
 async def test_every_rendered_component_starts_and_becomes_ready(deployment: Deployment) -> None:
     started = []
-    for component in ("processor", "projector", "audit", "intake", "gateway"):
+    for component in ("processor", "projector", "audit", "lifecycle", "intake", "gateway"):
         (container,) = deployment.of(component)
         await deployment.start(container)
         started.append(container)

@@ -167,7 +167,7 @@ def image_root() -> Iterator[Path]:
 def test_every_entry_point_imports_from_the_runtime_lock_as_the_image_user(image_root: Path) -> None:
     """Only runtime dependencies, as uid 10001: no dev-only import, nothing that needs root."""
     modules = ["regions.intake.__main__", "regions.processor.__main__", "regions.projector.__main__",
-               "regions.audit.__main__", "gateway.__main__", "regions.cli"]  # fmt: skip
+               "regions.audit.__main__", "regions.lifecycle.__main__", "gateway.__main__", "regions.cli"]  # fmt: skip
     if (ROOT / "replicator" / "__main__.py").exists():
         modules.append("replicator.__main__")
     code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\nprint('ok')"

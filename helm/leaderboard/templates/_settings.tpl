@@ -46,6 +46,7 @@ through (values.schema.json lists the fields), so a new setting needs no change 
   "LB_PROCESSOR__STORE_DIR" "/var/lib/leaderboard/processor"
   "LB_PROJECTOR__HEALTH_PORT" $v.projector.containerPort
   "LB_AUDIT__HEALTH_PORT" $v.audit.containerPort
+  "LB_LIFECYCLE__HEALTH_PORT" $v.lifecycle.containerPort
   "LB_REPLICATOR__HEALTH_PORT" $v.replicator.containerPort
   "LB_KAFKA__SECURITY_PROTOCOL" (include "leaderboard.kafkaProtocol" .)
 -}}
@@ -63,7 +64,7 @@ through (values.schema.json lists the fields), so a new setting needs no change 
 {{- $parts := splitn "://" 2 $v.redis.url -}}
 {{- $_ := set $env "LB_REDIS__URL" (printf "%s://:$(REDIS_PASSWORD)@%s" $parts._0 $parts._1) -}}
 {{- end -}}
-{{- range $section := list "kafka" "redis" "cassandra" "intake" "gateway" "processor" "projector" "audit" "replicator" -}}
+{{- range $section := list "kafka" "redis" "cassandra" "intake" "gateway" "processor" "projector" "audit" "lifecycle" "replicator" -}}
 {{- range $field, $value := (get $v $section).settings -}}
 {{- $_ := set $env (printf "LB_%s__%s" (upper $section) (upper $field)) $value -}}
 {{- end -}}
@@ -163,7 +164,7 @@ global.regions other than this one. `module` is what `python -m` runs.
 {{- define "leaderboard.workloads" -}}
 {{- $v := .Values -}}
 {{- $out := list -}}
-{{- range $c := list "intake" "gateway" "processor" "projector" "audit" -}}
+{{- range $c := list "intake" "gateway" "processor" "projector" "audit" "lifecycle" -}}
 {{- if (get $v $c).enabled -}}
 {{- $module := ternary "gateway" (printf "regions.%s" $c) (eq $c "gateway") -}}
 {{- $out = append $out (dict "component" $c "name" $c "module" $module "source" "") -}}

@@ -137,3 +137,21 @@ async def test_reconciliation_reads_what_was_not_applied_and_follows_new_entries
 
     assert sum(b"conflicting_repeat" in line for line in seen) == 2
     assert b"Traceback" not in await follow.stderr.read()
+
+
+async def test_close_begins_a_close_once_and_results_says_when_there_is_none(
+    topics: Settings, cassandra_session: Session
+) -> None:
+    board = f"cli-{uuid.uuid4().hex[:8]}"
+    await lb(topics, "create-board", board)
+
+    closed = await lb(topics, "close", board, "--reason", "season over")
+    again = await lb(topics, "close", board, "--reason", "other")
+    unknown = await lb(topics, "close", "no-such-board")
+    results = await lb(topics, "results", board)
+
+    assert closed[0] == again[0] == 0
+    assert closed[1].startswith(f"{board} is CLOSING (reason: season over)")
+    assert again[1].startswith(f"{board} is CLOSING (reason: season over)")  # the first close stands
+    assert unknown[0] == 1 and "'no-such-board' does not exist" in unknown[2]
+    assert results[0] == 1 and f"no archived result for {board}" in results[1]

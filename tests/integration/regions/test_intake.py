@@ -134,7 +134,7 @@ async def test_every_bad_request_gets_a_clear_error_and_writes_nothing(
     codes = [(r.status_code, _error(r)["code"]) for r in responses]
     assert codes == [
         (401, "auth_missing"), (403, "auth_bad_signature"), (403, "auth_unknown_key"), (401, "auth_skewed"),
-        (400, "invalid_json"), (400, "invalid_field"), (404, "unknown_board"), (409, "board_not_open"),
+        (400, "invalid_json"), (400, "invalid_field"), (404, "unknown_board"), (409, "board_closed"),
         (400, "invalid_field"), (413, "batch_too_large"), (413, "body_too_large"),
         (415, "unsupported_media_type"), (400, "invalid_field"),
     ]  # fmt: skip

@@ -1,0 +1,103 @@
+"""Close benchmark: archiving a large board's final standings as chunked result version 1.
+
+Fills a fresh Redis projection with one board of ``--players`` players the way the projector writes
+it (the projection's own Lua script), then archives it as the home lifecycle worker does when every
+cutoff is reached: chunks of ``--chunk-size`` ranked entries written to Cassandra, then the header.
+Prints the archive's seconds, players/s, Cassandra rows and bytes written, and the time to read a
+page from the middle of the result. Then archives again, as a worker restarted after CLOSED would
+(nothing is written), and cleans up: the Redis keys and the benchmark's own keyspace.
+
+The steps before the archive (intakes refusing, markers, the processor reaching them) take the
+marker delay plus seconds whatever the board's size; the archive is what grows with the board.
+
+Run through ``ops/bench/close`` (it starts the servers). Options: ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime
+
+from regions.cassandra_results import CassandraResults
+from regions.cassandra_store import apply_migrations, connect
+from regions.core.boards import Board
+from regions.core.ordering import encode, reached_position
+from regions.core.results import page, page_chunks
+from regions.lifecycle.archive import archive_projection
+from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
+from regions.settings import load_settings
+from schema.redis_keys import board_keys
+
+FILL_BATCH = 5000
+
+
+async def fill(projection: RedisProjection, prefix: str, board: Board, players: int) -> None:
+    keys = board_keys(prefix, board.id)
+    for first in range(0, players, FILL_BATCH):
+        totals = []
+        for i in range(first, min(first + FILL_BATCH, players)):
+            user, total = f"player-{i:09d}", (i * 7919) % 1_000_003
+            score, member = encode(board.sort_order, board.tie_policy, user, total, reached_position(0, 0, i))
+            totals.append(ProjectedTotal(user, 1, total, score, member))
+        await projection.apply_many([(keys, totals)], sequenced=False)
+
+
+async def main(args: argparse.Namespace) -> None:
+    settings = load_settings()
+    tag = uuid.uuid4().hex[:8]
+    prefix, keyspace = f"bench-close-{tag}", f"lbbench_close_{tag}"
+    cassandra = settings.cassandra.model_copy(update={"keyspace": keyspace})
+    apply_migrations(cassandra)
+    cluster, session = connect(cassandra)
+    redis = connect_redis(settings.redis)
+    board = Board("bench-close", "Close benchmark", settings.region)
+    try:
+        started = time.perf_counter()
+        await fill(RedisProjection(redis, prefix), prefix, board, args.players)
+        print(f"filled the projection with {args.players:,} players in {time.perf_counter() - started:.1f} s")
+        results = CassandraResults(session)
+        started = time.perf_counter()
+        archived = await archive_projection(redis, prefix, results, board, version=1, reason="benchmark",
+                                            chunk_size=args.chunk_size, created_at=datetime.now(UTC))  # fmt: skip
+        seconds = time.perf_counter() - started
+        header = archived.header
+        rows = archived.chunks_written + 1
+        rows_read = session.execute("SELECT ranked FROM board_result_chunks", timeout=120)
+        size = sum(len(r.ranked) for r in rows_read)
+        print(f"archived {header.player_count:,} players in {seconds:.1f} s ({header.player_count / seconds:,.0f} "
+              f"players/s): {header.chunk_count} chunks of {header.chunk_size} + 1 header = {rows} Cassandra "
+              f"rows, {size / 1e6:.1f} MB of chunk blobs")  # fmt: skip
+        middle = header.player_count // 2
+        started = time.perf_counter()
+        chunks = await results.chunks(
+            board.id, 1, page_chunks(middle, 100, header.chunk_size, header.player_count)
+        )
+        entries = page(chunks, middle, 100, header.chunk_size)
+        print(
+            f"read ranks {middle + 1}..{middle + len(entries)} in {(time.perf_counter() - started) * 1000:.0f} ms"
+        )
+        started = time.perf_counter()
+        again = await archive_projection(redis, prefix, results, board, version=1, reason="benchmark",
+                                         chunk_size=args.chunk_size, created_at=datetime.now(UTC))  # fmt: skip
+        print(f"archived again (a restarted worker): {again.chunks_written} chunks written in "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms")  # fmt: skip
+    finally:
+        keys = board_keys(prefix, board.id)
+        await redis.delete(keys.ranking, keys.records, keys.sequence)
+        await redis.aclose()
+        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+        cluster.shutdown()
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--players", type=int, default=1_000_000, help="players on the board")
+    parser.add_argument("--chunk-size", type=int, default=10_000, help="ranked entries per chunk")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse()))

@@ -1,0 +1,93 @@
+"""A board's lifecycle in the Cassandra catalog: status changes with lightweight transactions.
+
+Only these statements change a board's status, and each only from the status the lifecycle allows
+(``regions.core.lifecycle.TRANSITIONS``): OPEN -> CLOSING (``begin_close``) and CLOSING -> CLOSED
+(``finish_close``). Many gateways and workers may race; the LWT lets exactly one change happen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cassandra.cluster import Session
+
+from regions.cassandra_catalog import _COLUMNS, _board
+from regions.cassandra_store import execute
+from regions.core.boards import Board, BoardStatus
+
+_CLOSE_COLUMNS = f"{_COLUMNS}, closing_at, close_reason, markers, cutoffs, result_version, closed_at"
+
+
+def _ms(at: datetime | None) -> int | None:
+    if at is None:
+        return None
+    return int((at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRecord:
+    """A board with what the catalog holds about its close."""
+
+    board: Board
+    closing_at_ms: int | None = None
+    close_reason: str | None = None
+    markers: frozenset[str] = frozenset()  # regions that wrote their cutoff markers
+    cutoffs: Mapping[str, int] = field(default_factory=dict)  # recorded at CLOSED
+    result_version: int | None = None
+    closed_at_ms: int | None = None
+
+
+def _record(row: Any) -> CloseRecord:
+    return CloseRecord(
+        board=_board(row),
+        closing_at_ms=_ms(row.closing_at),
+        close_reason=row.close_reason,
+        markers=frozenset(row.markers or {}),
+        cutoffs=dict(row.cutoffs or {}),
+        result_version=row.result_version,
+        closed_at_ms=_ms(row.closed_at),
+    )
+
+
+class CassandraLifecycle:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._get = session.prepare(f"SELECT {_CLOSE_COLUMNS} FROM boards WHERE board_id = ?")
+        self._begin = session.prepare(
+            "UPDATE boards SET status = 'CLOSING', closing_at = ?, close_reason = ? WHERE board_id = ? "
+            "IF status = 'OPEN'"
+        )
+        self._markers = session.prepare("UPDATE boards SET markers[?] = ? WHERE board_id = ?")
+        self._finish = session.prepare(
+            "UPDATE boards SET status = 'CLOSED', cutoffs = ?, result_version = ?, closed_at = ? "
+            "WHERE board_id = ? IF status = 'CLOSING'"
+        )
+
+    async def record(self, board_id: str) -> CloseRecord | None:
+        row = (await execute(self._session, self._get, (board_id,))).one()
+        return None if row is None else _record(row)
+
+    async def closing(self) -> list[CloseRecord]:
+        """Every CLOSING board (a scan of the catalog, which holds boards, not players)."""
+        rows = await execute(self._session, f"SELECT {_CLOSE_COLUMNS} FROM boards")
+        return [_record(row) for row in rows if row.status == BoardStatus.CLOSING.value]
+
+    async def begin_close(self, board_id: str, reason: str | None, at: datetime) -> bool:
+        """OPEN -> CLOSING; False when the board was not OPEN (it is left as it is)."""
+        result = await execute(self._session, self._begin, (at, reason, board_id))
+        return bool(result.was_applied)
+
+    async def record_markers(self, board_id: str, region: str, at: datetime) -> None:
+        """``region`` wrote its cutoff marker into every partition of its awards topic."""
+        await execute(self._session, self._markers, (region, at, board_id))
+
+    async def finish_close(
+        self, board_id: str, cutoffs: Mapping[str, int], version: int, at: datetime
+    ) -> bool:
+        """CLOSING -> CLOSED with the cutoffs and the archived result version; False when the board
+        was not CLOSING (another worker finished first)."""
+        result = await execute(self._session, self._finish, (dict(cutoffs), version, at, board_id))
+        return bool(result.was_applied)

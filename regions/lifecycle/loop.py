@@ -1,0 +1,122 @@
+"""The lifecycle worker of one region: the close barrier's steps for every CLOSING board.
+
+Every region's worker writes its cutoff markers into each partition of its own awards topic once
+``settings.marker_delay_ms`` has passed since the board began closing, then records in the catalog
+that it did (a crash in between writes them again: the first marker of a partition is its cutoff).
+The worker of the board's home region waits until its projection has reached the cutoff of every
+(region, partition), archives the frozen standings as result version 1 and sets CLOSED. What to do
+next is decided by the pure ``regions.core.lifecycle.next_step`` from the catalog and the projection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from datetime import UTC, datetime
+
+from aiokafka import AIOKafkaProducer
+from redis.asyncio import Redis
+
+from regions.cassandra_lifecycle import CassandraLifecycle, CloseRecord
+from regions.cassandra_results import CassandraResults
+from regions.cassandra_store import CassandraConnection
+from regions.core.boards import BoardStatus
+from regions.core.lifecycle import Archive, CloseProgress, WriteMarkers, next_step, required_cutoffs
+from regions.kafka_clients import make_producer, partitions_of
+from regions.lifecycle.archive import archive_projection
+from regions.projector.cutoffs import reached_cutoffs
+from regions.settings import Settings
+from regions.throttled_log import ThrottledLog
+from schema.lifecycle import CutoffMarker, LifecycleCodec, cutoff_marker_key
+
+log = logging.getLogger(__name__)
+RESULT_VERSION = 1  # the result a close archives; corrections make the next ones
+
+
+class LifecycleWorker:
+    def __init__(
+        self,
+        settings: Settings,
+        cassandra: CassandraConnection[tuple[CassandraLifecycle, CassandraResults]],
+        redis: Redis,
+    ) -> None:
+        self._settings, self._cassandra, self._redis = settings, cassandra, redis
+        self._region = settings.region
+        self._encode = LifecycleCodec().encode
+        self._errors = ThrottledLog(log, interval_s=30)
+        self.running = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        kafka = self._settings.kafka
+        partitions = await partitions_of(kafka, kafka.topic("awards"))
+        required = required_cutoffs(self._settings.region_names(), len(partitions))
+        producer = make_producer(kafka)
+        await producer.start()
+        try:
+            self.running.set()
+            while not stop.is_set():
+                await self.tick(producer, partitions, required)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._settings.lifecycle.poll_interval_s)
+        finally:
+            self.running.clear()
+            await producer.stop()
+
+    async def tick(self, producer: AIOKafkaProducer, partitions: list[int], required: frozenset[str]) -> None:
+        """One pass over the CLOSING boards; a board that fails is tried again next pass."""
+        catalog, _ = self._cassandra.adapter
+        for record in await catalog.closing():
+            try:
+                await self._step(record, producer, partitions, required)
+            except Exception as exc:  # one board's trouble (e.g. a timeout) must not stop the others
+                self._errors.log(logging.WARNING, record.board.id, "closing %s: %r; trying again",
+                                 record.board.id, exc)  # fmt: skip
+
+    async def _step(
+        self, record: CloseRecord, producer: AIOKafkaProducer, partitions: list[int], required: frozenset[str]
+    ) -> None:
+        board = record.board
+        home = board.home_region == self._region
+        reached = (
+            await reached_cutoffs(self._redis, self._settings.redis.key_prefix, board.id) if home else {}
+        )
+        progress = CloseProgress(board.id, board.home_region, BoardStatus.CLOSING, record.closing_at_ms,
+                                 record.markers, reached)  # fmt: skip
+        step = next_step(progress, region=self._region, required=required, now_ms=int(time.time() * 1000),
+                         marker_delay_ms=self._settings.marker_delay_ms)  # fmt: skip
+        if isinstance(step, WriteMarkers):
+            await self._write_markers(record, producer, partitions)
+        elif isinstance(step, Archive):
+            await self._archive(record, step.cutoffs)
+
+    async def _write_markers(
+        self, record: CloseRecord, producer: AIOKafkaProducer, partitions: list[int]
+    ) -> None:
+        catalog, _ = self._cassandra.adapter
+        marker = CutoffMarker(board_id=record.board.id, region=self._region,
+                              closing_at_ms=record.closing_at_ms or 0, written_at_ms=int(time.time() * 1000))  # fmt: skip
+        topic, key, value = (
+            self._settings.kafka.topic("awards"),
+            cutoff_marker_key(record.board.id),
+            self._encode(marker),
+        )
+        await asyncio.gather(
+            *(producer.send_and_wait(topic, value, key=key, partition=p) for p in partitions)
+        )
+        await catalog.record_markers(record.board.id, self._region, datetime.now(UTC))
+        log.info("%s: cutoff markers written to %d partitions of %s", record.board.id, len(partitions), topic)
+
+    async def _archive(self, record: CloseRecord, cutoffs: dict[str, int]) -> None:
+        catalog, results = self._cassandra.adapter
+        started = time.perf_counter()
+        archived = await archive_projection(
+            self._redis, self._settings.redis.key_prefix, results, record.board, version=RESULT_VERSION,
+            reason=record.close_reason, chunk_size=self._settings.lifecycle.chunk_size,
+            created_at=datetime.now(UTC),
+        )  # fmt: skip
+        if await catalog.finish_close(record.board.id, cutoffs, RESULT_VERSION, datetime.now(UTC)):
+            log.info("%s: CLOSED; result version %d holds %d players in %d chunks (%d written in %.2f s)",
+                     record.board.id, RESULT_VERSION, archived.header.player_count, archived.header.chunk_count,
+                     archived.chunks_written, time.perf_counter() - started)  # fmt: skip
