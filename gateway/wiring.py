@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from redis.asyncio import BlockingConnectionPool, Redis
-
 from gateway.boards import BoardDirectory
 from gateway.cassandra_stores import CassandraLink
 from gateway.core.breaker import CircuitBreaker
@@ -17,23 +15,20 @@ from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
 from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
+from regions.redis_connection import ProjectionRedis, connect_redis
 from regions.redis_projection import RedisProjection
 from regions.redis_reads import RankReader
 from regions.settings import Settings
 
 
-def gateway_redis(settings: Settings) -> Redis:
+def gateway_redis(settings: Settings) -> ProjectionRedis:
     """A client whose pool waits for a free connection (bounded) instead of failing under bursts."""
-    pool = BlockingConnectionPool.from_url(
-        settings.redis.url,
-        decode_responses=True,
-        max_connections=settings.gateway.redis_max_connections,
-        timeout=5,
+    return connect_redis(
+        settings.redis.url, max_connections=settings.gateway.redis_max_connections, blocking=True
     )
-    return Redis(connection_pool=pool)
 
 
-def build_services(settings: Settings, redis: Redis, cassandra: CassandraLink) -> Services:
+def build_services(settings: Settings, redis: ProjectionRedis, cassandra: CassandraLink) -> Services:
     gw, prefix = settings.gateway, settings.redis.key_prefix
     reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
     projections = Projections(settings.region, reader, gw.top_cache_ttl_s)

@@ -15,7 +15,7 @@ from tests.harness import Region
 
 
 def _total(board: str, user: str, total: int, sort_order: str = "DESC") -> PlayerTotal:
-    return PlayerTotal(board_id=board, user_id=user, total=total, version=1, reached="0" * 27, recent=b"",
+    return PlayerTotal(board_id=board, user_id=user, total=total, version=1, reached="0" * 27,
                        sort_order=sort_order, tie_policy="USER_ID", source_partition=0, source_offset=0,
                        event_id="0" * 32)  # fmt: skip
 
