@@ -7,9 +7,11 @@ covers them commit or abort together, and opening the producer fences every earl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncIterator, Mapping
 
 from aiokafka import AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka.errors import IllegalOperation, KafkaError
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from regions.kafka_clients import make_producer, partitions_of, replay
@@ -116,7 +118,7 @@ class LocalTopics:
         if producer is None:
             raise RuntimeError("LocalTopics.open() must come before a write")
         try:
-            async with producer.transaction():
+            async with producer.transaction(), _sends_refused_as_their_cause(producer):
                 futures: list[asyncio.Future[object]] = []
                 batches: dict[tuple[str, int], BatchBuilder] = {}
                 for topic, p, key, value, timestamp_ms, headers in sends:
@@ -138,3 +140,17 @@ class LocalTopics:
         except BaseException:
             metrics.ABORTS.labels(self._pair.source).inc()
             raise
+
+
+@contextlib.asynccontextmanager
+async def _sends_refused_as_their_cause(producer: AIOKafkaProducer) -> AsyncIterator[None]:
+    """Once aiokafka's sender has ended a transaction (its producer fenced, or an error that aborts the
+    transaction), the next send is refused with ``IllegalOperation``, which names only the symptom;
+    raise the sender's own error instead, so a fenced replicator stops as fenced and anything else
+    is retried from the checkpoints."""
+    try:
+        yield
+    except IllegalOperation as refused:
+        task = producer._sender.sender_task  # the only place aiokafka keeps the cause
+        cause = task.exception() if task is not None and task.done() and not task.cancelled() else None
+        raise (cause or KafkaError(f"the transaction ended under a send: {refused}")) from refused
