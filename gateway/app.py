@@ -10,7 +10,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -127,23 +126,17 @@ async def live_page(_: Request) -> Response:
     return FileResponse(STATIC / "live.html", headers={"Cache-Control": "no-cache"})
 
 
-def readiness(health: Health) -> Route:
+def watch_readiness(health: Health, services: Services) -> None:
     """``/readyz``: ready once the hints feed is subscribed (Redis) and the board catalog was reached
     once (Cassandra). A later Cassandra outage keeps the gateway ready, since Redis reads of cached
     boards still answer, and shows in ``stores``: ``cassandra`` is up, down or connecting, and
     ``profiles`` is the profile breaker's state (open: profiles are skipped)."""
-
-    async def readyz(request: Request) -> Response:
-        ready, body = health.status()
-        services: Services | None = getattr(request.app.state, "services", None)
-        if services is not None:
-            body["stores"] = {
-                "cassandra": services.cassandra.state().value,
-                "profiles": services.profiles.breaker.state(time.monotonic()).value,
-            }
-        return Response(msgspec.json.encode(body), 200 if ready else 503, media_type="application/json")
-
-    return Route("/readyz", readyz)
+    health.checks["hints_feed"] = lambda: services.hub.connected
+    health.checks["board_catalog"] = services.cassandra.connected.is_set
+    health.details["stores"] = lambda: {
+        "cassandra": services.cassandra.state().value,
+        "profiles": services.profiles.breaker.state(time.monotonic()).value,
+    }
 
 
 def create_app(settings: Settings, open_with: OpenServices = open_services) -> Starlette:
@@ -155,8 +148,7 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with open_with(settings) as services:
             app.state.services = services
-            health.checks["hints_feed"] = lambda: services.hub.connected
-            health.checks["board_catalog"] = lambda: services.cassandra.connected_once
+            watch_readiness(health, services)
             yield {}
 
     gw = settings.gateway
@@ -166,8 +158,7 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
             WebSocketRoute("/graphql", view),
             Route("/live", live_page),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
-            readiness(health),
-            *(route for route in health_routes(health) if route.path != "/readyz"),
+            *health_routes(health),
         ],
         middleware=[
             Middleware(

@@ -26,10 +26,10 @@ from typing import Literal, Protocol
 from strawberry.dataloader import DataLoader
 
 from gateway import metrics
-from gateway.cassandra_profiles import ProfileRecord
 from gateway.core.breaker import BreakerState, CircuitBreaker
-from gateway.core.log_limit import LogLimiter
 from gateway.core.ttl_cache import TtlCache
+from regions.cassandra_profiles import ProfileRecord
+from regions.throttled_log import ThrottledLog
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class GuardedProfiles:
         self._inflight: dict[str, asyncio.Future[Looked]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._clock = clock
-        self._quiet = LogLimiter(10.0)
+        self._errors = ThrottledLog(log, interval_s=10.0, clock=clock)
 
     async def lookup(self, user_ids: list[str]) -> list[Looked]:
         """Profiles in key order; ``UNAVAILABLE`` where the store is skipped, slow or failing."""
@@ -142,11 +142,9 @@ class GuardedProfiles:
     def _degraded(self, outcome: str, count: int, exc: Exception | None = None) -> None:
         metrics.PROFILE_LOOKUPS.labels(outcome).inc()
         metrics.PROFILE_BREAKER_OPEN.set(1 if self.breaker.state(self._clock()) is BreakerState.OPEN else 0)
-        left_out = self._quiet.allow(outcome, self._clock())
-        if left_out is not None:
-            cause = "" if exc is None else f": {exc!r}"[:200]
-            log.warning("profile store degraded (%s%s): %d profiles answered unavailable; "
-                        "%d more like it left out", outcome, cause, count, left_out)  # fmt: skip
+        cause = "" if exc is None else f": {exc!r}"[:200]
+        self._errors.log(logging.WARNING, outcome, "profile store degraded (%s%s): %d profiles answered "
+                         "unavailable", outcome, cause, count)  # fmt: skip
 
     def store_is_back(self) -> None:
         """Cassandra is reachable again: stop skipping profiles now, not after the breaker's reset time."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.boards import BoardDirectory
-from gateway.cassandra_stores import CassandraLink
+from gateway.cassandra_stores import Stores
 from gateway.core.limits import ReadLimits
 from gateway.hub import HintHub
 from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
+from regions.cassandra_store import CassandraConnection
 from regions.settings import Settings
 
 
@@ -20,5 +21,5 @@ class Services:
     projections: Projections
     profiles: GuardedProfiles
     hub: HintHub
-    cassandra: CassandraLink  # the stores' session, opened in the background
+    cassandra: CassandraConnection[Stores]  # the stores' session, opened in the background
     limits: ReadLimits

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from gateway.boards import BoardDirectory
-from gateway.cassandra_stores import CassandraLink
+from gateway.cassandra_stores import Stores, open_stores
 from gateway.core.breaker import CircuitBreaker
 from gateway.core.limits import ReadLimits
 from gateway.hub import HintHub
@@ -15,6 +15,7 @@ from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
 from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
+from regions.cassandra_store import CassandraConnection
 from regions.redis_connection import ProjectionRedis, connect_redis
 from regions.redis_projection import RedisProjection
 from regions.redis_reads import RankReader
@@ -28,12 +29,14 @@ def gateway_redis(settings: Settings) -> ProjectionRedis:
     )
 
 
-def build_services(settings: Settings, redis: ProjectionRedis, cassandra: CassandraLink) -> Services:
+def build_services(
+    settings: Settings, redis: ProjectionRedis, cassandra: CassandraConnection[Stores]
+) -> Services:
     gw, prefix = settings.gateway, settings.redis.key_prefix
     reader = RankReader(RedisProjection(redis, prefix), prefix, settings.region)
     projections = Projections(settings.region, reader, gw.top_cache_ttl_s)
     profiles = GuardedProfiles(
-        lambda: cassandra.stores.profiles,
+        lambda: cassandra.adapter.profiles,
         gw.profile_timeout_s,
         CircuitBreaker(gw.profile_breaker_failures, gw.profile_breaker_reset_s),
         gw.profile_cache_ttl_s,
@@ -42,7 +45,7 @@ def build_services(settings: Settings, redis: ProjectionRedis, cassandra: Cassan
     cassandra.when_up(profiles.store_is_back)
     return Services(
         settings=settings,
-        boards=BoardDirectory(lambda: cassandra.stores.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
+        boards=BoardDirectory(lambda: cassandra.adapter.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
         projections=projections,
         profiles=profiles,
         hub=HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed),
@@ -72,7 +75,8 @@ async def running(services: Services) -> AsyncIterator[Services]:
 async def open_services(settings: Settings) -> AsyncIterator[Services]:
     redis = gateway_redis(settings)
     try:
-        async with running(build_services(settings, redis, CassandraLink.to(settings.cassandra))) as services:
+        cassandra = CassandraConnection.to(settings.cassandra, open_stores)
+        async with running(build_services(settings, redis, cassandra)) as services:
             yield services
     finally:
         await redis.aclose()

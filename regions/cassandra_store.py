@@ -7,11 +7,21 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
+from cassandra import DriverException
 from cassandra.auth import PlainTextAuthProvider
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, ResponseFuture, Session
-from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy
+from cassandra.cluster import (
+    EXEC_PROFILE_DEFAULT,
+    Cluster,
+    ExecutionProfile,
+    NoHostAvailable,
+    ResponseFuture,
+    Session,
+)
+from cassandra.connection import ConnectionException
+from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, HostStateListener
 
 from regions.settings import CassandraSettings
 from regions.throttled_log import ThrottledLog
@@ -22,7 +32,20 @@ T = TypeVar("T")
 
 
 class CassandraUnavailable(Exception):
-    """Cassandra cannot be used (yet): not connected since start, or no node answers."""
+    """Cassandra cannot be used (yet): not connected since start, or no node answers. The message
+    is for whoever made the call: what is missing and what to do."""
+
+
+# What a call to Cassandra raises when it is down, slow, unreachable or not connected yet.
+CASSANDRA_ERRORS: tuple[type[Exception], ...] = (
+    CassandraUnavailable, NoHostAvailable, DriverException, ConnectionException, OSError,
+)  # fmt: skip
+
+
+class ConnectionState(StrEnum):
+    CONNECTING = "connecting"  # never connected since start
+    UP = "up"
+    DOWN = "down"  # connected before; the driver sees no live node now
 
 
 def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Cluster, Session]:
@@ -60,63 +83,131 @@ def describe(cassandra: CassandraSettings) -> str:
     return f"{hosts} keyspace {cassandra.keyspace}"
 
 
+class _NodesUp(HostStateListener):  # type: ignore[misc]  # the driver is untyped
+    """Tells the event loop when the driver sees a Cassandra node come (back) up."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        self._loop, self._callback = loop, callback
+
+    def on_up(self, host: object) -> None:
+        self._loop.call_soon_threadsafe(self._callback)
+
+    def on_add(self, host: object) -> None:
+        self._loop.call_soon_threadsafe(self._callback)
+
+    def on_down(self, host: object) -> None:
+        pass
+
+    def on_remove(self, host: object) -> None:
+        pass
+
+
 class CassandraConnection(Generic[T]):
     """A process's Cassandra session and the adapter built on it (``build`` prepares its statements).
 
     ``run`` connects, retrying with backoff while Cassandra is not there, so a process can start
     during an outage; until it is connected, ``adapter`` raises ``CassandraUnavailable``. Once
-    connected, the driver reconnects by itself after later outages.
+    connected, the driver reconnects by itself after later outages, and the ``when_up`` callbacks
+    run on the event loop at once and whenever a node comes (back) up. A session opened elsewhere
+    (``owns_session=False``, e.g. one shared by tests) is used but never shut down.
     """
 
     def __init__(
-        self, cassandra: CassandraSettings, build: Callable[[Session], T], retry_max_s: float = 5.0
+        self,
+        open_session: Callable[[], Session],
+        build: Callable[[Session], T],
+        *,
+        where: str,
+        owns_session: bool = True,
+        retry_max_s: float = 5.0,
     ) -> None:
-        self._cassandra = cassandra
+        self._open_session = open_session
         self._build = build
+        self._where = where  # for log lines
+        self._owns_session = owns_session
         self._retry_max_s = retry_max_s
-        self._cluster: Cluster | None = None
+        self._session: Session | None = None
         self._adapter: T | None = None
+        self._on_up: list[Callable[[], None]] = []
+        self._listener: _NodesUp | None = None
         self._log = ThrottledLog(log, interval_s=30)
         self.connected = asyncio.Event()
+
+    @classmethod
+    def to(cls, cassandra: CassandraSettings, build: Callable[[Session], T]) -> CassandraConnection[T]:
+        """A connection of its own to the configured Cassandra."""
+        return cls(lambda: connect(cassandra)[1], build, where=describe(cassandra))
 
     @property
     def adapter(self) -> T:
         if self._adapter is None:
-            raise CassandraUnavailable(f"not connected to Cassandra at {describe(self._cassandra)} yet")
+            raise CassandraUnavailable(
+                "Cassandra is not reachable yet (still trying to connect); retry later"
+            )
         return self._adapter
+
+    def state(self) -> ConnectionState:
+        if self._session is None:
+            return ConnectionState.CONNECTING
+        up = any(host.is_up for host in self._session.cluster.metadata.all_hosts())
+        return ConnectionState.UP if up else ConnectionState.DOWN
 
     def reachable(self) -> bool:
         """Connected, and the driver holds at least one node up."""
-        cluster = self._cluster
-        return cluster is not None and any(host.is_up for host in cluster.metadata.all_hosts())
+        return self.state() is ConnectionState.UP
 
-    def _open(self) -> tuple[Cluster, T]:
-        cluster, session = connect(self._cassandra)
+    def when_up(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the event loop once connected and whenever a node comes back up."""
+        self._on_up.append(callback)
+
+    def _nodes_up(self) -> None:
+        for callback in self._on_up:
+            callback()
+
+    def _open(self) -> tuple[Session, T]:
+        session = self._open_session()
         try:
-            return cluster, self._build(session)
+            return session, self._build(session)
         except BaseException:
-            cluster.shutdown()
+            if self._owns_session:
+                session.cluster.shutdown()  # its control connection and reconnection threads
             raise
 
     async def run(self) -> None:
-        """Connect, retrying until Cassandra answers; returns once connected."""
+        """Connect and build the adapter, retrying until Cassandra answers; returns once connected."""
         delay = 0.5
-        while self._adapter is None:
+        while True:
             try:
-                self._cluster, self._adapter = await asyncio.to_thread(self._open)
+                session, adapter = await asyncio.to_thread(self._open)
             except Exception as exc:
-                self._log.log(
-                    logging.WARNING, "connect", "Cassandra at %s is not reachable (%r); still trying",
-                    describe(self._cassandra), exc,
-                )  # fmt: skip
+                self._log.log(logging.WARNING, "connect", "Cassandra at %s is not reachable (%s); still trying",
+                              self._where, _short(exc))  # fmt: skip
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self._retry_max_s)
-        self.connected.set()
-        log.info("connected to Cassandra at %s", describe(self._cassandra))
+                continue
+            self._session, self._adapter = session, adapter
+            self._listener = _NodesUp(asyncio.get_running_loop(), self._nodes_up)
+            session.cluster.register_listener(self._listener)
+            self.connected.set()
+            self._nodes_up()
+            log.info("connected to Cassandra at %s", self._where)
+            return
 
-    def close(self) -> None:
-        if self._cluster is not None:
-            self._cluster.shutdown()
+    async def close(self) -> None:
+        """Stop listening to the driver and shut the session down if this connection opened it."""
+        session = self._session
+        if session is None:
+            return
+        if self._listener is not None:
+            session.cluster.unregister_listener(self._listener)
+        if self._owns_session:
+            await asyncio.to_thread(session.cluster.shutdown)
+
+
+def _short(exc: BaseException) -> str:
+    """The driver's errors can be pages long (one line per host and attempt)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def apply_migrations(cassandra: CassandraSettings) -> list[str]:

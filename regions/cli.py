@@ -13,14 +13,13 @@ from typing import Any
 
 import httpx
 from cassandra import DriverException
-from cassandra.cluster import NoHostAvailable, Session
-from cassandra.connection import ConnectionException
+from cassandra.cluster import Session
 from pydantic import ValidationError
 
 from regions.bootstrap import bootstrap
 from regions.cassandra_catalog import CassandraCatalog, CatalogEntry
 from regions.cassandra_profiles import CassandraProfiles
-from regions.cassandra_store import CassandraUnavailable, connect, describe
+from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable, connect, describe
 from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
 from regions.core.profiles import InvalidProfileError, Profile
 from regions.intake.client import AwardClient, describe_answer
@@ -39,7 +38,7 @@ async def _cassandra(settings: Settings) -> AsyncIterator[Session]:
     """A session for one command; Cassandra being away is a ``CassandraUnavailable`` that says where."""
     try:
         cluster, session = connect(settings.cassandra)
-    except (NoHostAvailable, DriverException, ConnectionException, OSError) as exc:
+    except CASSANDRA_ERRORS as exc:
         raise CassandraUnavailable(
             f"Cassandra at {describe(settings.cassandra)} is not reachable ({type(exc).__name__}). "
             "See 'ops/services status'; 'ops/services up' starts it."

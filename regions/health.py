@@ -23,13 +23,15 @@ class Health:
 
     ``checks`` are what the process cannot serve without: one failing makes it unready.
     ``advisory`` checks name what it works around (e.g. the intake serves cached boards while
-    Cassandra is away): they are reported as missing but leave the process ready.
+    Cassandra is away): they are reported as missing but leave the process ready. ``details`` add
+    entries to the body that say more than yes or no (e.g. the gateway's store states).
     """
 
     service: str
     checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
     lag: dict[str, dict[int, int]] = field(default_factory=dict)
     advisory: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    details: dict[str, Callable[[], object]] = field(default_factory=dict)
 
     def report_lag(self, topic: str, lag: dict[int, int]) -> None:
         """Lag of the partitions this process now reads; partitions it no longer reads are dropped."""
@@ -51,7 +53,7 @@ class Health:
             "missing": missing,
             "lag": self.lag,
         }
-        return ready, body
+        return ready, body | {name: detail() for name, detail in self.details.items()}
 
 
 def _json(body: object, status: int = 200) -> Response:

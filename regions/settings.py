@@ -112,6 +112,11 @@ class IntakeSettings(BaseModel):
     rate_per_key: float = Field(20_000, gt=0, description="Awards per second per key id.")
     burst_per_key: float = Field(40_000, gt=0, description="Burst of awards per key id.")
     catalog_ttl_s: float = Field(2.0, ge=0, description="How long a board lookup is cached.")
+    max_unknown_boards: int = Field(
+        10_000,
+        ge=1,
+        description="Unknown board ids remembered (the least recently asked is forgotten first).",
+    )
 
 
 class ProcessorSettings(BaseModel):
@@ -224,7 +229,11 @@ class ReplicatorSettings(BaseModel):
 class GatewaySettings(BaseModel):
     host: str = Field("127.0.0.1", description="Listen address.")
     port: int = Field(8080, description="Listen port of /graphql.")
-    admin_token: SecretStr = Field(SecretStr(DEV_ADMIN_TOKEN), description="Admin bearer token.")
+    admin_token: SecretStr = Field(
+        SecretStr(DEV_ADMIN_TOKEN),
+        description="Admin bearer token; during a rotation the new and the old token, separated by a comma "
+        "(either is accepted).",
+    )
     allowed_origins: list[str] = Field(
         [],
         description="Origins (scheme://host[:port]) allowed by CORS and WebSocket handshakes; same origin always is.",
@@ -306,6 +315,16 @@ class GatewaySettings(BaseModel):
     )
     redis_max_connections: int = Field(64, ge=2, description="Redis connections of one gateway process.")
 
+    def admin_tokens(self) -> list[str]:
+        """Every accepted admin token (two during a rotation)."""
+        return [token.strip() for token in self.admin_token.get_secret_value().split(",")]
+
+    @model_validator(mode="after")
+    def _one_token_per_comma(self) -> Self:
+        if not all(self.admin_tokens()):
+            raise ValueError("admin_token: empty token; give one token, or two separated by a comma")
+        return self
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LB_", env_nested_delimiter="__", extra="ignore")
@@ -340,7 +359,7 @@ class Settings(BaseSettings):
         problems = []
         if any(s.get_secret_value() == DEV_AWARD_SECRET for s in self.intake.award_keys.values()):
             problems.append("LB_INTAKE__AWARD_KEYS still holds the development secret")
-        if self.gateway.admin_token.get_secret_value() == DEV_ADMIN_TOKEN:
+        if DEV_ADMIN_TOKEN in self.gateway.admin_tokens():
             problems.append("LB_GATEWAY__ADMIN_TOKEN is the development token")
         k = self.kafka
         if k.replication_factor < 3:

@@ -27,6 +27,7 @@ from aiokafka.errors import KafkaError, OffsetOutOfRangeError, ProducerFenced
 
 from regions.health import Health
 from regions.kafka_clients import partitions_of
+from regions.kafka_security import connection_options
 from regions.settings import Settings
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
@@ -114,9 +115,11 @@ class Replicator:
 
     def _source_consumer(self) -> AIOKafkaConsumer:
         """Manual assignment, committed data only, and no automatic reset: a position the source no
-        longer holds raises, so the gap is reported instead of skipped."""
+        longer holds raises, so the gap is reported instead of skipped. The source's brokers are
+        reached with this region's TLS and SASL settings (one set of client credentials per region)."""
         return AIOKafkaConsumer(
             bootstrap_servers=self._source.bootstrap_servers,
+            **connection_options(self._source),
             group_id=None,
             isolation_level="read_committed",
             enable_auto_commit=False,

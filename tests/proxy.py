@@ -1,4 +1,5 @@
-"""A TCP proxy in front of a real server that a test can slow down, cut and heal, to fault one client only."""
+"""A TCP proxy in front of a real server that a test can slow down, hold, cut and heal, to fault one
+client only."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ class TcpProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self.delay_s = 0.0  # added before each reply chunk reaches the client
         self.cut_off = False
+        self._replies = asyncio.Event()  # set while replies flow; cleared by hold()
+        self._replies.set()
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
@@ -21,8 +24,10 @@ class TcpProxy:
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, slow: bool) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await reader.read(65536):
-                if slow and self.delay_s:
-                    await asyncio.sleep(self.delay_s)
+                if slow:
+                    await self._replies.wait()
+                    if self.delay_s:
+                        await asyncio.sleep(self.delay_s)
                 writer.write(data)
                 await writer.drain()
         writer.close()
@@ -42,6 +47,13 @@ class TcpProxy:
         )
         self._writers -= {writer, upstream_writer}
 
+    def hold(self) -> None:
+        """Keep every reply from the client until ``release``: the server looks hung, not down."""
+        self._replies.clear()
+
+    def release(self) -> None:
+        self._replies.set()
+
     def cut(self) -> None:
         """Drop every connection and refuse new ones: the server looks down."""
         self.cut_off = True
@@ -53,6 +65,7 @@ class TcpProxy:
 
     async def close(self) -> None:
         self.delay_s = 0
+        self.release()
         self.cut()
         if self._server is not None:
             self._server.close()

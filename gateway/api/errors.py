@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from graphql import GraphQLError
 
-from gateway.cassandra_stores import STORE_ERRORS, StoreUnavailable
+from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable
 
 
 class UserError(GraphQLError):
@@ -63,7 +63,7 @@ def error_code(error: GraphQLError) -> str:
     """The code of any error, for logs and metrics: a documented code, ``INVALID`` for GraphQL
     syntax and validation errors without one, ``INTERNAL`` for a failure of the code (a bug)."""
     cause = error.original_error
-    if isinstance(cause, STORE_ERRORS):
+    if isinstance(cause, CASSANDRA_ERRORS):
         return "STORE_UNAVAILABLE"
     if cause is not None and not isinstance(cause, GraphQLError):
         return "INTERNAL"
@@ -75,9 +75,9 @@ def masked(error: GraphQLError, generic: str) -> GraphQLError:
     """What the client sees of an error raised by code: a store failure keeps a clear message and
     the ``STORE_UNAVAILABLE`` code; anything else (a bug) becomes ``generic``."""
     cause = error.original_error
-    if isinstance(cause, StoreUnavailable):
+    if isinstance(cause, CassandraUnavailable):
         message = str(cause)
-    elif isinstance(cause, STORE_ERRORS):
+    elif isinstance(cause, CASSANDRA_ERRORS):
         message = "a store (Cassandra) is unavailable; retry later"
     else:
         return GraphQLError(generic, error.nodes, error.source, error.positions, error.path)

@@ -101,7 +101,7 @@ class Leaderboard:
 
     @fields.field("An archived result of a closed board; the newest when version is null.")
     async def result(self, info: Info[Context, None], version: int | None = None) -> BoardResult | None:
-        record = await info.context.services.cassandra.stores.results.get(self.board.id, version)
+        record = await info.context.services.cassandra.adapter.results.get(self.board.id, version)
         if record is None:
             return None
         return BoardResult(

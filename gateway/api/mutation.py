@@ -39,8 +39,8 @@ class CreateLeaderboardInput:
 
 
 def require_admin(info: Info[Context, None]) -> None:
-    token = info.context.services.settings.gateway.admin_token.get_secret_value()
-    if not is_admin(info.context.request.headers.get("authorization"), token):
+    tokens = info.context.services.settings.gateway.admin_tokens()
+    if not is_admin(info.context.request.headers.get("authorization"), tokens):
         raise NotAuthorized("this operation needs Authorization: Bearer <admin token>")
 
 

@@ -11,8 +11,8 @@ from strawberry.types import Info
 from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.scalars import Long
-from gateway.cassandra_profiles import ProfileRecord
 from gateway.profiles import UNAVAILABLE
+from regions.cassandra_profiles import ProfileRecord
 from regions.core import reads, windows
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.reads import Scope

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -15,6 +16,10 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip()
 
 
-def is_admin(header: str | None, admin_token: str) -> bool:
+def is_admin(header: str | None, admin_tokens: Sequence[str]) -> bool:
+    """Whether the header carries one of the admin tokens (two are accepted during a rotation)."""
     token = bearer_token(header)
-    return token is not None and hmac.compare_digest(token.encode(), admin_token.encode())
+    if token is None:
+        return False
+    matches = [hmac.compare_digest(token.encode(), admin.encode()) for admin in admin_tokens]
+    return any(matches)

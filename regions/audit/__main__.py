@@ -21,7 +21,7 @@ async def amain() -> None:
     os.nice(settings.audit.niceness)
     health = Health("audit")
     # Connected in the background: during a Cassandra outage the sink starts, waits and reports its backlog.
-    audit = CassandraConnection(settings.cassandra, CassandraAudit)
+    audit = CassandraConnection.to(settings.cassandra, CassandraAudit)
     connecting = asyncio.create_task(audit.run())
     sink = AuditSink(settings, audit, health)
     health.checks["cassandra"] = lambda: audit.reachable() and sink.cassandra_ok
@@ -32,7 +32,7 @@ async def amain() -> None:
         connecting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await connecting
-        audit.close()
+        await audit.close()
 
 
 def main() -> None:

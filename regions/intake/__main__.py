@@ -22,7 +22,7 @@ from regions.worker import run_process
 def build(settings: Settings) -> Starlette:
     """The intake app. Kafka is opened in its lifespan; Cassandra is connected in the background, so
     the intake starts during a Cassandra outage and serves every board it can resolve."""
-    catalog = CassandraConnection(settings.cassandra, CassandraCatalog)
+    catalog = CassandraConnection.to(settings.cassandra, CassandraCatalog)
     publisher: AwardPublisher | None = None
 
     async def publish(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
@@ -57,7 +57,7 @@ def build(settings: Settings) -> Starlette:
             with contextlib.suppress(asyncio.CancelledError):
                 await connecting
             await producer.stop()
-            catalog.close()
+            await catalog.close()
 
     app.router.lifespan_context = lifespan
     return app

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import msgspec
 from starlette.applications import Starlette
@@ -18,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from regions.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.core.boards import Board, BoardStatus
 from regions.core.rate_limit import TokenBuckets
 from regions.core.signing import AuthFailure, Denied, verify
@@ -45,7 +45,6 @@ _AUTH_HEADER_AT_FAULT = {
     AuthFailure.UNKNOWN_KEY: "X-Award-Key-Id",
     AuthFailure.BAD_SIGNATURE: "X-Award-Signature",
 }
-BoardLookup = Callable[[str], Awaitable[Board | None]]
 Publish = Callable[[list[tuple[bytes, bytes]]], Awaitable[list[tuple[int, int]]]]
 
 
@@ -72,47 +71,19 @@ class Rejection(Exception):
         )
 
 
-class CatalogUnavailable(Exception):
-    """The board catalog could not be read and no earlier answer is cached."""
-
-
-@dataclass(slots=True)
-class CachedBoards:
-    """Board lookups cached for ``ttl_s``: intake must not read Cassandra per award. When the
-    catalog cannot be read, the last answer keeps serving, so a Cassandra outage does not stop
-    acceptance of awards for known boards. Failures are logged here, at most one line per interval."""
-
-    lookup: BoardLookup
-    ttl_s: float
-    clock: Callable[[], float] = time.monotonic
-    _cache: dict[str, tuple[float, Board | None]] = field(default_factory=dict)
-    _errors: ThrottledLog = field(default_factory=lambda: ThrottledLog(log))
-
-    async def get(self, board_id: str) -> Board | None:
-        hit = self._cache.get(board_id)
-        now = self.clock()
-        if hit is not None and now - hit[0] < self.ttl_s:
-            return hit[1]
-        try:
-            board = await self.lookup(board_id)
-        except Exception as exc:
-            served = "serving cached boards" if hit is not None else "refusing boards not seen before"
-            self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%r); %s", exc, served)
-            if hit is not None:
-                return hit[1]
-            raise CatalogUnavailable(board_id) from exc
-        self._cache[board_id] = (now, board)
-        return board
-
-
 class Intake:
     def __init__(self, settings: Settings, boards: BoardLookup, publish: Publish) -> None:
         self._settings = settings
-        self._boards = CachedBoards(boards, settings.intake.catalog_ttl_s)
+        self._errors = ThrottledLog(log)
+        self._boards = CachedBoards(
+            boards, settings.intake.catalog_ttl_s, settings.intake.max_unknown_boards, self._catalog_failed
+        )
         self._publish = publish
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
         self._buckets = TokenBuckets(settings.intake.rate_per_key, settings.intake.burst_per_key)
-        self._errors = ThrottledLog(log)
+
+    def _catalog_failed(self, exc: Exception) -> None:
+        self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%r)", exc)
 
     async def _body(self, request: Request) -> bytes:
         """The body, read no further than the cap (a chunked body declares no length)."""

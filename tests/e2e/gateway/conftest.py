@@ -7,13 +7,14 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests import harness
 from tests.harness import Region, free_port
 
 JS = Path(__file__).resolve().parent.parent / "js"
@@ -65,7 +66,7 @@ async def start_gateway(
     gateway = GatewayProcess(port, process, log)
     try:
         if wait_ready:
-            await _wait_ready(gateway)
+            await harness.wait_ready("gateway", gateway.base, process, lambda: log.read_text()[-3000:])
         yield gateway
     finally:
         if process.returncode is None:
@@ -75,19 +76,6 @@ async def start_gateway(
             except TimeoutError:
                 process.kill()
                 await process.wait()
-
-
-async def _wait_ready(gateway: GatewayProcess, within: float = 60) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    async with httpx.AsyncClient() as http:
-        while asyncio.get_running_loop().time() < deadline:
-            if gateway.process.returncode is not None:
-                raise RuntimeError(f"gateway exited: {gateway.log.read_text()[-3000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if (await http.get(gateway.base + "/readyz")).status_code == 200:
-                    return
-            await asyncio.sleep(0.2)
-    raise TimeoutError(f"gateway not ready: {gateway.log.read_text()[-3000:]}")
 
 
 @pytest.fixture
@@ -105,5 +93,7 @@ def node() -> str:
     return found
 
 
-async def wait_for(predicate: object, within: float = 20, what: str = "condition") -> None:
-    await Region.wait_until(predicate, within, what)  # type: ignore[arg-type]
+async def wait_for(
+    predicate: Callable[[], Awaitable[bool]], within: float = 20, what: str = "condition"
+) -> None:
+    await Region.wait_until(predicate, within, what)

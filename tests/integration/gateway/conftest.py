@@ -21,17 +21,18 @@ from cassandra.cluster import Session
 from redis.asyncio import Redis
 
 from gateway.app import create_app
-from gateway.cassandra_stores import CassandraLink
+from gateway.cassandra_stores import open_stores
 from gateway.server import server_config
 from gateway.services import Services
 from gateway.wiring import build_services, running
 from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import CassandraConnection
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
 from schema.redis_keys import board_keys
-from tests.harness import free_port
+from tests.harness import Region, free_port
 
 
 @dataclass
@@ -67,9 +68,9 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
     settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update={"port": port})})
     opened: list[Services] = []
     link = (
-        CassandraLink.to(settings.cassandra)
+        CassandraConnection.to(settings.cassandra, open_stores)
         if session is None
-        else CassandraLink(lambda: session, owns_session=False)
+        else CassandraConnection(lambda: session, open_stores, where="the tests' session", owns_session=False)
     )
 
     @contextlib.asynccontextmanager
@@ -87,7 +88,7 @@ async def serve_gateway(settings: Settings, redis: Redis, session: Session | Non
         await asyncio.sleep(0.02)
     try:
         if session is not None:  # ready, as /readyz would say
-            await link.opened()
+            await link.connected.wait()
             await eventually(lambda: _feed_connected(opened[0]))
         async with httpx.AsyncClient(timeout=10) as http:
             yield Gateway(settings, opened[0], port, http)
@@ -168,8 +169,4 @@ def boards(settings: Settings, redis_client: Redis, cassandra_session: Session) 
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
+    await Region.wait_until(check, within)

@@ -9,11 +9,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from cassandra.cluster import Session
+from prometheus_client import REGISTRY
 from redis.asyncio import Redis
 
-from gateway.cassandra_profiles import CassandraProfiles, ProfileRecord
+from gateway.core.breaker import BreakerState
+from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_store import connect
 from regions.core.boards import Board
+from regions.core.profiles import Profile
 from regions.settings import Settings
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually, serve_gateway
 from tests.proxy import TcpProxy
@@ -23,7 +26,7 @@ TOP = "query($id: ID!, $k: Int) { leaderboard(id: $id) { top(k: $k) { entries { 
 
 async def seed_profiles(session: Session, users: list[str]) -> None:
     store = CassandraProfiles(session)
-    await asyncio.gather(*(store.put(ProfileRecord(u, f"Player {u}", "FR", None)) for u in users))
+    await asyncio.gather(*(store.put(Profile(u, f"Player {u}", "FR")) for u in users))
 
 
 async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
@@ -58,7 +61,7 @@ async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
 
 
 def _round_trips(gw: Gateway) -> int:
-    return gw.services.cassandra.stores.profiles.round_trips
+    return gw.services.cassandra.adapter.profiles.round_trips
 
 
 @contextlib.asynccontextmanager
@@ -77,13 +80,17 @@ async def gateway_via_proxy(
         await asyncio.to_thread(cluster.shutdown)
 
 
-async def timed(gw: Gateway, board_id: str) -> tuple[float, list[dict[str, object]]]:
-    started = time.perf_counter()
+async def read_top(gw: Gateway, board_id: str) -> list[dict[str, object]]:
     body = await gw.query(TOP, {"id": board_id, "k": 10})
-    entries = body["data"]["leaderboard"]["top"]["entries"]
+    entries: list[dict[str, object]] = body["data"]["leaderboard"]["top"]["entries"]
     if any(e["profile"] is None for e in entries):  # null profiles are never silent
         assert body["extensions"]["warnings"][0]["code"] == "STORE_UNAVAILABLE", body
-    return time.perf_counter() - started, entries
+    return entries
+
+
+def _lookups(outcome: str) -> float:
+    """Batched profile lookups of this process so far that ended in ``outcome`` (see gateway.metrics)."""
+    return REGISTRY.get_sample_value("lb_gateway_profile_lookups_total", {"outcome": outcome}) or 0.0
 
 
 async def ranked_with_profiles(
@@ -97,30 +104,33 @@ async def ranked_with_profiles(
     return board, users
 
 
-async def test_slow_profile_store_answers_ids_and_scores_within_budget_then_breaker_opens(
+async def test_hung_profile_store_answers_ids_and_scores_at_the_budget_then_the_breaker_skips_it(
     settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
 ) -> None:
-    board, users = await ranked_with_profiles(boards, cassandra_session, "s", 10, 100)
+    ranked = [await ranked_with_profiles(boards, cassandra_session, tag, 10, 100) for tag in "stu"]
     proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
     async with gateway_via_proxy(
         settings, redis_client, proxy, profile_timeout_s=0.2, profile_breaker_failures=2,
-        profile_breaker_reset_s=60, top_cache_ttl_s=0, profile_cache_ttl_s=0,
+        profile_breaker_reset_s=600, top_cache_ttl_s=0, profile_cache_ttl_s=0,
     ) as gw:  # fmt: skip
-        _, healthy = await timed(gw, board.id)
-        proxy.delay_s = 3.0
-        slow = [await timed(gw, board.id) for _ in range(2)]
-        trips = _round_trips(gw)
-        skipped_time, skipped = await timed(gw, board.id)
-        assert _round_trips(gw) == trips  # the open breaker skips the store
+        healthy = [await read_top(gw, board.id) for board, _ in ranked]  # board definitions cached now
+        proxy.hold()  # the store never answers from here on
+        timeouts = _lookups("timeout")
+        slow = [await read_top(gw, board.id) for board, _ in ranked[:2]]  # two lookups, other players
+        timed_out = _lookups("timeout") - timeouts
+        breaker = gw.services.profiles.breaker.state(time.monotonic())
+        trips, skips = _round_trips(gw), _lookups("skipped")
+        skipped = await read_top(gw, ranked[2][0].id)
+        asked, skipped_lookups = _round_trips(gw) - trips, _lookups("skipped") - skips
 
-    assert healthy[0]["profile"] == {"displayName": f"Player {users[0]}", "country": "FR"}
-    for elapsed, entries in slow:
-        assert elapsed < 1.0
-        assert [e["userId"] for e in entries] == users
-        assert all(e["profile"] is None for e in entries)
-    assert skipped_time < 1.0  # far below the 3 s store: the open breaker did not wait for it
+    assert healthy[0][0]["profile"] == {"displayName": f"Player {ranked[0][1][0]}", "country": "FR"}
+    assert timed_out == 2  # each read was answered at its budget while the store still owed the answer
+    for entries, (_, users) in zip(slow, ranked, strict=False):
+        assert [(e["userId"], e["profile"]) for e in entries] == [(u, None) for u in users]
+    assert breaker is BreakerState.OPEN
+    assert (asked, skipped_lookups) == (0, 1)  # the open breaker answered without asking the store
     assert [(e["userId"], e["score"], e["profile"]) for e in skipped] == [
-        (u, 100 - i, None) for i, u in enumerate(users)
+        (u, 100 - i, None) for i, u in enumerate(ranked[2][1])
     ]
 
 
@@ -132,12 +142,16 @@ async def test_profile_store_down_still_answers_ids_and_scores(
     async with gateway_via_proxy(
         settings, redis_client, proxy, profile_timeout_s=0.2, top_cache_ttl_s=0, profile_cache_ttl_s=0
     ) as gw:
-        _, healthy = await timed(gw, board.id)
+        healthy = await read_top(gw, board.id)
         proxy.cut()
-        elapsed, down = await timed(gw, board.id)
+        before = {outcome: _lookups(outcome) for outcome in ("ok", "error", "timeout")}
+        down = await read_top(gw, board.id)
+        after = {outcome: _lookups(outcome) for outcome in ("ok", "error", "timeout")}
 
     assert healthy[0]["profile"] is not None
-    assert elapsed < 1.0
+    assert after["ok"] == before["ok"]
+    # The read had its answer when the lookup failed or ran out of its budget, not when the store came back.
+    assert after["error"] + after["timeout"] > before["error"] + before["timeout"]
     assert [(e["userId"], e["profile"]) for e in down] == [(u, None) for u in users]
 
 
@@ -202,13 +216,13 @@ async def test_profiles_come_back_as_soon_as_cassandra_does_not_after_the_breake
         settings, redis_client, proxy, profile_timeout_s=0.5, profile_breaker_failures=1,
         profile_breaker_reset_s=600, profile_cache_ttl_s=0, top_cache_ttl_s=0,
     ) as gw:  # fmt: skip
-        await timed(gw, board.id)  # the board's definition is cached from now on
+        await read_top(gw, board.id)  # the board's definition is cached from now on
         proxy.cut()
-        _, down = await timed(gw, board.id)
+        down = await read_top(gw, board.id)
         assert gw.services.profiles.breaker.state(time.monotonic()).value == "open"
         proxy.heal()
         await eventually(lambda: _breaker_closed(gw), within=30)  # long before its 600 s reset
-        _, back = await timed(gw, board.id)
+        back = await read_top(gw, board.id)
 
     assert [e["profile"] for e in down] == [None] * 5
     assert [e["profile"] for e in back] == [{"displayName": f"Player {u}", "country": "FR"} for u in users]

@@ -37,10 +37,11 @@ async def _client(settings: Settings, session: Session) -> AsyncIterator[httpx.A
 
 @pytest.fixture
 async def intake(topics: Settings, cassandra_session: Session) -> AsyncIterator[httpx.AsyncClient]:
+    # The bucket refills too slowly to matter within a test, however slow the machine: the burst decides.
     strict = topics.model_copy(
         update={
             "intake": topics.intake.model_copy(
-                update={"max_batch": 3, "max_body_bytes": 4096, "rate_per_key": 1, "burst_per_key": 6}
+                update={"max_batch": 3, "max_body_bytes": 4096, "rate_per_key": 0.001, "burst_per_key": 6}
             )
         }
     )
@@ -202,3 +203,28 @@ async def test_client_errors_are_logged_at_info_once_per_code_and_interval(
         "refused 404 unknown_board: leaderboard 'no-such-board' does not exist "
         "(leaderboardId must name an existing board)"
     )
+
+
+async def _nothing_published(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+    raise AssertionError(f"{len(records)} records published for unknown boards")
+
+
+async def test_unknown_board_ids_are_remembered_in_bounded_number_oldest_asked_forgotten_first(
+    topics: Settings, cassandra_session: Session
+) -> None:
+    bounded = topics.intake.model_copy(update={"catalog_ttl_s": 3600, "max_unknown_boards": 2})
+    catalog, asked = CassandraCatalog(cassandra_session), []
+
+    async def lookup(board_id: str) -> Board | None:
+        asked.append(board_id)
+        return await catalog.get(board_id)
+
+    app = create_app(
+        topics.model_copy(update={"intake": bounded}), lookup, _nothing_published, Health("intake")
+    )
+    unknown = [f"nope-{uuid.uuid4().hex[:8]}-{i}" for i in range(3)]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://intake") as client:
+        answers = [await _post(client, _award(board)) for board in [*unknown, unknown[2], unknown[0]]]
+
+    assert [a.status_code for a in answers] == [404] * 5
+    assert asked == [*unknown, unknown[0]]  # the two asked last were remembered, the first forgotten

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from gateway.cassandra_profiles import ProfileRecord
 from gateway.core.breaker import BreakerState, CircuitBreaker
 from gateway.profiles import UNAVAILABLE, GuardedProfiles
+from regions.cassandra_profiles import ProfileRecord
 from tests.unit.gateway.waiting import until
 
 

@@ -50,6 +50,8 @@ def test_production_with_real_secrets_and_replicas_loads(monkeypatch: pytest.Mon
     [
         ({"LB_INTAKE__AWARD_KEYS": '{"dev": "dev-secret"}'}, "LB_INTAKE__AWARD_KEYS"),
         ({"LB_GATEWAY__ADMIN_TOKEN": "dev-admin-token"}, "LB_GATEWAY__ADMIN_TOKEN"),
+        ({"LB_GATEWAY__ADMIN_TOKEN": "a-real-admin-token, dev-admin-token"}, "LB_GATEWAY__ADMIN_TOKEN"),
+        ({"LB_GATEWAY__ADMIN_TOKEN": "a-real-admin-token,"}, "admin_token: empty token"),
         (
             {"LB_KAFKA__REPLICATION_FACTOR": "1", "LB_KAFKA__MIN_INSYNC_REPLICAS": "1"},
             "LB_KAFKA__REPLICATION_FACTOR",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,6 +39,28 @@ def test_redis_encoding_sorts_like_rank_order(
 ) -> None:
     by_rank = sorted(entries, key=lambda u: rank_key(sort_order, tie, u, *entries[u]))
     by_redis = sorted(entries, key=lambda u: _redis_order(*encode(sort_order, tie, u, *entries[u])))
+    assert by_rank == by_redis
+
+
+# Every part of the encoding at its extremes: totals next to +-2^53 (the last exact floats), user ids
+# at the UTF-8 length boundaries and one a prefix of others, the widest and narrowest positions.
+EDGES = {
+    "a": (MAX_EXACT - 1, reached_position(2**43, 2**15, 2**47)),
+    "b": (MAX_EXACT - 2, reached_position(0, 0, 0)),
+    "a|": (0, reached_position(0, 0, 1)),
+    "a\U0010ffff": (0, reached_position(0, 0, 0)),
+    "\uffff": (0, reached_position(0, 1, 0)),
+    "\u07ff": (0, reached_position(1, 0, 0)),
+    "\ud7ff": (-(MAX_EXACT - 2), reached_position(1, 0, 0)),
+    "\ue000": (-(MAX_EXACT - 1), reached_position(0, 0, 0)),
+}
+
+
+@pytest.mark.parametrize("sort_order", SortOrder)
+@pytest.mark.parametrize("tie", TiePolicy)
+def test_redis_encoding_sorts_like_rank_order_at_its_edges(sort_order: SortOrder, tie: TiePolicy) -> None:
+    by_rank = sorted(EDGES, key=lambda u: rank_key(sort_order, tie, u, *EDGES[u]))
+    by_redis = sorted(EDGES, key=lambda u: _redis_order(*encode(sort_order, tie, u, *EDGES[u])))
     assert by_rank == by_redis
 
 
