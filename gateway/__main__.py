@@ -5,22 +5,29 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import socket
 
 import uvicorn
 
 from gateway.app import create_app
 from gateway.server import server_config
-from regions.settings import load_settings
+from regions.reuseport import serve_processes
+from regions.settings import Settings, load_settings
+
+
+def serve(settings: Settings, sock: socket.socket | None) -> None:
+    app = create_app(settings)
+    gc.collect()
+    gc.freeze()  # objects made at start-up stay out of every later collection
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is a clean stop, as in uvicorn.run
+        uvicorn.Server(server_config(app, settings)).run(sockets=None if sock is None else [sock])
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s gateway %(message)s")
     settings = load_settings()
-    app = create_app(settings)
-    gc.collect()
-    gc.freeze()  # objects made at start-up stay out of every later collection
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is a clean stop, as in uvicorn.run
-        uvicorn.Server(server_config(app, settings)).run()
+    gw = settings.gateway
+    serve_processes(gw.workers, gw.host, gw.port, lambda sock: serve(settings, sock))
 
 
 if __name__ == "__main__":

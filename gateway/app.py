@@ -8,8 +8,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import msgspec
 from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -21,14 +22,27 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.types import ExecutionResult
 
 from gateway import metrics
 from gateway.api import build_schema
 from gateway.api.context import Context
+from gateway.api.cost import cost_model
+from gateway.api.plans import Declined, Plans, run_plan
 from gateway.body_limit import BodyLimit
 from gateway.core.answers import Answer, AnswerCache
+from gateway.core.persisted import (
+    NOT_FOUND_CODE,
+    NOT_FOUND_MESSAGE,
+    Document,
+    NotFound,
+    PersistedDocuments,
+    Refused,
+)
+from gateway.operations import read_operation
 from gateway.services import Services
 from gateway.wiring import open_services
 from regions.health import Health, health_routes
@@ -56,16 +70,26 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             await self.websocket.close(code=4408, reason="Connection initialisation timeout")
 
 
+class PersistedQueryError(Exception):
+    def __init__(self, resolved: NotFound | Refused) -> None:
+        super().__init__(resolved)
+        self.resolved = resolved
+
+
 class GraphQLView(GraphQL[Context, None]):
-    """Strawberry's ASGI view with this gateway's context (one DataLoader per request) and a
-    short-lived cache of whole answers to identical board reads (see :mod:`gateway.core.answers`)."""
+    """Strawberry's ASGI view with this gateway's context (one DataLoader per request), a
+    short-lived cache of whole answers to identical board reads (see :mod:`gateway.core.answers`),
+    automatic persisted queries (:mod:`gateway.core.persisted`) and compiled plans of documents it
+    answered before (:mod:`gateway.api.plans`)."""
 
     graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(self, settings: Settings) -> None:
         gw = settings.gateway
+        schema = build_schema(settings)
+        self._graphql_schema = schema._schema
         super().__init__(
-            build_schema(settings),
+            schema,
             graphql_ide="graphiql" if gw.graphiql else None,
             keep_alive=True,
             keep_alive_interval=15,
@@ -75,6 +99,43 @@ class GraphQLView(GraphQL[Context, None]):
             allowed_origins=gw.allowed_origins,
         )
         self._answers = AnswerCache(gw.top_cache_ttl_s, gw.answer_cache_bytes)
+        self._persisted = PersistedDocuments(gw.persisted_query_entries)
+        self._plans = (
+            Plans(self._graphql_schema, cost_model(gw), gw.max_query_cost) if gw.planned_reads else None
+        )
+
+    def create_response(
+        self, response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse], sub_response: Response
+    ) -> Response:
+        """Strawberry's HTTP answer, encoded by msgspec (WebSocket messages keep strawberry's text)."""
+        response = Response(msgspec.json.encode(response_data), media_type="application/json")
+        response.headers.raw.extend(sub_response.headers.raw)
+        response.background = sub_response.background or response.background
+        if sub_response.status_code:
+            response.status_code = sub_response.status_code
+        return response
+
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        return super().should_render_graphql_ide(request) and "extensions" not in request.query_params
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: Any,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        """Runs the persisted document a request names (see :mod:`gateway.core.persisted`)."""
+        resolved = self._persisted.resolve(request_data.query, request_data.extensions)
+        if not isinstance(resolved, Document):
+            raise PersistedQueryError(resolved)
+        request_data.query = resolved.query
+        request.state.graphql_operation = (resolved.query, request_data.operation_name)
+        return await super().execute_single(
+            request, request_adapter, sub_response, context, root_value, request_data
+        )
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         services: Services = request.app.state.services
@@ -103,15 +164,18 @@ class GraphQLView(GraphQL[Context, None]):
         if "authorization" in request.headers:
             return None
         if request.method == "GET":
-            return b"GET " + request.url.query.encode() if "query=" in request.url.query else None
+            named = "query=" in request.url.query or "extensions=" in request.url.query
+            return b"GET " + request.url.query.encode() if named else None
         return b"POST " + await request.body()
 
     async def _answer(self, request: Request, key: bytes | None) -> Response:
         started = time.monotonic()
         try:
-            response = await self.run(request)
+            response = await self._planned(request) or await self._generic(request)
         except HTTPException as exc:
             return PlainTextResponse(exc.reason, status_code=exc.status_code)
+        except PersistedQueryError as exc:
+            return self._persisted_error(exc.resolved)
         context: Context | None = getattr(request.state, "graphql_context", None)
         if key is None or context is None or not context.cacheable or not context.boards_read:
             return response
@@ -120,6 +184,48 @@ class GraphQLView(GraphQL[Context, None]):
             metrics.ANSWER_CACHE.labels("stored").inc()
             metrics.ANSWER_CACHE_BYTES.set(self._answers.bytes)
         return response
+
+    async def _generic(self, request: Request) -> Response:
+        """Strawberry's own execution; a document it answers without an error gets a plan."""
+        response = await self.run(request)
+        ran = getattr(request.state, "graphql_operation", None)
+        answered = response.status_code == 200 and b'"errors"' not in response.body
+        if self._plans is not None and ran is not None and ran[0] is not None and answered:
+            self._plans.learn(*ran)
+        return response
+
+    async def _planned(self, request: Request) -> Response | None:
+        """The answer of a known document's plan; None when the generic executor must answer."""
+        if self._plans is None:
+            return None
+        body = await request.body() if request.method == "POST" else b""
+        operation = read_operation(request.method, request.query_params, request.headers, body)
+        if operation is None:
+            return None
+        resolved = self._persisted.resolve(operation.query, operation.extensions)
+        if not isinstance(resolved, Document):
+            raise PersistedQueryError(resolved)
+        plan = None if resolved.query is None else self._plans.get(resolved.query, operation.operation_name)
+        if plan is None:
+            return None
+        sub_response = await self.get_sub_response(request)
+        context = await self.get_context(request, sub_response)
+        try:
+            data = await run_plan(self._graphql_schema, plan, context, operation.variables)
+        except Declined:
+            metrics.PLANNED.labels("declined").inc()
+            request.state.graphql_context = None
+            return None
+        metrics.PLANNED.labels("answered").inc()
+        return self.create_response(cast(GraphQLHTTPResponse, data), sub_response)
+
+    def _persisted_error(self, resolved: NotFound | Refused) -> Response:
+        """Apollo's answers: an unknown hash is a 200 the client retries with the document."""
+        if isinstance(resolved, NotFound):
+            error = {"message": NOT_FOUND_MESSAGE, "extensions": {"code": NOT_FOUND_CODE}}
+            return Response(msgspec.json.encode({"errors": [error]}), 200, media_type="application/json")
+        error = {"message": resolved.message, "extensions": {"code": "BAD_USER_INPUT"}}
+        return Response(msgspec.json.encode({"errors": [error]}), 400, media_type="application/json")
 
 
 async def live_page(_: Request) -> Response:

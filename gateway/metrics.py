@@ -59,3 +59,8 @@ FEED_RESTARTS = Counter(
     "lb_gateway_feed_restarts_total", "Hints feed tasks that failed and were restarted", ["reason"]
 )  # read_failed (Redis) | feed_failed (a bug) | upstream_failed
 UPSTREAM_CONNECTED = Gauge("lb_gateway_hints_upstream_connected", "1 while the hints feed is subscribed")
+PLANNED = Counter(
+    "lb_gateway_planned_total",
+    "Operations of known documents run by their compiled plan, or declined to the generic executor",
+    ["outcome"],
+)  # answered | declined (an error or a null the plan does not answer: the generic executor does)

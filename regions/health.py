@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -62,7 +63,7 @@ def _json(body: object, status: int = 200) -> Response:
 
 def health_routes(health: Health) -> list[Route]:
     async def healthz(_: Request) -> Response:
-        return _json({"service": health.service, "alive": True, "lag": health.lag})
+        return _json({"service": health.service, "pid": os.getpid(), "alive": True, "lag": health.lag})
 
     async def readyz(_: Request) -> Response:
         ready, body = health.status()

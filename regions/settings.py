@@ -117,6 +117,13 @@ class IntakeSettings(BaseModel):
         ge=1,
         description="Unknown board ids remembered (the least recently asked is forgotten first).",
     )
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Intake processes sharing the port (SO_REUSEPORT), one Kafka producer each; the "
+        "award rate per key is shared among them (each process allows rate_per_key / workers).",
+    )
 
 
 class ProcessorSettings(BaseModel):
@@ -314,6 +321,22 @@ class GatewaySettings(BaseModel):
         5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."
     )
     redis_max_connections: int = Field(64, ge=2, description="Redis connections of one gateway process.")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Gateway processes sharing the port (SO_REUSEPORT); each has its own caches.",
+    )
+    planned_reads: bool = Field(
+        True,
+        description="Run query documents answered once before by a compiled plan instead of the generic "
+        "executor (same answers; see gateway/api/plans.py).",
+    )
+    persisted_query_entries: int = Field(
+        1024,
+        ge=1,
+        description="Automatic persisted queries remembered per process (least recently used out).",
+    )
 
     def admin_tokens(self) -> list[str]:
         """Every accepted admin token (two during a rotation)."""

@@ -7,12 +7,12 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, NoReturn
 
 import uvloop
 from pydantic import ValidationError
 
-from regions.settings import UnknownSettingsError
+from regions.settings import Settings, UnknownSettingsError, load_settings
 from regions.throttled_log import LibraryNoise
 
 log = logging.getLogger(__name__)
@@ -42,14 +42,32 @@ async def run_until_stopped(
 def run_process(service: str, main: Coroutine[Any, Any, None]) -> None:
     """Run a service's main coroutine on uvloop, with the platform's log format. Settings that are
     refused end the process with exit status 2 and the reason; Ctrl-C ends it quietly (status 130)."""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {service} %(message)s")
-    noise = LibraryNoise(("cassandra",))
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(noise)
+    _log_format(service)
     try:
         uvloop.run(main)
     except (UnknownSettingsError, ValidationError) as exc:
-        log.error("%s cannot start, its settings are refused: %s", service, exc)
-        sys.exit(2)
+        _refused(service, exc)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def process_settings(service: str) -> Settings:
+    """The settings, read before a service starts its processes; refused ones end it as ``run_process`` does."""
+    _log_format(service)
+    try:
+        return load_settings()
+    except (UnknownSettingsError, ValidationError) as exc:
+        _refused(service, exc)
+
+
+def _log_format(service: str) -> None:
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {service} %(message)s")
+    noise = LibraryNoise(("cassandra",))
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, LibraryNoise) for f in handler.filters):
+            handler.addFilter(noise)
+
+
+def _refused(service: str, exc: Exception) -> NoReturn:
+    log.error("%s cannot start, its settings are refused: %s", service, exc)
+    sys.exit(2)

@@ -53,9 +53,13 @@ class StoreWarnings(SchemaExtension):
 
     def get_results(self) -> dict[str, Any]:
         context = self.execution_context.context
-        if not isinstance(context, Context) or not context.unavailable:
-            return {}
-        return {"warnings": [_warning(store, nulls) for store, nulls in sorted(context.unavailable.items())]}
+        warnings = store_warnings(context) if isinstance(context, Context) else []
+        return {"warnings": warnings} if warnings else {}
+
+
+def store_warnings(context: Context) -> list[dict[str, Any]]:
+    """One warning per store that could not answer some fields of the operation."""
+    return [_warning(store, nulls) for store, nulls in sorted(context.unavailable.items())]
 
 
 def _warning(store: str, nulls: int) -> dict[str, Any]:
@@ -94,11 +98,11 @@ class OperationMetrics(SchemaExtension):
 
     def _observe(self, started: float, outcome: str) -> None:
         context = self.execution_context
-        kind, fields = _operation(context.graphql_document, context.operation_name)
+        kind, fields = operation_labels(context.graphql_document, context.operation_name)
         metrics.OPERATIONS.labels(kind, fields, outcome).observe(time.perf_counter() - started)
 
 
-def _operation(document: DocumentNode | None, name: str | None) -> tuple[str, str]:
+def operation_labels(document: DocumentNode | None, name: str | None) -> tuple[str, str]:
     """The operation's type and root fields, or ``invalid`` when there is no such operation."""
     operation = None if document is None else get_operation_ast(document, name)
     if operation is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -107,7 +108,10 @@ async def drive(port: int, board: str, args: argparse.Namespace, results: Result
             ts = int(time.time())
             headers = {"content-type": "application/json", "x-award-key-id": "dev", "x-award-timestamp": str(ts),
                        "x-award-signature": sign("dev-secret", ts, body)}  # fmt: skip
-            status, reply = await http.post("/internal/awards", body, headers)
+            try:
+                status, reply = await http.post("/internal/awards", body, headers)
+            except (OSError, asyncio.IncompleteReadError, ValueError):
+                status, reply, http = 0, b"", RawHttp(port)  # counted as refused; a new connection next
             done = time.perf_counter()
             results.ack_ms.append((done - scheduled) * 1000)
             if status == 202:
@@ -181,11 +185,70 @@ async def audit_backlog(settings: Settings) -> int:
     return sum(sum(partitions.values()) for partitions in lag.values())
 
 
+async def until_ready(settings: Settings, procs: dict[str, subprocess.Popen[bytes]], within: float) -> None:
+    """Every started process answers /readyz (a loaded machine starts them slowly)."""
+    ports = {"intake": settings.intake.port, "processor": settings.processor.health_port,
+             "projector": settings.projector.health_port, "audit": settings.audit.health_port}  # fmt: skip
+    deadline = time.monotonic() + within
+    async with httpx.AsyncClient() as http:
+        for name in procs:
+            while True:
+                if procs[name].poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not become ready; see its log")
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get(f"http://127.0.0.1:{ports[name]}/readyz")).status_code == 200:
+                        break
+                await asyncio.sleep(0.2)
+
+
 def stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
     for p in procs.values():
         p.terminate()
     for p in procs.values():
         p.wait(20)
+
+
+def with_children(pids: dict[str, int]) -> dict[str, int]:
+    """The processes and, for one that forked several (intake workers), each child by name."""
+    found = {}
+    for name, pid in pids.items():
+        children = (
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            if Path(f"/proc/{pid}").exists()
+            else []
+        )
+        if children:
+            found.update({f"{name} [{n}]": int(child) for n, child in enumerate(children)})
+        found[name] = pid
+    return found
+
+
+def profile(pids: dict[str, int], seconds: float, out: Path) -> list[subprocess.Popen[bytes]]:
+    """py-spy sampling every Python process of the region for ``seconds``, one flame file each."""
+    out.mkdir(parents=True, exist_ok=True)
+    spy = Path(sys.executable).parent / "py-spy"
+    return [
+        subprocess.Popen(
+            [
+                str(spy),
+                "record",
+                "--nonblocking",
+                "--duration",
+                str(int(seconds)),
+                "--rate",
+                "50",
+                "--format",
+                "raw",
+                "--output",
+                str(out / f"{name.replace(' ', '_')}.txt"),
+                "--pid",
+                str(pid),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name, pid in pids.items()
+    ]
 
 
 def server_pids() -> dict[str, int]:
@@ -218,17 +281,25 @@ async def main(args: argparse.Namespace) -> None:
         **region_env(settings),
         "LB_AUDIT__MAX_ROWS_PER_S": str(args.audit_rate),
         "LB_AUDIT__NICENESS": str(args.audit_niceness),
+        "LB_INTAKE__WORKERS": str(args.intake_workers),
+        **({"LB_KAFKA__LINGER_MS": str(args.linger_ms)} if args.linger_ms is not None else {}),
     }
     procs = {s: start_service(s, env, logs) for s in SERVICES if not (args.no_audit and s == "audit")}
     redis = connect_redis(settings.redis)
     projection = RedisProjection(redis, settings.redis.key_prefix)
     try:
+        await until_ready(settings, procs, args.warmup * 10)
         await asyncio.sleep(args.warmup)
-        pids = {
-            **{s: p.pid for s, p in procs.items()},
-            **server_pids(),
-            "bench (load generator)": os.getpid(),
-        }
+        services = with_children({s: p.pid for s, p in procs.items()})
+        pids = {**services, **server_pids(), "bench (load generator)": os.getpid()}
+        spies = [] if args.profile is None else profile(
+            {n: p for n, p in services.items() if n != "intake" or args.intake_workers == 1},
+            args.duration, Path(args.profile),
+        )  # fmt: skip
+        idle_start, idle_cpu = time.perf_counter(), {n: cpu_seconds(p) for n, p in pids.items()}
+        await asyncio.sleep(args.idle)  # no load: what every process costs anyway (polls, heartbeats, others)
+        idle_wall = time.perf_counter() - idle_start
+        idle = {n: (cpu_seconds(p) - idle_cpu[n]) / idle_wall * 100 for n, p in pids.items()}
         cpu_before, wall_before = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
         results, stop = Results(), asyncio.Event()
         watcher = asyncio.create_task(watch_freshness(projection, results, stop))
@@ -239,20 +310,28 @@ async def main(args: argparse.Namespace) -> None:
         rss = {n: rss_mib(p) for n, p in pids.items()}
         stop.set()
         await asyncio.wait_for(watcher, 60)
-        report(args, results, wall, cpu, rss)
+        for spy in spies:
+            spy.wait(60)
+        report(args, results, wall, cpu, idle, rss)
         if "audit" in procs:
             print(
                 f"audit backlog at the end of the load: {await audit_backlog(settings):,} rows (drains after the peak)"
             )
         stop_all(procs)  # the replay is measured on an otherwise idle machine, like redis-benchmark
-        await replay_vs_redis_benchmark(settings, projection)
+        if not args.no_replay:
+            await replay_vs_redis_benchmark(settings, projection)
     finally:
         stop_all(procs)
         await redis.aclose()
 
 
 def report(
-    args: argparse.Namespace, r: Results, wall: float, cpu: dict[str, float], rss: dict[str, float]
+    args: argparse.Namespace,
+    r: Results,
+    wall: float,
+    cpu: dict[str, float],
+    idle: dict[str, float],
+    rss: dict[str, float],
 ) -> None:
     ms = lambda xs, q: f"{percentile(xs, q):8.1f}"  # noqa: E731
     print(f"\n== intake ({wall:.1f} s, {args.connections} connections, {args.batch} awards per request)")
@@ -266,9 +345,19 @@ def report(
     )
     print(f"freshness ms           p50 {ms(r.fresh_ms, .5)}  p95 {ms(r.fresh_ms, .95)}  p99 {ms(r.fresh_ms, .99)}"
           f"   ({len(r.fresh_ms)} samples, {len(r.pending)} never visible)")  # fmt: skip
-    print("\n== processes            CPU %    RSS MiB")
+
+    def per_award(name: str) -> float:
+        """CPU ms per accepted award above the process's CPU without load (shared servers also
+        serve whatever else runs on the machine: only what the load added is counted)."""
+        return max(0.0, cpu[name] - idle[name]) / 100 * wall * 1000 / max(1, r.accepted)
+
+    print(f"\n== processes (idle: the {args.idle:.0f} s before the load)")
+    print(f"{'':22} {'CPU %':>7} {'idle %':>7} {'RSS MiB':>8}   CPU ms per accepted award, above idle")
     for name in cpu:
-        print(f"{name:22} {cpu[name]:7.1f}  {rss[name]:9.0f}")
+        print(f"{name:22} {cpu[name]:7.1f} {idle[name]:7.1f} {rss[name]:8.0f}   {per_award(name):8.3f}")
+    print(
+        f"{'all':22} {sum(cpu.values()):7.1f} {sum(idle.values()):7.1f} {'':8}   {sum(map(per_award, cpu)):8.3f}"
+    )
 
 
 async def replay_vs_redis_benchmark(settings: Settings, projection: RedisProjection) -> None:
@@ -305,7 +394,16 @@ def parse() -> argparse.Namespace:
         default=AuditSettings().niceness,
         help="LB_AUDIT__NICENESS for the run (default %(default)s; 0: same CPU priority as the rest)",
     )
-    p.add_argument("--warmup", type=float, default=8, help="seconds for the processes to start (default 8)")
+    p.add_argument("--intake-workers", type=int, default=1, help="intake processes on one port (default 1)")
+    p.add_argument("--linger-ms", type=int, help="LB_KAFKA__LINGER_MS for the run (default: the setting's)")
+    p.add_argument("--profile", help="directory for a py-spy profile of every Python process under the load")
+    p.add_argument("--no-replay", action="store_true", help="skip the replay and redis-benchmark part")
+    p.add_argument(
+        "--idle", type=float, default=5, help="seconds of CPU measured without load first (default 5)"
+    )
+    p.add_argument(
+        "--warmup", type=float, default=8, help="seconds to settle once every process is ready (default 8)"
+    )
     return p.parse_args()
 
 

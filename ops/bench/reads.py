@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -30,7 +31,9 @@ import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 import msgspec
@@ -111,8 +114,14 @@ class Server:
         return float("nan")
 
     def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds of the server and of the processes it forked (several gateway processes)."""
+        pid = self.process.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        used = 0
+        for one in (pid, *children):
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            used += int(fields[11]) + int(fields[12])
+        return used / os.sysconf("SC_CLK_TCK")
 
 
 async def start(name: str, args: list[str], env: dict[str, str], port: int, ready_path: str) -> Server:
@@ -380,12 +389,17 @@ async def run(args: argparse.Namespace) -> None:
     gw_port, ref_port = free_port(), free_port()
     (ROOT / ".data" / "logs").mkdir(parents=True, exist_ok=True)
     gateway = await start(
-        "gateway", ["-m", "gateway"], {**env, "LB_GATEWAY__PORT": str(gw_port)}, gw_port, "/readyz"
-    )
+        "gateway", ["-m", "gateway"],
+        {**env, "LB_GATEWAY__PORT": str(gw_port), "LB_GATEWAY__WORKERS": str(args.gateway_workers),
+         "LB_GATEWAY__PLANNED_READS": "false" if args.generic else "true"},
+        gw_port, "/readyz",
+    )  # fmt: skip
     reference = await start("reference", [str(ROOT / "ops/bench/reads_reference.py")],
                             {**env, "LB_OPS_BENCH_REFERENCE_PORT": str(ref_port)}, ref_port, f"/top?board={board.id}")  # fmt: skip
     try:
         await reads(args, board, gateway, reference)
+        if args.no_fan_out:
+            return
         print(
             f"\n== subscription fan-out: {args.subscribers} subscribers, {args.changes} top-10 changes, 1/s"
         )
@@ -396,49 +410,134 @@ async def run(args: argparse.Namespace) -> None:
         await drop(settings, board)
 
 
-async def reads(args: argparse.Namespace, board: Board, gateway: Server, reference: Server) -> None:
-    rng = random.Random(3)
-    g, r = gateway.port, reference.port
-    top = post(g, TOP % board.id)
+@dataclass(frozen=True)
+class Pair:
+    """A GraphQL read and the plain Starlette endpoint doing the same Redis reads."""
+
+    label: str
+    graphql: Callable[[random.Random], bytes]
+    plain: Callable[[random.Random], bytes]
+
+
+def pairs(args: argparse.Namespace, board: Board, g: int, r: int) -> list[Pair]:
     nonce = iter(range(1 << 62))
     uncached = TOP.replace('"variables"', '"extensions":{"nonce":%d},"variables"')
-    makers: dict[str, Callable[[], bytes]] = {
-        "graphql top(k: 10)": lambda: top,
-        "graphql top, no answer cache": lambda: post(g, uncached % (next(nonce), board.id)),
-        "graphql player": lambda: post(g, PLAYER % (board.id, user_id(rng.randrange(args.players)))),
-        "graphql context(4)": lambda: post(g, CONTEXT % (board.id, user_id(rng.randrange(args.players)))),
-    }
-    plain = get(r, f"/top?board={board.id}&k=10")
-    print(
-        f"\n== reads: {args.duration:.0f} s per run, warm-up 2 s; gateway and reference on one core each at most"
-    )
-    for port, make in ((g, makers["graphql top(k: 10)"]), (r, lambda: plain)):
-        await closed_loop("warm-up", port, make, 4, 2)
-    results: dict[str, list[Result]] = {}
-    for label, make in [*makers.items(), ("plain starlette top 10", lambda: plain)]:
-        port = r if label.startswith("plain") else g
-        cpu = gateway.cpu_s() if port == g else reference.cpu_s()
-        closed = await closed_loop(label, port, make, args.concurrency, args.duration)
-        print(closed.line(), flush=True)
-        steady = await paced(label, port, make, args.concurrency, args.rate, args.duration)
-        used = (gateway.cpu_s() if port == g else reference.cpu_s()) - cpu
-        print(
-            steady.line() + f"   (server CPU {used / (closed.seconds + steady.seconds):.0%} of a core)",
-            flush=True,
-        )
-        results[label] = [closed, steady]
-    top_gql, top_plain = results["graphql top(k: 10)"], results["plain starlette top 10"]
-    ratio = top_gql[0].rate / top_plain[0].rate
-    no_cache = results["graphql top, no answer cache"][0].rate
-    print(f"\n  top-10 with the answer cache bypassed (GraphQL executed every time): {no_cache:,.0f} q/s "
-          f"= {no_cache / top_plain[0].rate:.2f}x plain starlette")  # fmt: skip
-    print(f"  top-10 throughput: graphql {top_gql[0].rate:,.0f} q/s vs plain starlette {top_plain[0].rate:,.0f} q/s "
-          f"= {ratio:.2f}x  (target >= 0.25x: {'met' if ratio >= 0.25 else 'MISSED'})")  # fmt: skip
-    for label in ("graphql top(k: 10)", "graphql context(4)"):
-        p99 = results[label][1].p99_ms
-        print(
-            f"  {label} p99 at {args.rate:.0f} q/s: {p99:.1f} ms  (target < 50 ms: {'met' if p99 < 50 else 'MISSED'})"
-        )
+    plain_top = get(r, f"/top?board={board.id}&k=10")
+    top = post(g, TOP % board.id)
+    player_doc, context_doc = json.loads(PLAYER % ("", ""))["query"], json.loads(CONTEXT % ("", ""))["query"]
+
+    def user(rng: random.Random) -> str:
+        return user_id(rng.randrange(args.players))
+
+    def persisted(document: str, rng: random.Random) -> bytes:
+        variables = json.dumps({"b": board.id, "u": user(rng)}, separators=(",", ":"))
+        return get(g, "/graphql?" + urlencode({"variables": variables, "extensions": apq(document)}))
+
+    found = [
+        Pair("top(k: 10), answer cache", lambda _: top, lambda _: plain_top),
+        Pair("top(k: 10), no answer cache", lambda _: post(g, uncached % (next(nonce), board.id)), lambda _: plain_top),
+        Pair("player", lambda rng: post(g, PLAYER % (board.id, user(rng))),
+             lambda rng: get(r, f"/player?board={board.id}&user={user(rng)}")),
+        Pair("context(4)", lambda rng: post(g, CONTEXT % (board.id, user(rng))),
+             lambda rng: get(r, f"/context?board={board.id}&user={user(rng)}&range=4")),
+        Pair("player, persisted (GET)", lambda rng: persisted(player_doc, rng),
+             lambda rng: get(r, f"/player?board={board.id}&user={user(rng)}")),
+        Pair("context(4), persisted (GET)", lambda rng: persisted(context_doc, rng),
+             lambda rng: get(r, f"/context?board={board.id}&user={user(rng)}&range=4")),
+    ]  # fmt: skip
+    return [p for p in found if not args.only or p.label in args.only]
+
+
+def apq(document: str) -> str:
+    digest = hashlib.sha256(document.encode()).hexdigest()
+    return json.dumps({"persistedQuery": {"version": 1, "sha256Hash": digest}}, separators=(",", ":"))
+
+
+async def register(port: int, document: str, processes: int) -> None:
+    """Registers a persisted document as an APQ client does after ``PersistedQueryNotFound``; each
+    gateway process remembers its own, so on as many new connections as it takes to reach all."""
+    body = {"query": document, "variables": {"b": "x", "u": "x"}, "extensions": json.loads(apq(document))}
+    for _ in range(1 if processes == 1 else 40 * processes):
+        async with httpx.AsyncClient() as http:
+            (await http.post(f"http://127.0.0.1:{port}/graphql", json=body)).raise_for_status()
+
+
+async def same_answers(args: argparse.Namespace, board: Board, g: int, r: int) -> None:
+    """The GraphQL reads (plain and persisted) answer what the reference answers, for 50 players."""
+    rng = random.Random(7)
+    async with httpx.AsyncClient(base_url="http://127.0.0.1") as http:
+        for _ in range(50):
+            user = user_id(rng.randrange(args.players))
+            plain = (
+                await http.get(f"http://127.0.0.1:{r}/player", params={"board": board.id, "user": user})
+            ).json()
+            context = (await http.get(f"http://127.0.0.1:{r}/context",
+                                      params={"board": board.id, "user": user, "range": 4})).json()  # fmt: skip
+            for document, want in ((PLAYER, plain), (CONTEXT, context)):
+                request = json.loads(document % (board.id, user))
+                posted = (await http.post(f"http://127.0.0.1:{g}/graphql", json=request)).json()
+                params = {"variables": json.dumps(request["variables"]), "extensions": apq(request["query"])}
+                got = (await http.get(f"http://127.0.0.1:{g}/graphql", params=params)).json()
+                assert got == posted, (got, posted)
+                found = posted["data"]["leaderboard"]["player" if document is PLAYER else "context"]
+                if document is PLAYER:
+                    assert {k: found[k] for k in ("rank", "userId", "score")} == {
+                        k: want[k] for k in ("rank", "userId", "score")
+                    }
+                else:
+                    for part in ("above", "player", "below"):
+                        assert found[part] == want[part], (part, found[part], want[part])
+    print("  answers checked: persisted GET == POST == the reference's, for 50 players (player, context)")
+
+
+async def reads(args: argparse.Namespace, board: Board, gateway: Server, reference: Server) -> None:
+    """Each GraphQL read and its plain counterpart, closed loop, interleaved ``--repeats`` times (the
+    machine is shared: a ratio is only meaningful when both sides ran under the same load), then a
+    paced run of each GraphQL read for its latency at ``--rate``."""
+    g, r = gateway.port, reference.port
+    for document in (json.loads(PLAYER % ("", ""))["query"], json.loads(CONTEXT % ("", ""))["query"]):
+        await register(g, document, args.gateway_workers)
+    await same_answers(args, board, g, r)
+    print(f"\n== reads: {args.duration:.0f} s per run, {args.repeats} runs of each side interleaved, "
+          f"closed loop at {args.concurrency} connections; gateway {args.gateway_workers} process(es)"
+          f"{' without plans' if args.generic else ''}, reference 1")  # fmt: skip
+    await closed_loop("warm-up", g, lambda: post(g, TOP % board.id), 4, 2)
+    await closed_loop("warm-up", r, lambda: get(r, f"/top?board={board.id}&k=10"), 4, 2)
+    summary = []
+    for pair in pairs(args, board, g, r):
+        rates: dict[str, list[float]] = {"graphql": [], "plain": []}
+        per_cpu: dict[str, list[float]] = {"graphql": [], "plain": []}
+        for n in range(args.repeats):
+            for side, server, make in (("graphql", gateway, pair.graphql), ("plain", reference, pair.plain)):
+                rng = random.Random(n)
+                cpu = server.cpu_s()
+                result = await closed_loop(
+                    f"{pair.label} [{side}]", server.port, partial(make, rng), args.concurrency, args.duration
+                )
+                used = server.cpu_s() - cpu
+                rates[side].append(result.rate)
+                per_cpu[side].append(result.requests / used if used else float("nan"))
+                print(result.line() + f"   {per_cpu[side][-1]:7,.0f} per server CPU-s", flush=True)
+        ratios = [a / b for a, b in zip(rates["graphql"], rates["plain"], strict=True)]
+        cpu_ratios = [a / b for a, b in zip(per_cpu["graphql"], per_cpu["plain"], strict=True)]
+        summary.append((pair.label, statistics.median(rates["graphql"]), statistics.median(rates["plain"]),
+                        statistics.median(ratios), statistics.median(per_cpu["graphql"]),
+                        statistics.median(per_cpu["plain"]), statistics.median(cpu_ratios)))  # fmt: skip
+    print("\n  medians of the runs; 'per CPU-s' is requests per CPU second of the server's processes, the")
+    print("  ratio that holds on a shared machine (q/s also depends on what else runs)")
+    print(f"  {'read':<29} {'graphql q/s':>12} {'plain q/s':>10} {'ratio':>7}"
+          f" {'graphql/CPU-s':>14} {'plain/CPU-s':>12} {'ratio':>7}")  # fmt: skip
+    for label, gql, plain, ratio, gql_cpu, plain_cpu, cpu_ratio in summary:
+        print(f"  {label:<29} {gql:>12,.0f} {plain:>10,.0f} {ratio:>6.2f}x"
+              f" {gql_cpu:>14,.0f} {plain_cpu:>12,.0f} {cpu_ratio:>6.2f}x")  # fmt: skip
+    for pair in pairs(args, board, g, r):
+        if pair.label.startswith(("top(k: 10), answer", "context(4)")):
+            rng = random.Random(99)
+            steady = await paced(
+                pair.label, g, partial(pair.graphql, rng), args.concurrency, args.rate, args.duration
+            )
+            verdict = "met" if steady.p99_ms < 50 else "MISSED"
+            print(steady.line() + f"   (target p99 < 50 ms: {verdict})", flush=True)
     print(f"  gateway RSS {gateway.rss_mb():.0f} MB, reference RSS {reference.rss_mb():.0f} MB")
 
 
@@ -452,6 +551,13 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10, help="seconds per run")
     parser.add_argument("--subscribers", type=int, default=1000)
     parser.add_argument("--changes", type=int, default=20, help="top-10 changes during the fan-out run")
+    parser.add_argument("--repeats", type=int, default=3, help="closed-loop runs of each side (median)")
+    parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes on one port")
+    parser.add_argument("--only", action="append", help="run only the read with this label (repeatable)")
+    parser.add_argument(
+        "--generic", action="store_true", help="no compiled plans: strawberry's executor only"
+    )
+    parser.add_argument("--no-fan-out", action="store_true", help="skip the subscription run")
     args = parser.parse_args()
     uvloop.run(run(args))
 

@@ -1,8 +1,9 @@
-"""The reference for ``ops/bench/reads``: top K as a plain Starlette JSON endpoint, no GraphQL.
+"""The reference for ``ops/bench/reads``: the same reads as plain Starlette JSON endpoints, no GraphQL.
 
-It reads through the same :class:`gateway.projections.Projections` (same Redis read, same
-micro-cache) and serves on the same uvicorn settings as the gateway, so the ratio measures what
-GraphQL costs on top. ``GET /top?board=<id>&k=10``.
+It reads through the same :class:`gateway.projections.Projections` (same Redis reads, same
+micro-cache for top K) and serves on the same uvicorn settings as the gateway, so the ratio measures
+what GraphQL costs on top. ``GET /top?board=<id>&k=10``, ``GET /player?board=<id>&user=<id>``,
+``GET /context?board=<id>&user=<id>&range=4``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,18 @@ from starlette.routing import Route
 
 from gateway.projections import Projections
 from regions.core.boards import Board
-from regions.core.reads import Scope
+from regions.core.reads import AsOf, RankedEntry, Scope
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.redis_reads import RankReader
 from regions.settings import load_settings
+
+
+def entry(e: RankedEntry) -> dict[str, object]:
+    return {"rank": e.rank, "userId": e.user_id, "score": e.score}
+
+
+def as_of(a: AsOf) -> dict[str, object]:
+    return {"region": a.region, "positions": a.positions, "stale": a.stale}
 
 
 def main() -> None:
@@ -35,17 +44,29 @@ def main() -> None:
     async def top(request: Request) -> Response:
         board = Board(request.query_params["board"], "bench", settings.region)
         page = await projections.top(board, int(request.query_params.get("k", "10")), Scope.HOME)
-        body = {
-            "entries": [{"rank": e.rank, "userId": e.user_id, "score": e.score} for e in page.entries],
-            "asOf": {
-                "region": page.as_of.region,
-                "positions": page.as_of.positions,
-                "stale": page.as_of.stale,
-            },
-        }
+        body = {"entries": [entry(e) for e in page.entries], "asOf": as_of(page.as_of)}
         return Response(encode(body), media_type="application/json")
 
-    app = Starlette(routes=[Route("/top", top)])
+    async def player(request: Request) -> Response:
+        board = Board(request.query_params["board"], "bench", settings.region)
+        found, read_as_of = await projections.player(board, request.query_params["user"], Scope.HOME)
+        body = None if found is None else {**entry(found), "asOf": as_of(read_as_of)}
+        return Response(encode(body), media_type="application/json")
+
+    async def context(request: Request) -> Response:
+        board, user = (
+            Board(request.query_params["board"], "bench", settings.region),
+            request.query_params["user"],
+        )
+        around = int(request.query_params.get("range", "4"))
+        found = await projections.context(board, user, around, Scope.HOME)
+        body = None if found is None else {
+            "above": [entry(e) for e in found.above], "player": entry(found.player),
+            "below": [entry(e) for e in found.below], "asOf": as_of(found.as_of),
+        }  # fmt: skip
+        return Response(encode(body), media_type="application/json")
+
+    app = Starlette(routes=[Route("/top", top), Route("/player", player), Route("/context", context)])
     port = int(os.environ["LB_OPS_BENCH_REFERENCE_PORT"])
     uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", access_log=False,
                 log_level="warning")  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 
 import uvicorn
@@ -15,8 +16,9 @@ from regions.core.boards import Board
 from regions.health import Health
 from regions.intake.app import create_app
 from regions.kafka_clients import AcceptanceUnavailable, AwardPublisher, make_producer
-from regions.settings import Settings, load_settings
-from regions.worker import run_process
+from regions.reuseport import serve_processes
+from regions.settings import Settings
+from regions.worker import process_settings, run_process
 
 
 def build(settings: Settings) -> Starlette:
@@ -63,16 +65,19 @@ def build(settings: Settings) -> Starlette:
     return app
 
 
-async def serve() -> None:
-    settings = load_settings()
+async def serve(settings: Settings, sock: socket.socket | None) -> None:
     config = uvicorn.Config(
         build(settings), host=settings.intake.host, port=settings.intake.port, access_log=False
     )
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=None if sock is None else [sock])
 
 
 def main() -> None:
-    run_process("intake", serve())
+    settings = process_settings("intake")
+    intake = settings.intake
+    serve_processes(
+        intake.workers, intake.host, intake.port, lambda sock: run_process("intake", serve(settings, sock))
+    )
 
 
 if __name__ == "__main__":

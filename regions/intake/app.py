@@ -80,7 +80,10 @@ class Intake:
         )
         self._publish = publish
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
-        self._buckets = TokenBuckets(settings.intake.rate_per_key, settings.intake.burst_per_key)
+        workers = settings.intake.workers  # each process holds its share of every key's rate
+        self._buckets = TokenBuckets(
+            settings.intake.rate_per_key / workers, settings.intake.burst_per_key / workers
+        )
 
     def _catalog_failed(self, exc: Exception) -> None:
         self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%r)", exc)
