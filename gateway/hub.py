@@ -19,7 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
 
-from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from gateway import metrics
@@ -27,6 +27,7 @@ from gateway.core.feed import BoardSnapshot, Delivery, FeedState
 from gateway.core.hints import InvalidHint, parse_hint
 from gateway.core.updates import TOP_K, Coalescer, Offered, ResyncNeeded, Update
 from regions.core.boards import Board
+from regions.redis_connection import ProjectionRedis, open_pubsub
 from regions.settings import GatewaySettings
 from schema.redis_keys import hints_channel
 
@@ -193,7 +194,7 @@ class BoardFeed:
 class HintHub:
     def __init__(
         self,
-        redis: Redis,
+        redis: ProjectionRedis,
         key_prefix: str,
         snapshots: Snapshots,
         settings: GatewaySettings,
@@ -281,8 +282,9 @@ class HintHub:
         then get a Resync: hints may have been missed meanwhile)."""
         delay, was_connected = 0.2, False
         while True:
-            pubsub = self._redis.pubsub()
+            pubsub: PubSub | None = None
             try:
+                pubsub = await open_pubsub(self._redis)
                 await pubsub.psubscribe(self._pattern)
                 if was_connected:
                     for feed in self._feeds.values():
@@ -299,8 +301,9 @@ class HintHub:
                 metrics.FEED_RESTARTS.labels("upstream_failed").inc()
             finally:
                 self._set_connected(False)
-                with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                if pubsub is not None:
+                    with contextlib.suppress(RedisError, OSError):
+                        await pubsub.aclose()  # type: ignore[no-untyped-call]
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 

@@ -21,20 +21,17 @@ from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
 from regions.cassandra_store import CassandraConnection
 from regions.core.freshness import FreshnessRule
+from regions.redis_connection import ProjectionRedis, connect_redis
 from regions.redis_projection import RedisProjection
 from regions.redis_reads import RankReader
 from regions.settings import Settings
 
 
-def gateway_redis(settings: Settings) -> Redis:
+def gateway_redis(settings: Settings) -> ProjectionRedis:
     """A client whose pool waits for a free connection (bounded) instead of failing under bursts."""
-    pool = BlockingConnectionPool.from_url(
-        settings.redis.url,
-        decode_responses=True,
-        max_connections=settings.gateway.redis_max_connections,
-        timeout=5,
+    return connect_redis(
+        settings.redis.url, max_connections=settings.gateway.redis_max_connections, blocking=True
     )
-    return Redis(connection_pool=pool)
 
 
 def home_redis(settings: Settings, url: str) -> tuple[Redis, Redis]:
@@ -74,12 +71,15 @@ def home_links(settings: Settings) -> list[HomeLink]:
 
 
 def build_services(
-    settings: Settings, redis: Redis, cassandra: CassandraConnection[Stores], homes: Sequence[HomeLink] = ()
+    settings: Settings,
+    redis: ProjectionRedis,
+    cassandra: CassandraConnection[Stores],
+    homes: Sequence[HomeLink] = (),
 ) -> Services:
     gw, prefix = settings.gateway, settings.redis.key_prefix
     rule = FreshnessRule(tuple(settings.region_names()), settings.kafka.partitions, gw.region_stale_after_s)
 
-    def reader_of(region: str, client: Redis) -> RankReader:
+    def reader_of(region: str, client: ProjectionRedis) -> RankReader:
         return RankReader(RedisProjection(client, prefix), prefix, region, rule)
 
     reader = reader_of(settings.region, redis)
@@ -140,5 +140,6 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         async with running(build_services(settings, redis, cassandra, homes)) as services:
             yield services
     finally:
-        for client in [redis, *(c for home in homes for c in (home.reads, home.feed))]:
+        await redis.aclose()  # and its pool: connect_redis gives each client a pool of its own
+        for client in (c for home in homes for c in (home.reads, home.feed)):
             await client.aclose(close_connection_pool=True)

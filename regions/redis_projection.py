@@ -2,41 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
-from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
-
+from regions import redis_connection
 from regions.core.positions import SourceKey, SourcePosition
+from regions.redis_connection import ProjectionRedis, call_scripts, execute_pipeline, publish_many
 from regions.settings import RedisSettings
 from schema.redis_keys import POSITION_DETAILS, BoardKeys, hints_channel, position_field, positions_key
 from schema.resources import lua_script
 
 
-def connect_redis(redis: RedisSettings) -> Redis:
-    """A client for the projection; replies are decoded to str."""
-    return Redis.from_url(redis.url, decode_responses=True)
-
-
-async def execute_pipeline(pipe: Pipeline) -> list[Any]:
-    """Run a pipeline so that neither a cancelled caller nor an error strands its connection.
-
-    A pipeline takes a connection already while it loads its scripts and gives it back only at the
-    end of a successful ``execute``; a caller cancelled in between (a closed subscription, a stopping
-    service) or an error while loading scripts would leave it checked out. The work runs shielded on
-    its own task and always resets the pipeline.
-    """
-
-    async def run() -> list[Any]:
-        try:
-            return await pipe.execute()
-        finally:
-            await pipe.reset()  # type: ignore[no-untyped-call]
-
-    return await asyncio.shield(run())
+def connect_redis(redis: RedisSettings) -> ProjectionRedis:
+    """A client for the projection (one server or a cluster, by the URL); replies are decoded to str."""
+    return redis_connection.connect_redis(redis.url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +87,14 @@ def parse_positions(raw: Mapping[str, str]) -> dict[SourceKey, SourcePosition]:
 
 
 class RedisProjection:
-    def __init__(self, redis: Redis, key_prefix: str) -> None:
+    def __init__(self, redis: ProjectionRedis, key_prefix: str) -> None:
         self.redis = redis
         self._prefix = key_prefix
         self._positions = positions_key(key_prefix)
         self._apply = redis.register_script(lua_script("apply_totals"))
         self._advance = redis.register_script(lua_script("advance_positions"))
+        self._replace = redis.register_script(lua_script("replace_hash"))
+        self._rename = redis.register_script(lua_script("rename_keys"))
 
     @staticmethod
     def _args(totals: Sequence[ProjectedTotal]) -> list[str | int | float]:
@@ -135,10 +117,10 @@ class RedisProjection:
     ) -> list[ApplyResult]:
         """Apply several boards' totals in one round trip (each board atomically). Without
         ``sequenced`` (a rebuild's fresh keys) the boards' hint sequences are left alone."""
-        pipe = self.redis.pipeline(transaction=False)
-        for keys, totals in work:
-            await self._apply(keys=self._keys(keys, sequenced), args=self._args(totals), client=pipe)
-        replies = await execute_pipeline(pipe)
+        replies = await call_scripts(
+            self.redis,
+            [(self._apply, self._keys(keys, sequenced), self._args(totals)) for keys, totals in work],
+        )
         return [ApplyResult(int(r[0]), list(r[1:])) for r in replies]
 
     async def start_epoch(self, epoch: str, *, sequence_base: int = 0, rebuilding: bool = False) -> None:
@@ -147,10 +129,7 @@ class RedisProjection:
         fields: list[str | int] = ["epoch", epoch, "sequence_base", sequence_base]
         if rebuilding:
             fields += ["rebuilding", "1"]
-        tx = self.redis.pipeline(transaction=True)
-        tx.delete(self._positions)
-        tx.hset(self._positions, items=fields)
-        await execute_pipeline(tx)
+        await self._replace(keys=[self._positions], args=fields)
 
     async def advance(
         self, epoch: str, marks: Mapping[SourceKey, SourcePosition], *, completes_rebuild: bool = False
@@ -174,10 +153,7 @@ class RedisProjection:
 
     async def swap(self, fresh: BoardKeys, live: BoardKeys) -> None:
         """Replace a board's live keys by a rebuild's fresh ones in one step (they share a hash tag)."""
-        tx = self.redis.pipeline(transaction=True)
-        tx.rename(fresh.ranking, live.ranking)
-        tx.rename(fresh.records, live.records)
-        await execute_pipeline(tx)
+        await self._rename(keys=[fresh.ranking, live.ranking, fresh.records, live.records])
 
     async def drop(self, boards: Sequence[BoardKeys]) -> None:
         """Delete boards' rankings and records (not their hint sequences)."""
@@ -204,9 +180,6 @@ class RedisProjection:
 
     async def publish_hints(self, hints: Sequence[tuple[str, bytes]]) -> None:
         """Publish (board id, payload) hints in one round trip."""
-        if not hints:
-            return
-        pipe = self.redis.pipeline(transaction=False)
-        for board_id, payload in hints:
-            pipe.publish(hints_channel(self._prefix, board_id), payload)
-        await execute_pipeline(pipe)
+        await publish_many(
+            self.redis, [(hints_channel(self._prefix, board), payload) for board, payload in hints]
+        )

@@ -24,7 +24,8 @@ from regions.core.reads import (
     entries_of,
     member_strip,
 )
-from regions.redis_projection import Positions, RedisProjection, execute_pipeline
+from regions.redis_connection import call_scripts
+from regions.redis_projection import Positions, RedisProjection
 from schema.redis_keys import board_keys
 from schema.resources import lua_script
 
@@ -120,9 +121,10 @@ class RankReader:
     ) -> tuple[Window | None, list[Window | None]]:
         """The top ``k`` and each player's own rank (no neighbours), in one round trip; read the
         asOf before calling, as the other reads do."""
-        pipe = self._projection.redis.pipeline(transaction=False)
-        await self._script(keys=self._keys(board), args=self._top_args(board, k), client=pipe)
-        for user in user_ids:
-            await self._script(keys=self._keys(board), args=self._player_args(board, user, 0), client=pipe)
-        replies = await execute_pipeline(pipe)
+        keys = self._keys(board)
+        replies = await call_scripts(
+            self._projection.redis,
+            [(self._script, keys, self._top_args(board, k))]
+            + [(self._script, keys, self._player_args(board, user, 0)) for user in user_ids],
+        )
         return window_of(replies[0]), [window_of(r) for r in replies[1:]]

@@ -80,7 +80,11 @@ class KafkaSettings(BaseModel):
 
 
 class RedisSettings(BaseModel):
-    url: str = Field("redis://127.0.0.1:6379/0", description="Redis holding the ranking projection.")
+    url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        description="Redis holding the ranking projection: redis://host:port/db (rediss:// with TLS), or "
+        "a Redis Cluster through any of its nodes: redis+cluster://host:port (rediss+cluster://).",
+    )
     key_prefix: str = Field("lb", description="Prefix of every Redis key this deployment owns.")
 
 

@@ -40,9 +40,22 @@ def _require(name: str, host: str, port: int) -> None:
         ) from exc
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--redis-url",
+        default=None,
+        help="the projection's Redis for this run instead of LB_REDIS__URL's, e.g. a Redis Cluster: "
+        "redis+cluster://127.0.0.1:6380 (ops/test runs the projection and gateway tests so)",
+    )
+
+
 @pytest.fixture(scope="session")
-def base_settings() -> Settings:
-    return load_settings()
+def base_settings(pytestconfig: pytest.Config) -> Settings:
+    loaded = load_settings()
+    url: str | None = pytestconfig.getoption("--redis-url")
+    if url is None:
+        return loaded
+    return loaded.model_copy(update={"redis": loaded.redis.model_copy(update={"url": url})})
 
 
 @pytest.fixture(scope="session")

@@ -11,13 +11,12 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
-from redis.asyncio import Redis
-
 from regions.cassandra_results import CassandraResults, ResultHeader
 from regions.core.boards import Board, TiePolicy
 from regions.core.ordering import REACHED_WIDTH, user_of
 from regions.core.reads import member_strip
 from regions.core.results import chunk_count
+from regions.redis_connection import ProjectionRedis
 from regions.redis_reads import window_of
 from schema.lifecycle import ResultChunk
 from schema.redis_keys import board_keys
@@ -35,7 +34,7 @@ class Archived:
 class _Reader:
     """Slices of a board's projection in rank order, each read atomically by the projection's script."""
 
-    def __init__(self, redis: Redis, prefix: str, board: Board) -> None:
+    def __init__(self, redis: ProjectionRedis, prefix: str, board: Board) -> None:
         keys = board_keys(prefix, board.id)
         self._keys, self._board = [keys.ranking, keys.records], board
         self._script = redis.register_script(lua_script("read_window"))
@@ -57,7 +56,7 @@ class _Reader:
 
 
 async def archive_projection(
-    redis: Redis,
+    redis: ProjectionRedis,
     prefix: str,
     results: CassandraResults,
     board: Board,

@@ -17,7 +17,6 @@ import time
 from datetime import UTC, datetime
 
 from aiokafka import AIOKafkaProducer
-from redis.asyncio import Redis
 
 from regions.cassandra_lifecycle import CassandraLifecycle, CloseRecord
 from regions.cassandra_results import CassandraResults
@@ -27,6 +26,7 @@ from regions.core.lifecycle import Archive, CloseProgress, WriteMarkers, next_st
 from regions.kafka_clients import make_producer, partitions_of
 from regions.lifecycle.archive import archive_projection
 from regions.projector.cutoffs import reached_cutoffs
+from regions.redis_connection import ProjectionRedis
 from regions.settings import Settings
 from regions.throttled_log import ThrottledLog
 from schema.lifecycle import CutoffMarker, LifecycleCodec, cutoff_marker_key
@@ -40,7 +40,7 @@ class LifecycleWorker:
         self,
         settings: Settings,
         cassandra: CassandraConnection[tuple[CassandraLifecycle, CassandraResults]],
-        redis: Redis,
+        redis: ProjectionRedis,
     ) -> None:
         self._settings, self._cassandra, self._redis = settings, cassandra, redis
         self._region = settings.region

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
-from redis.asyncio import Redis
-
-from regions.redis_projection import execute_pipeline
+from regions.redis_connection import ProjectionRedis, execute_pipeline
 from schema.redis_keys import cutoffs_key
 
 
-async def record_cutoffs(redis: Redis, prefix: str, cutoffs: Mapping[str, Mapping[str, int]]) -> None:
+async def record_cutoffs(
+    redis: ProjectionRedis, prefix: str, cutoffs: Mapping[str, Mapping[str, int]]
+) -> None:
     """Record ``cutoffs`` (board -> ``<region>:<partition>`` -> offset), keeping any already there."""
     pipe = redis.pipeline(transaction=False)
     for board_id, reached in cutoffs.items():
@@ -26,7 +26,7 @@ async def record_cutoffs(redis: Redis, prefix: str, cutoffs: Mapping[str, Mappin
     await execute_pipeline(pipe)
 
 
-async def reached_cutoffs(redis: Redis, prefix: str, board_id: str) -> dict[str, int]:
+async def reached_cutoffs(redis: ProjectionRedis, prefix: str, board_id: str) -> dict[str, int]:
     """The cutoffs of ``board_id`` the projection has reached: ``<region>:<partition>`` -> offset."""
     found = cast(dict[str, str], await redis.hgetall(cutoffs_key(prefix, board_id)))
     return {where: int(offset) for where, offset in found.items()}

@@ -18,10 +18,9 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Self, cast
 
-from redis.asyncio import Redis
-from redis.exceptions import RedisError, WatchError
+from redis.exceptions import RedisError
 
-from regions.redis_projection import execute_pipeline
+from regions.redis_connection import ProjectionRedis
 from schema.redis_keys import lease_key, rebuild_key
 from schema.resources import lua_script
 
@@ -90,11 +89,13 @@ class LeaseLost(Exception):
 
 
 class ProjectionControl:
-    def __init__(self, redis: Redis, key_prefix: str) -> None:
+    def __init__(self, redis: ProjectionRedis, key_prefix: str) -> None:
         self._redis = redis
         self._lease = lease_key(key_prefix)
         self._rebuild = rebuild_key(key_prefix)
         self._hold = redis.register_script(lua_script("hold_lease"))
+        self._replace = redis.register_script(lua_script("replace_hash"))
+        self._record_unless_active = redis.register_script(lua_script("record_unless_active"))
 
     async def hold_lease(self, holder: str, ttl_s: float) -> bool:
         """Take or extend the lease for ``ttl_s``; False when another holder has it."""
@@ -112,28 +113,18 @@ class ProjectionControl:
 
     async def put_rebuild(self, request: RebuildRequest) -> None:
         """Record the rebuild as a whole, replacing the previous one."""
-        tx = self._redis.pipeline(transaction=True)
-        tx.delete(self._rebuild)
-        tx.hset(self._rebuild, items=request.encoded())
-        await execute_pipeline(tx)
+        await self._replace(keys=[self._rebuild], args=request.encoded())
 
     async def ask_rebuild(self, wanted: RebuildRequest) -> RebuildRequest:
         """Record ``wanted`` unless a rebuild is already active; returns the one that is."""
-        async with self._redis.pipeline(transaction=True) as tx:
-            while True:
-                try:
-                    await tx.watch(self._rebuild)
-                    raw = cast(dict[str, str], await tx.hgetall(self._rebuild))
-                    current = RebuildRequest.decoded(raw) if raw else None
-                    if current is not None and current.active:
-                        return current
-                    tx.multi()  # type: ignore[no-untyped-call]
-                    tx.delete(self._rebuild)
-                    tx.hset(self._rebuild, items=wanted.encoded())
-                    await tx.execute()
-                    return wanted
-                except WatchError:
-                    continue
+        reply = cast(
+            list[str],
+            await self._record_unless_active(
+                keys=[self._rebuild], args=[RebuildState.DONE.value, *wanted.encoded()]
+            ),
+        )
+        current = RebuildRequest.decoded(dict(zip(reply[::2], reply[1::2], strict=True)))
+        return wanted if current is None else current
 
 
 class Lease:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from regions.core.boards import Board
 from regions.core.positions import SourcePosition
@@ -192,3 +192,25 @@ async def test_a_projection_in_its_first_life_starts_fresh_instead_of_rebuilding
     assert request is None and await control.rebuild() is None
     stored = await projection.positions()
     assert stored == positions and stored.epoch and not stored.rebuilding and stored.offsets == {}
+
+
+async def test_boards_spread_over_every_master(settings: Settings, redis_client: Redis) -> None:
+    """Each board's keys share one slot; different boards land on different masters of a cluster (on
+    one server, the one server holds them all)."""
+    prefix = settings.redis.key_prefix
+    projection = RedisProjection(redis_client, prefix)
+    boards = [board_keys(prefix, f"spread-{i}") for i in range(40)]
+    await projection.apply_many([(keys, [ProjectedTotal("u", 1, 1, -1.0, "u")]) for keys in boards])
+
+    if isinstance(redis_client, RedisCluster):
+        masters = {node.name for node in redis_client.get_primaries()}
+        homes = {
+            redis_client.get_node_from_key(k).name for keys in boards for k in (keys.ranking, keys.records)
+        }
+        per_board = {
+            len({redis_client.get_node_from_key(k).name for k in (keys.ranking, keys.records, keys.sequence)})
+            for keys in boards
+        }
+        assert len(masters) > 1 and homes == masters and per_board == {1}
+    for keys in boards:
+        assert await redis_client.zrange(keys.ranking, 0, -1) == ["u"]
