@@ -34,7 +34,7 @@ from pathlib import Path
 import httpx
 
 # The pipeline benchmark, next to this script: its load generator and measures.
-from pipeline import Results, cpu_seconds, drive, percentile, rss_mib
+from pipeline import Results, cpu_seconds, drive, percentile, rss_mib, still_waiting
 
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_store import connect
@@ -162,14 +162,7 @@ async def watch(views: list[Visibility], stop: asyncio.Event) -> None:
             fresh = view.source.results.pending  # appended to by the load, never consumed here
             view.waiting.extend(fresh[view.cursor :])
             view.cursor = len(fresh)
-            seen = positions[view.seen_in.name]
-            still = []
-            for acked, source, offset in view.waiting:
-                if seen.get(source, -1) >= offset:
-                    view.ms.append((now - acked) * 1000)
-                else:
-                    still.append((acked, source, offset))
-            view.waiting = still
+            view.waiting = still_waiting(view.waiting, positions[view.seen_in.name], now, view.ms)
         await asyncio.sleep(0.01)
 
 
@@ -240,7 +233,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         for region in regions:
             start(region, args, logs)
-        await until_ready(regions, args.warmup * 10)
+        await until_ready(regions, 180)  # a loaded machine starts ten processes slowly
         await asyncio.sleep(args.warmup)
         home, other = regions
         views = [
