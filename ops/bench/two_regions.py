@@ -91,6 +91,10 @@ def region_settings(name: str, index: int, tag: str) -> tuple[Settings, list[Pro
         "kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{tag}"}),
         "redis": base.redis.model_copy(update={"key_prefix": f"bench{tag}"}),
         "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
+        # in the benchmark's data folder, removed with it
+        "processor": base.processor.model_copy(
+            update={"store_dir": str(Path(os.environ["LB_OPS_DATA_DIR"]) / "processor")}
+        ),
         # as ops/run: region i's replicators from 8085 + 100*i
         "replicator": base.replicator.model_copy(update={"health_port": 8085 + 100 * index}),
     })  # fmt: skip
