@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,15 +145,25 @@ async def watch_freshness(projection: RedisProjection, results: Results, stop: a
     """Polls asOf every 5 ms; an award is visible once its partition's position reaches it."""
     while not (stop.is_set() and not results.pending):
         positions = (await projection.positions()).offsets
-        now = time.perf_counter()
-        waiting = []
-        for acked, source, offset in results.pending:
-            if positions.get(source, -1) >= offset:
-                results.fresh_ms.append((now - acked) * 1000)
-            else:
-                waiting.append((acked, source, offset))
-        results.pending = waiting
+        results.pending = still_waiting(results.pending, positions, time.perf_counter(), results.fresh_ms)
         await asyncio.sleep(0.005)
+
+
+def still_waiting(
+    pending: list[tuple[float, tuple[str, int], int]],
+    positions: Mapping[tuple[str, int], int],
+    now: float,
+    visible_ms: list[float],
+) -> list[tuple[float, tuple[str, int], int]]:
+    """The acknowledged batches ``positions`` do not reach yet; those they reach add their time from
+    acknowledgement to ``now`` to ``visible_ms``."""
+    waiting = []
+    for acked, source, offset in pending:
+        if positions.get(source, -1) >= offset:
+            visible_ms.append((now - acked) * 1000)
+        else:
+            waiting.append((acked, source, offset))
+    return waiting
 
 
 def redis_benchmark(settings: Settings, requests: int) -> float:

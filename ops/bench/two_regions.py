@@ -1,0 +1,339 @@
+"""Two-region benchmark: awards accepted in both regions, freshness in each, replication between them.
+
+Regions ``eu`` and ``us`` each run their own Kafka cluster and Redis (started by ``ops/bench/regions``)
+and their own intake, processor, projector, audit sink and one replicator copying the other
+region's awards. The benchmark board is homed in ``eu``. Signed awards go to both intakes, half of
+``--rate`` each, for ``--duration`` s in batches of ``--batch``. Prints, per region:
+
+- **ack**: request scheduled -> 202 from that region's intake;
+- **REGIONAL freshness**: acknowledged -> visible in the accepting region's projection;
+- **replication visibility**: acknowledged in one region -> visible in the other region's
+  projection (for awards accepted in ``us`` that is the board's HOME projection, in ``eu``);
+
+all by the projections' asOf positions per (accepting region, partition); then CPU and RSS of every
+process and server, and the replicators' lag in records and seconds (sampled from their metrics).
+
+Run through ``ops/bench/regions`` (it starts and stops the servers). Options: ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+# The pipeline benchmark, next to this script: its load generator and measures.
+from pipeline import Results, cpu_seconds, drive, percentile, rss_mib, still_waiting
+
+from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_store import connect
+from regions.core.boards import Board
+from regions.redis_projection import RedisProjection, connect_redis
+from regions.settings import Settings, load_settings
+from regions.supervisor import Program, region_programs, taken_ports
+from tests.clusters import bootstrap_topics
+from tests.harness import free_port, region_env, with_free_ports
+
+ROOT = Path(__file__).resolve().parents[2]
+MEASURED = ("intake", "processor", "projector", "audit")  # and the replicators; no gateway, no lifecycle
+
+
+@contextlib.contextmanager
+def environment(variables: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def services_env(region: str) -> dict[str, str]:
+    """The LB_* settings ``ops/services env --region`` prints for one region of the running pair."""
+    out = subprocess.run([str(ROOT / "ops/services"), "env", "--region", region],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    found = {}
+    for line in out.splitlines():
+        if line.startswith("export "):
+            name, _, value = line.removeprefix("export ").partition("=")
+            found[name] = shlex.split(value)[0] if value else ""
+    return found
+
+
+@dataclass
+class Region:
+    name: str
+    settings: Settings
+    programs: list[Program]
+    projection: RedisProjection
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    results: Results = field(default_factory=Results)
+
+
+def region_settings(name: str, index: int, tag: str) -> tuple[Settings, list[Program]]:
+    """The region's settings from ``ops/services env`` with the benchmark's own topics and keys; the
+    processes' fixed ports (8080 + 100*i ...) if they are free, otherwise free ports."""
+    with environment(services_env(name)):
+        base = load_settings()
+    settings = base.model_copy(update={
+        "kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{tag}"}),
+        "redis": base.redis.model_copy(update={"key_prefix": f"bench{tag}"}),
+        "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
+        # in the benchmark's data folder, removed with it
+        "processor": base.processor.model_copy(
+            update={"store_dir": str(Path(os.environ["LB_OPS_DATA_DIR"]) / "processor")}
+        ),
+        # as ops/run: region i's replicators from 8085 + 100*i
+        "replicator": base.replicator.model_copy(update={"health_port": 8085 + 100 * index}),
+    })  # fmt: skip
+    programs = [p for p in region_programs(settings) if p.name in MEASURED or p.name.startswith("replicator")]
+    if taken := taken_ports(programs):
+        print(f"   region {name}: taken {', '.join(taken)}: its processes use free ports instead")
+        settings = with_free_ports(settings)
+        settings = settings.model_copy(
+            update={"replicator": settings.replicator.model_copy(update={"health_port": free_port()})}
+        )
+        programs = [
+            p for p in region_programs(settings) if p.name in MEASURED or p.name.startswith("replicator")
+        ]
+        taken = taken_ports(programs)  # the next ports after the replicator's may be taken
+        if taken:
+            raise SystemExit(f"region {name}: ports still taken: {', '.join(taken)}")
+    return settings, programs
+
+
+def start(region: Region, args: argparse.Namespace, logs: Path) -> None:
+    env = {**os.environ, **region_env(region.settings),
+           "LB_INTAKE__RATE_PER_KEY": "1e9", "LB_INTAKE__BURST_PER_KEY": "1e9",
+           "LB_AUDIT__NICENESS": str(args.audit_niceness)}  # fmt: skip
+    for program in region.programs:
+        with (logs / f"{region.name}-{program.name}.log").open("wb") as log:
+            region.procs[program.name] = subprocess.Popen(
+                list(program.argv), env={**env, **dict(program.env)}, stdout=log, stderr=subprocess.STDOUT
+            )
+
+
+async def until_ready(regions: list[Region], within: float) -> None:
+    deadline = time.monotonic() + within
+    async with httpx.AsyncClient() as http:
+        for region in regions:
+            for program in region.programs:
+                while True:
+                    if region.procs[program.name].poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"{region.name} {program.name} did not become ready; see its log")
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await http.get(f"http://127.0.0.1:{program.port}/readyz")).status_code == 200:
+                            break
+                    await asyncio.sleep(0.2)
+            print(
+                f"   region {region.name} ready: " + ", ".join(f"{p.name} :{p.port}" for p in region.programs)
+            )
+
+
+@dataclass
+class Visibility:
+    """Awards acknowledged by ``source`` becoming visible in ``seen_in``'s projection."""
+
+    source: Region
+    seen_in: Region
+    label: str
+    ms: list[float] = field(default_factory=list)
+    waiting: list[tuple[float, tuple[str, int], int]] = field(default_factory=list)
+    cursor: int = 0
+
+
+async def watch(views: list[Visibility], stop: asyncio.Event) -> None:
+    """Polls every projection's asOf every 10 ms; an acknowledged batch is visible in a projection once
+    the position of its (accepting region, partition) there reaches its offset."""
+    while not (
+        stop.is_set() and all(not v.waiting and v.cursor == len(v.source.results.pending) for v in views)
+    ):
+        positions = {r.name: (await r.projection.positions()).offsets for r in {v.seen_in.name: v.seen_in for v in views}.values()}  # fmt: skip
+        now = time.perf_counter()
+        for view in views:
+            fresh = view.source.results.pending  # appended to by the load, never consumed here
+            view.waiting.extend(fresh[view.cursor :])
+            view.cursor = len(fresh)
+            view.waiting = still_waiting(view.waiting, positions[view.seen_in.name], now, view.ms)
+        await asyncio.sleep(0.01)
+
+
+async def replicator_lag(
+    regions: list[Region], samples: dict[str, list[tuple[float, float]]], stop: asyncio.Event
+) -> None:
+    """Every 0.5 s, each replicator's lag summed over partitions: records, and the largest in seconds."""
+    async with httpx.AsyncClient() as http:
+        while not stop.is_set():
+            for region in regions:
+                for p in region.programs:
+                    if not p.name.startswith("replicator"):
+                        continue
+                    with contextlib.suppress(httpx.HTTPError):
+                        text = (await http.get(f"http://127.0.0.1:{p.port}/metrics")).text
+                        records = seconds = 0.0
+                        for line in text.splitlines():
+                            if line.startswith("lb_replicator_lag_records{"):
+                                records += float(line.rsplit(" ", 1)[1])
+                            elif line.startswith("lb_replicator_lag_seconds{"):
+                                seconds = max(seconds, float(line.rsplit(" ", 1)[1]))
+                        samples.setdefault(f"{region.name} {p.name}", []).append((records, seconds))
+            await asyncio.sleep(0.5)
+
+
+def server_pids(regions: list[Region]) -> dict[str, int]:
+    """This benchmark's Kafka and Redis of each region, and the shared Cassandra if it is found."""
+    run = Path(os.environ["LB_OPS_DATA_DIR"]) / "run"
+    found = {p.stem: int(p.read_text()) for p in run.glob("*.pid") if p.stem.startswith(("kafka-", "redis-"))}
+    for candidate in (ROOT / ".data" / "run" / "cassandra.pid", Path("/work/main/.data/run/cassandra.pid")):
+        if candidate.exists():
+            found["cassandra (shared)"] = int(candidate.read_text())
+            break
+    return {n: p for n, p in found.items() if Path(f"/proc/{p}").exists()}
+
+
+def stop_all(regions: list[Region]) -> None:
+    for region in regions:
+        for p in region.procs.values():
+            if p.poll() is None:
+                p.terminate()
+    for region in regions:
+        for p in region.procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(20)
+
+
+async def main(args: argparse.Namespace) -> None:
+    tag = uuid.uuid4().hex[:8]
+    names = args.regions.split(",")
+    if len(names) != 2:
+        raise SystemExit("--regions names exactly two regions")
+    print(f"== setup: topics bench{tag}.*, {args.duration:.0f} s at {args.rate}/s in batches of {args.batch}, "
+          f"{args.rate // 2}/s into each region's intake; board homed in {names[0]}", flush=True)  # fmt: skip
+    regions = []
+    for index, name in enumerate(names):
+        settings, programs = region_settings(name, index, tag)
+        redis = connect_redis(settings.redis)
+        regions.append(Region(name, settings, programs, RedisProjection(redis, settings.redis.key_prefix)))
+    await bootstrap_topics(*(r.settings for r in regions))
+    cluster, session = connect(regions[0].settings.cassandra)
+    board = Board(f"bench-{tag}", "Regions benchmark", names[0])
+    await CassandraCatalog(session).create(board)
+    cluster.shutdown()
+    logs = Path(os.environ["LB_OPS_DATA_DIR"]) / "logs" / f"bench-{tag}"
+    logs.mkdir(parents=True, exist_ok=True)
+    kept_logs = ROOT / ".data" / "logs" / f"bench-regions-{tag}"
+    try:
+        for region in regions:
+            start(region, args, logs)
+        await until_ready(regions, 180)  # a loaded machine starts ten processes slowly
+        await asyncio.sleep(args.warmup)
+        home, other = regions
+        views = [
+            Visibility(home, home, f"REGIONAL freshness {home.name} (= HOME)"),
+            Visibility(other, other, f"REGIONAL freshness {other.name}"),
+            Visibility(other, home, f"accepted in {other.name} -> HOME ({home.name})"),
+            Visibility(home, other, f"accepted in {home.name} -> {other.name}"),
+        ]
+        pids = {f"{r.name} {n}": p.pid for r in regions for n, p in r.procs.items()}
+        pids |= server_pids(regions) | {"bench (load + watch)": os.getpid()}
+        per_region = argparse.Namespace(
+            **{**vars(args), "rate": args.rate / 2, "connections": args.connections // 2}
+        )
+        stop, lag_samples = asyncio.Event(), dict[str, list[tuple[float, float]]]()
+        watcher = asyncio.create_task(watch(views, stop))
+        sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
+        cpu0, t0 = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
+        print("== load running ...", flush=True)
+        await asyncio.gather(
+            *(drive(r.settings.intake.port, board.id, per_region, r.results) for r in regions)
+        )
+        wall = time.perf_counter() - t0
+        cpu = {n: (cpu_seconds(p) - cpu0[n]) / wall * 100 for n, p in pids.items()}
+        rss = {n: rss_mib(p) for n, p in pids.items()}
+        print(
+            "== load done; waiting (at most 60 s) for every acknowledged award to be visible ...", flush=True
+        )
+        stop.set()
+        try:
+            await asyncio.wait_for(watcher, 60)
+        except TimeoutError:
+            print("   some awards were still not visible after 60 s")
+        await sampler
+        report(args, regions, views, wall, cpu, rss, lag_samples)
+    finally:
+        stop_all(regions)
+        for region in regions:
+            await region.projection.redis.aclose()
+        kept_logs.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(logs, kept_logs, dirs_exist_ok=True)  # the data folder is removed at the end
+        print(f"logs: {kept_logs}")
+
+
+def report(
+    args: argparse.Namespace,
+    regions: list[Region],
+    views: list[Visibility],
+    wall: float,
+    cpu: dict[str, float],
+    rss: dict[str, float],
+    lag: dict[str, list[tuple[float, float]]],
+) -> None:
+    def ms(xs: list[float]) -> str:
+        return "  ".join(f"p{q * 100:g} {percentile(xs, q):7.0f}" for q in (0.5, 0.95, 0.99))
+
+    accepted = sum(r.results.accepted for r in regions)
+    print(f"\n== load ({wall:.1f} s, {args.batch} awards per request)")
+    print(f"accepted awards/s, both regions  {accepted / wall:8.0f}   (offered {args.rate}/s)")
+    for r in regions:
+        res = r.results
+        print(f"  {r.name}: accepted/s {res.accepted / wall:6.0f}  rejected requests {sum(res.rejected.values())} "
+              f"{res.rejected or ''}  late send slots {res.late_sends}")  # fmt: skip
+        print(f"  {r.name}: ack ms                          {ms(res.ack_ms)}")
+    print("\n== visibility ms (acknowledged -> position reached in the projection)")
+    for v in views:
+        print(f"  {v.label:36} {ms(v.ms)}   ({len(v.ms)} batches, {len(v.waiting)} never seen)")
+    print("\n== replicators (sampled every 0.5 s during the load)")
+    for name, samples in lag.items():
+        records, seconds = [s[0] for s in samples], [s[1] for s in samples]
+        print(f"  {name:26} lag records p50 {percentile(records, 0.5):6.0f}  p99 {percentile(records, 0.99):6.0f}"
+              f"  max {max(records, default=0):6.0f};  lag s p99 {percentile(seconds, 0.99):5.2f}")  # fmt: skip
+    print(f"\n== processes during the load ({os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f})")
+    print(f"{'':32} {'CPU %':>7} {'RSS MiB':>8}")
+    for name in cpu:
+        print(f"{name:32} {cpu[name]:7.1f} {rss[name]:8.0f}")
+    print(f"{'all':32} {sum(cpu.values()):7.1f}")
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--regions", default="eu,us", help="the two regions; the board is homed in the first")
+    p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
+    p.add_argument(
+        "--rate", type=int, default=3000, help="awards per second offered, both regions (default 3000)"
+    )
+    p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
+    p.add_argument(
+        "--connections", type=int, default=32, help="HTTP connections, split over the regions (default 32)"
+    )
+    p.add_argument("--players", type=int, default=100_000, help="distinct players (default 100000)")
+    p.add_argument("--audit-niceness", type=int, default=10, help="LB_AUDIT__NICENESS (default 10)")
+    p.add_argument(
+        "--warmup", type=float, default=8, help="seconds to settle once every process is ready (default 8)"
+    )
+    return p.parse_args()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse()))
