@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image for every component of a region; the command picks the component:
-#   python -m regions.intake | regions.processor | regions.projector | regions.audit | gateway | replicator
+#   python -m regions.intake | regions.processor | regions.projector | regions.audit | regions.lifecycle
+#     | gateway | replicator
 #   python -m regions.cli bootstrap   (topics and CQL migrations; the chart's bootstrap Job)
 # Build: docker build -t leaderboard-platform:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
