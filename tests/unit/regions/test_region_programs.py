@@ -8,7 +8,7 @@ from regions.supervisor import region_programs
 
 def test_one_region_runs_no_replicator() -> None:
     names = [p.name for p in region_programs(Settings(region="local", regions={}))]
-    assert names == ["processor", "projector", "audit", "intake", "gateway"]
+    assert names == ["processor", "projector", "audit", "lifecycle", "intake", "gateway"]
 
 
 def test_each_other_region_gets_a_replicator_on_the_port_ops_services_names() -> None:
