@@ -7,10 +7,22 @@ from dataclasses import dataclass
 from typing import cast
 
 from regions import redis_connection
+from regions.core.boards import SortOrder
+from regions.core.ordering import total_of
 from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_connection import ProjectionRedis, call_scripts, execute_pipeline, publish_many
+from regions.redis_layouts import BUILDING, LIVE, Layout, LayoutMoved, Layouts
 from regions.settings import RedisSettings
-from schema.redis_keys import POSITION_DETAILS, BoardKeys, hints_channel, position_field, positions_key
+from schema.redis_keys import (
+    LAYOUT_FORMAT,
+    POSITION_DETAILS,
+    ShardKeys,
+    board_keys,
+    hints_channel,
+    position_field,
+    positions_key,
+    shard_of,
+)
 from schema.resources import lua_script
 
 
@@ -47,6 +59,7 @@ class Positions:
     newest_accepted_ms: int | None
     rebuilding: bool = False
     sequence_base: int = 0  # added to every board's hint sequence in this epoch (see the projector)
+    layout: str = LAYOUT_FORMAT  # the key layout the projection was written in (schema.redis_keys)
 
     @property
     def offsets(self) -> dict[SourceKey, int]:
@@ -86,47 +99,120 @@ def parse_positions(raw: Mapping[str, str]) -> dict[SourceKey, SourcePosition]:
     return {key: SourcePosition(offset, **details.get(key, {})) for key, offset in offsets.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class BoardTotals:
+    """A board's totals to apply, with the shard count its newest awards carry: the layout of a
+    board that has none yet."""
+
+    board_id: str
+    shards: int
+    totals: Sequence[ProjectedTotal]
+
+
+def _by_shard(layout: Layout, totals: Sequence[ProjectedTotal]) -> list[list[ProjectedTotal]]:
+    shards: list[list[ProjectedTotal]] = [[] for _ in range(layout.shards)]
+    for t in totals:
+        shards[shard_of(t.user_id, layout.shards)].append(t)
+    return shards
+
+
+def _apply_call(
+    keys: ShardKeys, state: str, totals: Sequence[ProjectedTotal]
+) -> tuple[list[str], list[str | int | float]]:
+    """KEYS and ARGV of ``apply_totals`` for one shard's totals."""
+    buckets: dict[str, int] = {}
+    args: list[str | int | float] = [state]
+    for t in totals:
+        bucket = keys.bucket(t.user_id)
+        index = buckets.setdefault(bucket, len(buckets) + 3)  # KEYS[3..] (Lua counts from 1)
+        args += [t.user_id, t.version, t.score, t.member, index]
+    return [keys.ranking, keys.state, *buckets], args
+
+
 class RedisProjection:
     def __init__(self, redis: ProjectionRedis, key_prefix: str) -> None:
         self.redis = redis
         self._prefix = key_prefix
         self._positions = positions_key(key_prefix)
+        self.layouts = Layouts(redis, key_prefix)
         self._apply = redis.register_script(lua_script("apply_totals"))
         self._advance = redis.register_script(lua_script("advance_positions"))
         self._replace = redis.register_script(lua_script("replace_hash"))
-        self._rename = redis.register_script(lua_script("rename_keys"))
 
-    @staticmethod
-    def _args(totals: Sequence[ProjectedTotal]) -> list[str | int | float]:
-        args: list[str | int | float] = []
-        for t in totals:
-            args += [t.user_id, t.version, t.total, t.score, t.member]
-        return args
+    async def _apply_into(
+        self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]], state: str
+    ) -> list[list[str] | None]:
+        """Apply each layout's totals shard by shard, in one round trip (each shard atomically):
+        per layout the users applied, or None when a shard's layout was not in ``state``."""
+        calls, owners = [], []
+        for i, (layout, totals) in enumerate(work):
+            for shard, part in enumerate(_by_shard(layout, totals)):
+                if part:
+                    keys, args = _apply_call(layout.shard(self._prefix, shard), state, part)
+                    calls.append((self._apply, keys, args))
+                    owners.append(i)
+        applied: list[list[str] | None] = [[] for _ in work]
+        for i, reply in zip(owners, await call_scripts(self.redis, calls), strict=True):
+            users = applied[i]
+            if int(reply[0]) == 0 or users is None:
+                applied[i] = None
+            else:
+                users += reply[1:]
+        return applied
 
-    @staticmethod
-    def _keys(keys: BoardKeys, sequenced: bool) -> list[str]:
-        return [keys.ranking, keys.records, keys.sequence] if sequenced else [keys.ranking, keys.records]
+    async def apply_live(self, work: Sequence[BoardTotals]) -> list[ApplyResult]:
+        """Apply boards' totals to their live layouts (a board without one gets its first, of the
+        shard count its totals carry), each shard atomically, newer versions only; then step each
+        changed board's hint sequence. A shard that answers ``moved`` (its layout was swapped out)
+        has its board's layout read again and the board's totals applied there; a board whose
+        layout vanished means Redis lost the projection: LayoutMoved."""
+        applied: dict[str, list[str]] = {}
+        pending = list(work)
+        for _ in range(3):
+            layouts = await self.layouts.live(w.board_id for w in pending)
+            known = {b: layout for b, layout in layouts.items() if layout is not None}
+            fresh = [Layout.new(w.board_id, w.shards) for w in pending if layouts[w.board_id] is None]
+            if fresh:
+                await self.layouts.create(fresh)
+                known.update({layout.board_id: layout for layout in fresh})
+            replies = await self._apply_into([(known[w.board_id], w.totals) for w in pending], LIVE)
+            retry = []
+            for w, users in zip(pending, replies, strict=True):
+                if users is None:
+                    self.layouts.forget(w.board_id)
+                    retry.append(w)
+                applied.setdefault(w.board_id, []).extend(users or [])
+            if not retry:
+                break
+            pending = retry
+        else:
+            raise LayoutMoved(
+                f"the layout of {[w.board_id for w in pending]} kept changing under the projector"
+            )
+        changed = [w.board_id for w in work if applied[w.board_id]]
+        sequences = dict(zip(changed, await self.next_sequences(changed), strict=True))
+        return [ApplyResult(sequences.get(w.board_id, 0), applied[w.board_id]) for w in work]
 
-    async def apply(self, keys: BoardKeys, totals: Sequence[ProjectedTotal]) -> ApplyResult:
-        """Apply totals newer than the recorded versions, atomically."""
-        reply = await self._apply(keys=self._keys(keys, True), args=self._args(totals))
-        return ApplyResult(int(reply[0]), list(reply[1:]))
+    async def apply(self, board_id: str, totals: Sequence[ProjectedTotal], shards: int = 1) -> ApplyResult:
+        """Apply one board's totals to its live layout (see ``apply_live``)."""
+        return (await self.apply_live([BoardTotals(board_id, shards, totals)]))[0]
 
-    async def apply_many(
-        self, work: Sequence[tuple[BoardKeys, Sequence[ProjectedTotal]]], *, sequenced: bool = True
-    ) -> list[ApplyResult]:
-        """Apply several boards' totals in one round trip (each board atomically). Without
-        ``sequenced`` (a rebuild's fresh keys) the boards' hint sequences are left alone."""
-        replies = await call_scripts(
-            self.redis,
-            [(self._apply, self._keys(keys, sequenced), self._args(totals)) for keys, totals in work],
-        )
-        return [ApplyResult(int(r[0]), list(r[1:])) for r in replies]
+    async def apply_fresh(self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]]) -> list[list[str]]:
+        """Apply totals to fresh layouts being built (see ``Layouts.prepare``), leaving hint
+        sequences alone: their writes are no news for subscribers. LayoutMoved when one is no
+        longer being built (swapped in or discarded meanwhile, or lost with Redis's data)."""
+        replies = await self._apply_into(work, BUILDING)
+        for (layout, _), users in zip(work, replies, strict=True):
+            if users is None:
+                raise LayoutMoved(
+                    f"the fresh layout {layout.generation} of {layout.board_id} is no longer being built"
+                )
+        return [users or [] for users in replies]
 
     async def start_epoch(self, epoch: str, *, sequence_base: int = 0, rebuilding: bool = False) -> None:
         """Begin a new life of the projection, in one step: positions restart from nothing and,
         with ``rebuilding``, every read says stale until a rebuild completes."""
-        fields: list[str | int] = ["epoch", epoch, "sequence_base", sequence_base]
+        fields: list[str | int] = ["epoch", epoch, "sequence_base", sequence_base, "layout", LAYOUT_FORMAT]
         if rebuilding:
             fields += ["rebuilding", "1"]
         await self._replace(keys=[self._positions], args=fields)
@@ -149,31 +235,61 @@ class RedisProjection:
             int(accepted) if accepted else None,
             raw.get("rebuilding", "0") == "1",
             int(raw.get("sequence_base", "0")),
+            raw.get("layout", "1"),
         )
 
-    async def swap(self, fresh: BoardKeys, live: BoardKeys) -> None:
-        """Replace a board's live keys by a rebuild's fresh ones in one step (they share a hash tag)."""
-        await self._rename(keys=[fresh.ranking, live.ranking, fresh.records, live.records])
+    async def drop(self, board_ids: Sequence[str]) -> None:
+        """Delete boards' layouts whole (not their hint sequences): what a batch wrote into a Redis
+        that had lost the projection."""
+        layouts = [layout for layout in (await self.layouts.live(board_ids)).values() if layout is not None]
+        for board_id in board_ids:
+            self.layouts.forget(board_id)
+        if layouts:
+            await self.redis.delete(*(board_keys(self._prefix, layout.board_id).layout for layout in layouts))
+            for layout in layouts:
+                await self.layouts.discard(layout)
 
-    async def drop(self, boards: Sequence[BoardKeys]) -> None:
-        """Delete boards' rankings and records (not their hint sequences)."""
-        if boards:
-            await self.redis.delete(*(k for keys in boards for k in (keys.ranking, keys.records)))
-
-    async def next_sequences(self, boards: Sequence[BoardKeys]) -> list[int]:
-        """One more step of each board's hint sequence (for hints that are not a batch of totals)."""
+    async def next_sequences(self, board_ids: Sequence[str]) -> list[int]:
+        """One more step of each board's hint sequence."""
         pipe = self.redis.pipeline(transaction=False)
-        for keys in boards:
-            pipe.incr(keys.sequence)
-        return [int(n) for n in await execute_pipeline(pipe)] if boards else []
+        for board_id in board_ids:
+            pipe.incr(board_keys(self._prefix, board_id).sequence)
+        return [int(n) for n in await execute_pipeline(pipe)] if board_ids else []
 
-    async def count(self, keys: BoardKeys) -> int:
-        return int(await self.redis.zcard(keys.ranking))
+    async def count(self, board_id: str) -> int:
+        """Players on the board (every shard of its live layout)."""
+        layout = await self.layouts.live_one(board_id)
+        if layout is None:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for keys in layout.shard_keys(self._prefix):
+            pipe.zcard(keys.ranking)
+        return sum(int(n) for n in await execute_pipeline(pipe))
 
-    async def version_of(self, keys: BoardKeys, user_id: str) -> int | None:
+    async def version_of(self, board_id: str, user_id: str) -> int | None:
         """The recorded version of one player's total, or None when the player is absent."""
-        record = cast(str | None, await self.redis.hget(keys.records, user_id))
+        record = await self._record(board_id, user_id)
         return None if record is None else int(record.split("|", 1)[0])
+
+    async def total_of(
+        self, board_id: str, user_id: str, sort_order: SortOrder = SortOrder.DESC
+    ) -> int | None:
+        """One player's projected total, or None when the player is absent (tools and tests)."""
+        layout = await self.layouts.live_one(board_id)
+        record = await self._record(board_id, user_id)
+        if record is None or layout is None:
+            return None
+        _, bar, reached = record.partition("|")
+        keys = layout.shard(self._prefix, shard_of(user_id, layout.shards))
+        score = await self.redis.zscore(keys.ranking, f"{reached}|{user_id}" if bar else user_id)
+        return None if score is None else total_of(sort_order, float(score))
+
+    async def _record(self, board_id: str, user_id: str) -> str | None:
+        layout = await self.layouts.live_one(board_id)
+        if layout is None:
+            return None
+        keys = layout.shard(self._prefix, shard_of(user_id, layout.shards))
+        return cast(str | None, await self.redis.hget(keys.bucket(user_id), user_id))
 
     async def publish_hint(self, board_id: str, payload: bytes) -> None:
         await self.redis.publish(hints_channel(self._prefix, board_id), payload)

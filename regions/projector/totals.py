@@ -15,13 +15,12 @@ from typing import Annotated
 import msgspec
 from aiokafka import ConsumerRecord
 
-from regions.core.boards import SortOrder, TiePolicy
+from regions.core.boards import MAX_SHARDS, SortOrder, TiePolicy
 from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
-from regions.redis_projection import ProjectedTotal
+from regions.redis_projection import BoardTotals, ProjectedTotal
 from schema.records import CutoffReached, Watermark
-from schema.redis_keys import BoardKeys, board_keys
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
 
@@ -37,6 +36,7 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     reached: str
     sort_order: SortOrder
     tie_policy: TiePolicy
+    shards: Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)] = 1
 
 
 decode_totals_record = msgspec.msgpack.Decoder(ProjectableTotal | Watermark | CutoffReached).decode
@@ -111,13 +111,15 @@ class TotalsBatch:
         """Keep the totals of one board (the watermarks stay)."""
         self.latest = {k: v for k, v in self.latest.items() if k[0] == board_id}
 
-    def by_board(
-        self, prefix: str, generation: str = ""
-    ) -> list[tuple[str, BoardKeys, list[ProjectedTotal]]]:
+    def by_board(self) -> list[BoardTotals]:
+        """The batch's totals per board, encoded for the projection, with the shard count the
+        board's awards carry (the most any of them does: what the catalog said last)."""
         boards: dict[str, list[ProjectedTotal]] = {}
+        shards: dict[str, int] = {}
         for t in self.latest.values():
             score, member = encode(t.sort_order, t.tie_policy, t.user_id, t.total, t.reached)
             boards.setdefault(t.board_id, []).append(
                 ProjectedTotal(t.user_id, t.version, t.total, score, member)
             )
-        return [(b, board_keys(prefix, b, generation), totals) for b, totals in boards.items()]
+            shards[t.board_id] = max(shards.get(t.board_id, 1), t.shards)
+        return [BoardTotals(b, shards[b], totals) for b, totals in boards.items()]
