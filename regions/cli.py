@@ -20,13 +20,21 @@ from regions.bootstrap import bootstrap
 from regions.cassandra_catalog import CassandraCatalog, CatalogEntry
 from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable, connect, describe
-from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.boards import (
+    MAX_SHARDS,
+    Aggregation,
+    Board,
+    BoardStatus,
+    InvalidBoardError,
+    SortOrder,
+    TiePolicy,
+)
 from regions.core.profiles import InvalidProfileError, Profile
 from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
 from regions.lifecycle.close import CloseRefused
 from regions.lifecycle.command import close_command, results_command
-from regions.projector.command import rebuild_command
+from regions.projector.command import rebuild_command, reshard_command
 from regions.reconciliation import ReconciliationReader
 from regions.settings import Settings, UnknownSettingsError, load_settings
 
@@ -72,7 +80,7 @@ async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
         board = Board(
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
-            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative,
+            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative, shards=args.shards,
         )  # fmt: skip
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -96,6 +104,7 @@ BOARD_COLUMNS = (
     "TIE POLICY",
     "WINDOW",
     "NEGATIVE",
+    "SHARDS",
     "CREATED",
 )
 
@@ -105,6 +114,7 @@ def board_row(entry: CatalogEntry) -> tuple[str, ...]:
     return (
         b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, b.window or "none",
         ("allowed" if b.allow_negative else "refused") if b.aggregation is Aggregation.SUM else "-",
+        str(b.shards),
         created.strftime("%Y-%m-%d %H:%M:%SZ") if created is not None else "-",
     )  # fmt: skip
 
@@ -141,6 +151,25 @@ async def _put_profile(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
     return await rebuild_command(settings, args.board, lambda line: print(line, flush=True))
+
+
+async def _reshard(settings: Settings, args: argparse.Namespace) -> int:
+    if not 1 <= args.shards <= MAX_SHARDS:
+        print(f"error: --shards {args.shards}: must be 1..{MAX_SHARDS}", file=sys.stderr)
+        return 2
+    async with _cassandra(settings) as session:
+        catalog = CassandraCatalog(session)
+        board = await catalog.get(args.board)
+        if board is None:
+            raise CommandError(f"no board {args.board!r} in the catalog ('ops/lb boards' lists them)")
+        if board.status is not BoardStatus.OPEN:
+            raise CommandError(
+                f"board {board.id} is {board.status}: its projection is final, it is not resharded"
+            )
+        if board.shards != args.shards:  # awards accepted from now on say so: new projections follow it
+            await catalog.set_shards(board.id, args.shards)
+            print(f"catalog: board {board.id} has {args.shards} shard(s) (was {board.shards})", flush=True)
+    return await reshard_command(settings, board.id, args.shards, lambda line: print(line, flush=True))
 
 
 async def _reconciliation(settings: Settings, args: argparse.Namespace) -> int:
@@ -200,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--aggregation", choices=[a.value for a in Aggregation], default="SUM")
     create.add_argument("--tie-policy", choices=[t.value for t in TiePolicy], default="USER_ID")
     create.add_argument("--allow-negative", action="store_true", help="SUM boards: accept negative deltas")
+    create.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        help=f"spread the board's players over N shards (1..{MAX_SHARDS}, default 1)",
+    )
     commands.add_parser("boards", help="list the board catalog with every board's settings")
     profile = commands.add_parser("put-profile", help="create or replace a player's profile")
     profile.add_argument("user")
@@ -210,6 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
         "rebuild", help="rebuild the Redis projection from Kafka and swap it in"
     )
     rebuild_cmd.add_argument("--board", help="only this board (default: all boards)")
+    reshard = commands.add_parser(
+        "reshard", help="spread a board's players over another number of shards (this region's projection)"
+    )
+    reshard.add_argument("board")
+    reshard.add_argument(
+        "--shards", type=int, required=True, help=f"the new number of shards (1..{MAX_SHARDS})"
+    )
     reconciliation = commands.add_parser("reconciliation", help="what was not applied or audited, and why")
     reconciliation.add_argument("--board", help="only this board")
     reconciliation.add_argument(
@@ -240,6 +282,7 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
     "boards": _boards,
     "put-profile": _put_profile,
     "rebuild": _rebuild,
+    "reshard": _reshard,
     "reconciliation": _reconciliation,
     "close": _close,
     "results": _results,

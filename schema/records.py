@@ -24,7 +24,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
 
     ``amount`` is the delta of a SUM board or the score of a MAX/MIN board. ``region`` accepted it;
     ``home_region`` is the board's home region when it was accepted, whose audit sink records it
-    (empty in awards accepted before it was stamped).
+    (empty in awards accepted before it was stamped); ``shards`` its shard count then.
     """
 
     event_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
@@ -41,6 +41,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     sort_order: str
     tie_policy: str
     home_region: str = ""
+    shards: int = 1  # the board's shards in the catalog when it was accepted (1 in older awards)
 
 
 SEEN_BYTES = 16
@@ -83,6 +84,7 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     source_offset: int
     event_id: str
     source_region: str = ""
+    shards: int = 1  # the board's shards, from the award: the layout of a board not yet projected
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):

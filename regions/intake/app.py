@@ -161,6 +161,7 @@ class Intake:
             sort_order=board.sort_order.value,
             tie_policy=board.tie_policy.value,
             home_region=board.home_region,
+            shards=board.shards,
         )
 
     async def accept(self, request: Request) -> Response:

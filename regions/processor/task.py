@@ -252,7 +252,7 @@ class Round:
             board_id=award.board_id, user_id=award.user_id, total=outcome.state.total,
             version=outcome.state.version, reached=outcome.state.reached, sort_order=award.sort_order,
             tie_policy=award.tie_policy, source_partition=self.partition, source_offset=offset,
-            event_id=award.event_id, source_region=region,
+            event_id=award.event_id, source_region=region, shards=award.shards,
         )  # fmt: skip
         applied = AppliedAward(award=award, total=total.total, version=total.version,
                                source_partition=self.partition, source_offset=offset, source_region=region)  # fmt: skip
