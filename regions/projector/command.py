@@ -72,14 +72,11 @@ class ProgressPrinter:
         elif request.state is RebuildState.SWAPPING and request.cause is RebuildCause.RESHARD:
             self._say("  every version is in the new layout: switching the board to it")
         elif done and not request.error:
-            self._say(
-                f"rebuilt {request.boards} board(s) from {request.records:,} offsets of totals and swapped them in"
-                + (
-                    f" ({request.board} now has {request.shards} shard(s))"
-                    if request.cause is RebuildCause.RESHARD
-                    else ""
-                )
-            )
+            line = f"rebuilt {request.boards} board(s) from {request.records:,} offsets of totals and swapped them in"
+            if request.cause is RebuildCause.RESHARD:
+                line += (f" ({request.board} now has {request.shards} shard(s); {request.verified:,} player(s) "
+                         "verified at their version or newer)")  # fmt: skip
+            self._say(line)
 
 
 async def rebuild_command(settings: Settings, board: str | None, say: Callable[[str], None]) -> int:

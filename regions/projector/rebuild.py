@@ -225,7 +225,7 @@ class _Progress:
         self._show(self.request)
 
     async def verifying(self, done: int, total: int) -> None:
-        await self.to(RebuildState.VERIFYING, done=done, total=total)
+        await self.to(RebuildState.VERIFYING, done=done, total=total, verified=done)
 
     def replayed(self, done: int, total: int) -> None:
         self._replayed = (done, total)

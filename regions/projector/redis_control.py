@@ -60,6 +60,7 @@ class RebuildRequest:
     error: str = ""
     shards: int = 0  # a reshard's shard count (0: each board keeps its own)
     resume: str = ""  # while replaying: where the replay is, to resume an interrupted rebuild there
+    verified: int = 0  # a reshard: the players of the old layout found at their version in the new one
 
     @classmethod
     def new(cls, cause: RebuildCause, board: str | None = None, shards: int = 0) -> RebuildRequest:
@@ -83,7 +84,7 @@ class RebuildRequest:
             return cls(
                 raw["id"], RebuildCause(raw["cause"]), raw["board"], raw["generation"],
                 RebuildState(raw["state"]), int(raw["done"]), int(raw["total"]), int(raw["boards"]),
-                int(raw["records"]), raw["error"], int(raw.get("shards", "0")), raw.get("resume", ""),
+                int(raw["records"]), raw["error"], int(raw.get("shards", "0")), raw.get("resume", ""), int(raw.get("verified", "0")),
             )  # fmt: skip
         except (KeyError, ValueError):
             return None
