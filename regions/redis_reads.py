@@ -214,13 +214,10 @@ class RankReader:
         """The whole board in rank order, ``size`` rows at a time (the last part may be shorter),
         each shard read ``size`` rows per call. For a board that no longer changes (closed): parts
         read at different times are one answer only then. LayoutMoved when the board's layout is
-        swapped during the read."""
-        layout = await self._projection.layouts.live_one(board.id)
-        if layout is None:
-            return
-        shards = [_ShardRows(self, board, layout, s, size) for s in range(layout.shards)]
+        swapped after the first part."""
+        none: list[_ShardRows] = []
+        shards = await self._laid_out(board, lambda layout: self._first_rows(board, layout, size), none)
         try:
-            await asyncio.gather(*(shard.fill() for shard in shards))
             heads = [
                 (row_order(row), s) for s, shard in enumerate(shards) if (row := shard.head()) is not None
             ]
@@ -241,6 +238,11 @@ class RankReader:
                 yield part
         except _Moved:
             raise LayoutMoved(f"the layout of {board.id} changed while it was read whole") from None
+
+    async def _first_rows(self, board: Board, layout: Layout, size: int) -> list[_ShardRows]:
+        shards = [_ShardRows(self, board, layout, s, size) for s in range(layout.shards)]
+        await asyncio.gather(*(shard.fill() for shard in shards))
+        return shards
 
     async def slice(self, board: Board, layout: Layout, shard: int, first: int, count: int) -> Window:
         [reply] = await self._calls([self._call(board, layout, shard, "slice", first, count)])

@@ -45,6 +45,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 
 SEEN_BYTES = 16
+EVENT_ID_BYTES = 16  # a dedupe changelog key: the event id's 32 hex digits as bytes
 """Size of a dedupe changelog value: 8 bytes of payload digest (the binary form of its hex), then 8 of
 acceptance time in ms (big-endian, signed). The key is the event id's 16 bytes."""
 

@@ -376,7 +376,9 @@ class Ours:
             raise RuntimeError("the versioned apply took totals the bulk load had already recorded")
         await self.projection.start_epoch("baselines")
         now_ms = int(time.time() * 1000)
-        await self.projection.advance("baselines", {(BOARD.home_region, 0): SourcePosition(0, now_ms, now_ms)})
+        await self.projection.advance(
+            "baselines", {(BOARD.home_region, 0): SourcePosition(0, now_ms, now_ms)}
+        )
 
     async def awards(self, batch: Sequence[Award]) -> None:
         changed: dict[int, PlayerState] = {}
