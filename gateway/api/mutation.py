@@ -103,7 +103,9 @@ class Mutation:
                                        region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
         except CloseRefused as refused:
             raise (NotFound if refused.kind == "unknown" else InvalidInput)(str(refused)) from refused
-        services.boards.learned(record.board)  # this gateway's later reads answer CLOSING at once
+        # This process's later reads answer CLOSING at once: its board cache and its whole answers.
+        services.boards.learned(record.board)
+        services.projections.changed(board_id)
         return Leaderboard(board=record.board)
 
     @fields.mutation(
