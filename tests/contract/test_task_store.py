@@ -102,7 +102,9 @@ class TaskStoreContract:
         store.reset(IDENTITY)
         assert store.cutoff(("b", "eu")) is None
 
-    def test_held_corrections_are_replaced_whole_and_an_empty_list_removes_them(self, store: TaskStore) -> None:
+    def test_held_corrections_are_replaced_whole_and_an_empty_list_removes_them(
+        self, store: TaskStore
+    ) -> None:
         store.reset(IDENTITY)
         store.write(StoreBatch(held={"b": (HELD_1,), "c": (HELD_1,)}))
         store.write(StoreBatch(held={"b": (HELD_1, HELD_2)}))

@@ -20,7 +20,9 @@ CORRECT = """mutation($input: PublishCorrectionInput!) { publishCorrection(input
 ADMIN = {"Authorization": "Bearer dev-admin-token"}
 
 
-def _input(board: str, *adjustments: tuple[str, int], cid: str = "c1", reason: str = "cheat") -> dict[str, Any]:
+def _input(
+    board: str, *adjustments: tuple[str, int], cid: str = "c1", reason: str = "cheat"
+) -> dict[str, Any]:
     return {"input": {"leaderboardId": board, "correctionId": cid, "reason": reason,
                       "adjustments": [{"userId": u, "score": s} for u, s in adjustments]}}  # fmt: skip
 
@@ -48,7 +50,9 @@ async def test_a_correction_is_recorded_as_the_next_version_once_per_id(
     board = await _closed(boards, cassandra_session)
 
     first = await gateway.query(CORRECT, _input(board.id, ("bob", 60), ("cat", 5)), headers=ADMIN)
-    again = await gateway.query(CORRECT, _input(board.id, ("cat", 5), ("bob", 60)), headers=ADMIN)  # any order
+    again = await gateway.query(
+        CORRECT, _input(board.id, ("cat", 5), ("bob", 60)), headers=ADMIN
+    )  # any order
     second = await gateway.query(CORRECT, _input(board.id, ("ann", 1), cid="c2"), headers=ADMIN)
     conflict = await gateway.query(CORRECT, _input(board.id, ("bob", 61), ("cat", 5)), headers=ADMIN)
 
@@ -106,7 +110,9 @@ async def test_every_refusal_names_the_field_and_records_nothing(
         assert await corrections.of_board(board.id) == []
 
 
-async def test_a_close_is_seen_at_once_by_the_gateway_that_handled_it(gateway: Gateway, boards: Boards) -> None:
+async def test_a_close_is_seen_at_once_by_the_gateway_that_handled_it(
+    gateway: Gateway, boards: Boards
+) -> None:
     board = await boards.create()
     read = "query($id: ID!) { leaderboard(id: $id) { status } }"
     before = await gateway.query(read, {"id": board.id})  # cached as OPEN for the board cache's TTL

@@ -102,28 +102,47 @@ async def test_a_correction_publishes_version_2_serves_it_and_tells_subscribers(
         read = await gw.query(READ, {"id": board.id, "user": bottom.user_id, "v1": 1, "v2": None})
         subscriber.cancel()
 
-    assert recorded["data"]["publishCorrection"] == {"correctionId": "fix-1", "resultVersion": 2, "status": "PENDING"}
-    assert retried["data"]["publishCorrection"] == {"correctionId": "fix-1", "resultVersion": 2, "status": "PUBLISHED"}
+    assert recorded["data"]["publishCorrection"] == {
+        "correctionId": "fix-1",
+        "resultVersion": 2,
+        "status": "PENDING",
+    }
+    assert retried["data"]["publishCorrection"] == {
+        "correctionId": "fix-1",
+        "resultVersion": 2,
+        "status": "PUBLISHED",
+    }
     v2 = await _archived(results, board.id, 2)
     assert rows(v2) == corrected(board, v1, scores) and rows(v2) != rows(v1)
     assert rows(await _archived(results, board.id)) == rows(v1)  # version 1 is unchanged
     header = await results.get(board.id, None)
-    assert header is not None and (header.version, header.reason, header.player_count) == (2, "cheater", len(v1))
+    assert header is not None and (header.version, header.reason, header.player_count) == (
+        2,
+        "cheater",
+        len(v1),
+    )
     record = await lifecycle.record(board.id)
     assert record is not None and record.result_version == 2
-    assert [c.correction_id for c in await CassandraCorrections(cassandra_session).of_board(board.id)] == ["fix-1"]
+    assert [c.correction_id for c in await CassandraCorrections(cassandra_session).of_board(board.id)] == [
+        "fix-1"
+    ]
     assert await results.get(board.id, 3) is None  # the retry published nothing more
     # What is served: the corrected standings, the cutoffs as asOf, both versions paged.
     leaderboard = read["data"]["leaderboard"]
     assert leaderboard["player"] == {"rank": 1, "score": top.score + 100}
-    assert [e["userId"] for e in leaderboard["top"]["entries"]] == [r[0] for r in corrected(board, v1, scores)[:3]]
-    positions = {f"{p['region']}:{p['partition']}": p["offset"] for p in leaderboard["top"]["asOf"]["positions"]}
+    assert [e["userId"] for e in leaderboard["top"]["entries"]] == [
+        r[0] for r in corrected(board, v1, scores)[:3]
+    ]
+    positions = {
+        f"{p['region']}:{p['partition']}": p["offset"] for p in leaderboard["top"]["asOf"]["positions"]
+    }
     assert positions == dict(record.cutoffs)
     assert leaderboard["first"]["entries"] == [
         {"rank": i + 1, "userId": e.user_id, "score": e.score} for i, e in enumerate(v1[:5])
     ]
     assert leaderboard["second"]["version"] == 2 and leaderboard["second"]["entries"] == [
-        {"rank": i + 4, "userId": e[0], "score": e[1]} for i, e in enumerate(corrected(board, v1, scores)[3:8])
+        {"rank": i + 4, "userId": e[0], "score": e[1]}
+        for i, e in enumerate(corrected(board, v1, scores)[3:8])
     ]
     for user, score in scores.items():
         assert await region.total_of(board.id, user) == score
@@ -139,4 +158,3 @@ async def _members(gw: Gateway, board_id: str) -> bool:
 
 async def _told(updates: list[dict[str, Any]], count: int) -> bool:
     return len(statuses(updates)) >= count
-

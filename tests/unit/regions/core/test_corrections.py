@@ -48,7 +48,9 @@ def _record(score: int = 42, version: int = 2, at_ms: int = 5_000) -> Correction
 
 def test_a_valid_correction_keeps_its_adjustments_in_order() -> None:
     parsed = parse_correction("b", "c1", "cheater removed", [("ann", 10), ("bob", -3)])
-    assert parsed == CorrectionRequest("b", "c1", "cheater removed", (Adjustment("ann", 10), Adjustment("bob", -3)))
+    assert parsed == CorrectionRequest(
+        "b", "c1", "cheater removed", (Adjustment("ann", 10), Adjustment("bob", -3))
+    )
 
 
 def test_every_problem_of_a_correction_is_named_with_its_field() -> None:
@@ -60,14 +62,19 @@ def test_every_problem_of_a_correction_is_named_with_its_field() -> None:
         FieldError("input.adjustments[2].userId", "'ann' is adjusted twice (also adjustments[0])"),
         FieldError("input.adjustments[2].score", "must be an exact integer with |score| < 2^53"),
     ]
-    assert parse_correction("b", "c1", "r", []) == [FieldError("adjustments", "must hold 1..1000 adjustments, got 0")]
+    assert parse_correction("b", "c1", "r", []) == [
+        FieldError("adjustments", "must hold 1..1000 adjustments, got 0")
+    ]
     many = [(f"p{i}", 1) for i in range(1001)]
     assert parse_correction("b", "c1", "r", many) == [
         FieldError("adjustments", "must hold 1..1000 adjustments, got 1001")
     ]
 
 
-@given(st.dictionaries(st.text(min_size=1, max_size=4), st.integers(-100, 100), min_size=1, max_size=6), st.randoms())
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=4), st.integers(-100, 100), min_size=1, max_size=6),
+    st.randoms(),
+)
 def test_the_content_of_a_correction_does_not_depend_on_the_order_of_its_adjustments(
     scores: dict[str, int], rng: object
 ) -> None:
@@ -95,7 +102,9 @@ def test_a_record_sets_the_score_as_the_next_version_and_keeps_the_tie_order() -
     other = apply_correction(outcome.state, Seen(outcome.seen.digest, 5_000), _record(score=43), MEMORY)
     assert isinstance(other, Conflict)
     assert isinstance(apply_correction(None, None, _record(), MEMORY), UnknownPlayer)
-    assert isinstance(apply_correction(PlayerState(1, 1, "r"), None, _record(score=2**53), MEMORY), OutOfRange)
+    assert isinstance(
+        apply_correction(PlayerState(1, 1, "r"), None, _record(score=2**53), MEMORY), OutOfRange
+    )
     forgetful = DedupeMemory(horizon_ms=1_000, complete_since_ms=9_000)
     assert isinstance(apply_correction(PlayerState(1, 1, "r"), None, _record(), forgetful), Forgotten)
 
@@ -115,7 +124,10 @@ def test_the_home_region_writes_waits_for_the_projection_then_archives() -> None
     assert correction_step(written, {"eu:0": 11, "eu:1": 4}, adjustments, {"ann": 42, "bob": 1}) == (
         AwaitProjection(frozenset(), ("bob",))
     )
-    assert correction_step(written, {"eu:0": 10, "eu:1": 4}, adjustments, {"ann": 42, "bob": 7}) == ArchiveVersion()
+    assert (
+        correction_step(written, {"eu:0": 10, "eu:1": 4}, adjustments, {"ann": 42, "bob": 7})
+        == ArchiveVersion()
+    )
 
 
 def test_subscribers_hear_of_closing_closed_and_every_new_result_version() -> None:
@@ -128,6 +140,8 @@ def test_subscribers_hear_of_closing_closed_and_every_new_result_version() -> No
 def test_a_closed_board_claims_its_cutoffs_no_further_than_the_projection_reached() -> None:
     assert parse_position_name(position_name("eu-west", 3)) == ("eu-west", 3)
     live = {("eu", 0): 50, ("eu", 1): 9, ("us", 0): 70}
-    board = Board("b", "B", "eu", status=BoardStatus.CLOSED, cutoffs=(("eu:0", 12), ("eu:1", 20), ("us:0", 30)))
+    board = Board(
+        "b", "B", "eu", status=BoardStatus.CLOSED, cutoffs=(("eu:0", 12), ("eu:1", 20), ("us:0", 30))
+    )
     assert board_positions(board, live) == {("eu", 0): 12, ("eu", 1): 9, ("us", 0): 30}
     assert board_positions(Board("b", "B", "eu", status=BoardStatus.CLOSING), live) == live

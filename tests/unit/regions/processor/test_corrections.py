@@ -69,11 +69,17 @@ class Streams:
 
 
 def _totals(fold: Round) -> list[PlayerTotal]:
-    return [v for t, _, raw in fold.out if t == "t.totals.v1" and isinstance(v := CODEC.totals(raw), PlayerTotal)]
+    return [
+        v for t, _, raw in fold.out if t == "t.totals.v1" and isinstance(v := CODEC.totals(raw), PlayerTotal)
+    ]
 
 
 def _held(fold: Round) -> list[CorrectionsHeld]:
-    return [v for t, _, raw in fold.out if t == "t.totals.v1" and isinstance(v := CODEC.totals(raw), CorrectionsHeld)]
+    return [
+        v
+        for t, _, raw in fold.out
+        if t == "t.totals.v1" and isinstance(v := CODEC.totals(raw), CorrectionsHeld)
+    ]
 
 
 def test_a_correction_sets_the_total_as_the_next_version_once() -> None:
