@@ -144,7 +144,7 @@ class LifecycleWorker:
         archived = await archive_projection(
             self._redis, self._settings.redis.key_prefix, results, record.board, version=RESULT_VERSION,
             reason=record.close_reason, chunk_size=self._settings.lifecycle.chunk_size,
-            created_at=datetime.now(UTC),
+            created_at=datetime.now(UTC), pause_s=self._settings.lifecycle.fault_chunk_pause_ms / 1000,
         )  # fmt: skip
         if await catalog.finish_close(record.board.id, cutoffs, RESULT_VERSION, datetime.now(UTC)):
             log.info("%s: CLOSED; result version %d holds %d players in %d chunks (%d written in %.2f s)",

@@ -111,6 +111,7 @@ class CorrectionPublisher:
         archived = await archive_projection(
             self._projection.redis, self._prefix, self._results, board, version=entry.result_version,
             reason=entry.reason, chunk_size=self._settings.lifecycle.chunk_size, created_at=datetime.now(UTC),
+            pause_s=self._settings.lifecycle.fault_chunk_pause_ms / 1000,
         )  # fmt: skip
         if await self._lifecycle.publish_version(board.id, entry.result_version):
             log.info("%s: result version %d published (correction %r): %d players in %d chunks "
