@@ -296,8 +296,21 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
 }
 
 
+def parse_command(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line as ``build_parser`` reads it, except that ``correct`` takes its USER=SCORE
+    adjustments after its options too (``correct BOARD --reason TEXT alice=10``), which argparse alone
+    does not."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "correct" or any(e.startswith("-") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.adjustments += extra
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_command(argv)
     try:
         settings = load_settings()
     except (UnknownSettingsError, ValidationError) as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from pathlib import Path
 from typing import Any
 
 from cassandra.cluster import Session
@@ -23,6 +24,7 @@ from regions.core.results import ResultEntry
 from regions.settings import Settings
 from tests.conftest import RegionFactory
 from tests.integration.gateway.conftest import Gateway, serve_gateway
+from tests.integration.regions.test_cli import lb
 from tests.integration.regions.test_close import Sent, _archived, _closed, _processed, _send_batch, _settings
 
 ADMIN = {"Authorization": "Bearer dev-admin-token"}
@@ -158,3 +160,40 @@ async def _members(gw: Gateway, board_id: str) -> bool:
 
 async def _told(updates: list[dict[str, Any]], count: int) -> bool:
     return len(statuses(updates)) >= count
+
+
+async def test_ops_lb_correct_follows_a_correction_until_its_version_is_published(
+    region_factory: RegionFactory, topics: Settings, cassandra_session: Session, tmp_path: Path
+) -> None:
+    region = await region_factory(_settings(topics, honour_cutoffs=True, catalog_ttl_s=1.0),
+                                  services=("processor", "projector", "intake"))  # fmt: skip
+    await region.start("lifecycle")
+    lifecycle, results = CassandraLifecycle(cassandra_session), CassandraResults(cassandra_session)
+    board = Board(f"cli-{uuid.uuid4().hex[:8]}", "cli", region.settings.region)
+    await region.create_board(board)
+    sent = Sent()
+    await _send_batch(region, board, random.Random(2), sent, 30)
+    await region.wait_until(lambda: _processed(region.settings, sent), what="awards processed")
+    assert (await lb(region.settings, "close", board.id, "--reason", "season"))[0] == 0
+    await region.wait_until(lambda: _closed(lifecycle, board.id), within=60, what="CLOSED")
+    v1 = await _archived(results, board.id)
+    more = tmp_path / "adjustments.txt"
+    more.write_text(f"# from the match review\n{v1[1].user_id}=7  # second place\n")
+
+    refused = await lb(region.settings, "correct", board.id, "--reason", "review", "nobody=3")
+    malformed = await lb(region.settings, "correct", board.id, "--reason", "review", f"{v1[0].user_id}:3")
+    done = await lb(region.settings, "correct", board.id, "--reason", "review", f"{v1[0].user_id}=1",
+                    "--file", str(more), "--id", "review-1")  # fmt: skip
+    again = await lb(region.settings, "correct", board.id, "--reason", "review", f"{v1[0].user_id}=1",
+                     "--file", str(more), "--id", "review-1")  # fmt: skip
+
+    assert refused[0] == 1 and "adjustments[0].userId: 'nobody' is not in the result of" in refused[2]
+    assert malformed[0] == 1 and "write USER=SCORE" in malformed[2]
+    assert done[0] == 0, done
+    lines = done[1].splitlines()
+    assert lines[0].startswith(f"{board.id}: correction 'review-1' is result version 2 (2 players")
+    assert lines[-1].strip().startswith("published: result version 2 is readable")
+    assert again[0] == 0 and again[1].splitlines()[-1] == lines[-1]  # the same id: the same version
+    assert rows(await _archived(results, board.id, 2)) == corrected(
+        board, v1, {v1[0].user_id: 1, v1[1].user_id: 7}
+    )
