@@ -23,6 +23,7 @@ from regions.core.ordering import rank_key
 from regions.core.results import ResultEntry
 from regions.settings import Settings
 from tests.conftest import RegionFactory
+from tests.harness import Region
 from tests.integration.gateway.conftest import Gateway, serve_gateway
 from tests.integration.regions.test_cli import lb
 from tests.integration.regions.test_close import Sent, _archived, _closed, _processed, _send_batch, _settings
@@ -69,19 +70,30 @@ async def published(results: CassandraResults, board_id: str, version: int) -> b
     return await results.get(board_id, version) is not None
 
 
-async def test_a_correction_publishes_version_2_serves_it_and_tells_subscribers(
-    region_factory: RegionFactory, topics: Settings, cassandra_session: Session, redis_client: Redis
-) -> None:
+async def _region(region_factory: RegionFactory, topics: Settings) -> Region:
+    """A region with every process a close and a correction need, the markers written at once."""
     region = await region_factory(_settings(topics, honour_cutoffs=True, catalog_ttl_s=1.0),
                                   services=("processor", "projector", "intake"))  # fmt: skip
     await region.start("lifecycle")
+    return region
+
+
+async def _played(region: Region, board: Board, awards: int) -> None:
+    """``board`` created, with ``awards`` random awards to its players, all processed."""
+    await region.create_board(board)
+    sent = Sent()
+    await _send_batch(region, board, random.Random(awards), sent, awards)
+    await region.wait_until(lambda: _processed(region.settings, sent), what="awards processed")
+
+
+async def test_a_correction_publishes_version_2_serves_it_and_tells_subscribers(
+    region_factory: RegionFactory, topics: Settings, cassandra_session: Session, redis_client: Redis
+) -> None:
+    region = await _region(region_factory, topics)
     lifecycle, results = CassandraLifecycle(cassandra_session), CassandraResults(cassandra_session)
     board = Board(f"fix-{uuid.uuid4().hex[:8]}", "corrected", region.settings.region,
                   tie_policy=TiePolicy.FIRST_REACHED)  # fmt: skip
-    await region.create_board(board)
-    sent = Sent()
-    await _send_batch(region, board, random.Random(9), sent, 80)
-    await region.wait_until(lambda: _processed(region.settings, sent), what="awards processed")
+    await _played(region, board, 80)
 
     async with serve_gateway(region.settings, redis_client, cassandra_session) as gw:
         updates: list[dict[str, Any]] = []
@@ -165,15 +177,10 @@ async def _told(updates: list[dict[str, Any]], count: int) -> bool:
 async def test_ops_lb_correct_follows_a_correction_until_its_version_is_published(
     region_factory: RegionFactory, topics: Settings, cassandra_session: Session, tmp_path: Path
 ) -> None:
-    region = await region_factory(_settings(topics, honour_cutoffs=True, catalog_ttl_s=1.0),
-                                  services=("processor", "projector", "intake"))  # fmt: skip
-    await region.start("lifecycle")
+    region = await _region(region_factory, topics)
     lifecycle, results = CassandraLifecycle(cassandra_session), CassandraResults(cassandra_session)
     board = Board(f"cli-{uuid.uuid4().hex[:8]}", "cli", region.settings.region)
-    await region.create_board(board)
-    sent = Sent()
-    await _send_batch(region, board, random.Random(2), sent, 30)
-    await region.wait_until(lambda: _processed(region.settings, sent), what="awards processed")
+    await _played(region, board, 30)
     assert (await lb(region.settings, "close", board.id, "--reason", "season"))[0] == 0
     await region.wait_until(lambda: _closed(lifecycle, board.id), within=60, what="CLOSED")
     v1 = await _archived(results, board.id)
