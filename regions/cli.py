@@ -15,6 +15,7 @@ import httpx
 from cassandra import DriverException
 from cassandra.cluster import Session
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 
 from regions.bootstrap import bootstrap
 from regions.cassandra_catalog import CassandraCatalog, CatalogEntry
@@ -186,8 +187,14 @@ async def _correct(settings: Settings, args: argparse.Namespace) -> int:
     if isinstance(request, list):
         raise CommandError("; ".join(f"{e.field}: {e.rule}" for e in request))
     async with _cassandra(settings) as session:
-        done = await correct_command(settings, session, request, lambda line: print(line, flush=True),
-                                     wait_s=None if args.no_wait else args.wait)  # fmt: skip
+        try:
+            done = await correct_command(settings, session, request, lambda line: print(line, flush=True),
+                                         wait_s=None if args.no_wait else args.wait)  # fmt: skip
+        except RedisError as exc:  # the players are checked against this region's projection
+            raise CommandError(
+                f"the projection's Redis at {settings.redis.url} did not answer ({type(exc).__name__}); "
+                "see 'ops/services status'"
+            ) from exc
     return 0 if done else 1
 
 

@@ -300,7 +300,7 @@ class Round:
             value = Reconciliation(reason=reason, detail=detail, award=None, source_partition=self.partition,
                                    source_offset=held.topic_offset, source_topic=held.topic,
                                    raw=self._codec.encode(record), source_region=record.region)  # fmt: skip
-            key = correction_key(record.board_id, record.user_id)
+            key = totals_key(record.board_id, record.user_id)  # as an award's: readers find its board
             self.out.append((self._kafka.topic("reconciliation"), key, self._codec.encode(value)))
             self.counts[f"reconciled:{reason}"] += 1
 

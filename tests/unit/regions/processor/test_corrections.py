@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from regions.processor.state import MemoryStore
 from regions.processor.task import Round, Source
+from regions.reconciliation import board_and_user
 from regions.settings import KafkaSettings
 from schema.event_id import correction_event_id, event_id, payload_digest
 from schema.lifecycle import (
@@ -151,3 +152,11 @@ def test_any_interleaving_of_the_streams_ends_at_the_corrected_score(
     state = streams.store.player(("b", "ann"))
     assert state is not None and (state.total, state.version) == (-7, len(eu) + len(us) + 2)
     assert streams.store.held("b") == ()
+
+
+def test_a_reconciled_correction_is_found_by_its_board() -> None:
+    streams = Streams(regions=("eu",))
+    streams.fold([_award(EU, "m1", 5), _marker(EU)])
+    fold = streams.fold([_correction(42, 2, user="zed")])
+    [(key, value)] = [(k, v) for t, k, v in fold.out if t == "t.reconciliation.v1"]
+    assert board_and_user(key, CODEC.reconciliation(value)) == ("b", "zed")
