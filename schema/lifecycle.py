@@ -67,8 +67,9 @@ def held_key(board_id: str) -> bytes:
 class CorrectionRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One player's corrected final score on a closed board, published as result ``result_version``
     by correction ``correction_id``; ``region`` is the board's home region, which wrote it, and
-    ``created_at_ms`` the correction's creation time (the time its dedupe is judged by). The board's
-    order and tie policy travel with it, as with an award."""
+    ``created_at_ms`` the correction's creation time (the time its dedupe is judged by). ``regions``
+    are those the board closed with (its cutoffs'): a processor applies the record once it has met
+    each one's cutoff. The board's order and tie policy travel with it, as with an award."""
 
     board_id: str
     correction_id: str
@@ -79,6 +80,7 @@ class CorrectionRecord(msgspec.Struct, frozen=True, kw_only=True):
     region: str
     sort_order: str
     tie_policy: str
+    regions: list[str]
 
 
 class HeldCorrection(msgspec.Struct, frozen=True, array_like=True):

@@ -13,7 +13,8 @@ as the next version (n+1); earlier versions stay as they were. The rules kept he
 - **Applying.** A processor task applies a correction record as a new versioned absolute total (the
   player's version plus one, the score, the tie order kept), deduplicated per (board, correction id,
   player) by the dedupe memory, and only once its partition holds the board's final fold: once it has
-  met the cutoff of every region. Records met before that are held, then applied in version order.
+  met the cutoff of every region the board closed with (named in the record, so a region added since
+  changes nothing). Records met before that are held, then applied in version order.
 - **Publishing.** The home region archives version n+1 once its projection's positions reach every
   correction record it wrote and every adjusted player holds the corrected score; version n+1 is then
   version n with exactly the adjustments, ranked again.

@@ -30,7 +30,7 @@ from regions.core.corrections import (
     WriteRecords,
     correction_step,
 )
-from regions.core.lifecycle import position_name
+from regions.core.lifecycle import parse_position_name, position_name
 from regions.kafka_clients import partition_of_key
 from regions.lifecycle.archive import archive_projection
 from regions.redis_projection import RedisProjection
@@ -84,13 +84,14 @@ class CorrectionPublisher:
         self, record: CloseRecord, entry: CorrectionEntry, producer: AIOKafkaProducer, partitions: list[int]
     ) -> None:
         board, topic = record.board, self._settings.kafka.topic("awards")
+        regions = sorted({parse_position_name(where)[0] for where in record.cutoffs})
         created_ms = int((entry.created_at or datetime.now(UTC)).replace(tzinfo=UTC).timestamp() * 1000)
 
         async def send(user_id: str, score: int) -> tuple[int, int]:
             value = CorrectionRecord(
                 board_id=board.id, correction_id=entry.correction_id, user_id=user_id, score=score,
                 result_version=entry.result_version, created_at_ms=created_ms, region=self._region,
-                sort_order=board.sort_order.value, tie_policy=board.tie_policy.value,
+                sort_order=board.sort_order.value, tie_policy=board.tie_policy.value, regions=regions,
             )  # fmt: skip
             partition = partition_of_key(totals_key(board.id, user_id), partitions)
             sent = await producer.send_and_wait(

@@ -81,7 +81,6 @@ class Processor:
             + [Source(kafka.topic(replicated_awards_topic(r)), r, True) for r in remote]
         }
         self.changelogs = (kafka.topic("totals"), kafka.topic("dedupe"))
-        self._regions = tuple(settings.region_names())
         self._store_options = store_options(self._cfg.store_cache_mib, self._cfg.store_write_buffer_mib)
         self._cluster = ""
         self.owned: dict[int, OwnedTask] = {}
@@ -201,7 +200,7 @@ class Processor:
     async def process_task(self, task: OwnedTask, batch: dict[TopicPartition, list[ConsumerRecord]]) -> Round:
         """One transaction for one task's records of every source; the store is written after commit."""
         fold = Round(self._kafka, self._codec, task.store, task.partition, self._cfg.dedupe_horizon_s * 1000,
-                     regions=self._regions, honour_cutoffs=self._cfg.honour_cutoffs,
+                     honour_cutoffs=self._cfg.honour_cutoffs,
                      forget_event_ids=self._cfg.fault_forget_event_ids)  # fmt: skip
         for tp, records in batch.items():
             source = self.sources[tp.topic]

@@ -12,8 +12,9 @@ that (board, region)'s cutoff in this partition (recorded in the store and sent 
 ``CutoffReached``; later markers change nothing), any other is ignored (counted), never an award.
 An award of a board after its region's cutoff is late: it goes to reconciliation (``late``), never
 applied. A correction record of a closed board sets the player's total (a new version) once the task
-has met every region's cutoff of the board, so that no award of the board is folded after it; one
-met before that is held in the store (and the totals changelog, ``CorrectionsHeld``) until then.
+has met the cutoff of every region the board closed with, so that no award of the board is folded
+after it; one met before that is held in the store (and the totals changelog, ``CorrectionsHeld``)
+until then.
 A record that cannot be processed goes to reconciliation with a reason, and the round goes on.
 """
 
@@ -135,13 +136,10 @@ class Round:
         partition: int,
         horizon_ms: int,
         *,
-        regions: tuple[str, ...],
         honour_cutoffs: bool = True,
         forget_event_ids: bool = False,  # a fault for tests (processor.fault_forget_event_ids)
     ) -> None:
-        """``regions``: every region of the deployment, whose cutoffs make a board's fold final."""
         self._kafka, self._codec, self._store, self.partition = kafka, codec, store, partition
-        self._regions = regions
         self._honour_cutoffs = honour_cutoffs
         self._forget = forget_event_ids
         self._gap = ReplicationCodec().gap
@@ -236,18 +234,20 @@ class Round:
                          self._codec.encode(reached)))  # fmt: skip
         self.counts["cutoff"] += 1
         held = self._held(board_id)
-        if held and self._final(board_id):  # the fold is final now: the corrections held apply
-            self._set_held(board_id, ())
-            for h in sorted(held, key=lambda h: (h.correction.result_version, h.correction.user_id)):
+        ready = [h for h in held if self._final(h.correction)]  # their fold is final now: they apply
+        if ready:
+            self._set_held(board_id, tuple(h for h in held if h not in ready))
+            for h in sorted(ready, key=lambda h: (h.correction.result_version, h.correction.user_id)):
                 self._correct(h)
 
     def _cutoff(self, key: CutoffKey) -> int | None:
         known = self.cutoffs.get(key)
         return known if known is not None else self._store.cutoff(key)
 
-    def _final(self, board_id: str) -> bool:
-        met = {region: self._cutoff((board_id, region)) is not None for region in self._regions}
-        return is_final(self._regions, met)
+    def _final(self, record: CorrectionRecord) -> bool:
+        """The partition has met the cutoff of every region the record's board closed with."""
+        met = {region: self._cutoff((record.board_id, region)) is not None for region in record.regions}
+        return is_final(record.regions, met)
 
     def _held(self, board_id: str) -> tuple[HeldCorrection, ...]:
         known = self.held.get(board_id)
@@ -267,7 +267,7 @@ class Round:
                 f"{key!r} in {source.region}'s awards",
             )
         held = HeldCorrection(record, source.topic, self._topic_offset, offset)
-        if self._final(record.board_id):
+        if self._final(record):
             self._correct(held)
             return
         known = self._held(record.board_id)

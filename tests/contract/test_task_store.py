@@ -22,7 +22,8 @@ OTHER = "fedcba9876543210fedcba9876543210"
 
 def _held(user: str, version: int) -> HeldCorrection:
     record = CorrectionRecord(board_id="b", correction_id="c1", user_id=user, score=-4, result_version=version,
-                              created_at_ms=5, region="eu", sort_order="DESC", tie_policy="USER_ID")  # fmt: skip
+                              created_at_ms=5, region="eu", sort_order="DESC", tie_policy="USER_ID",
+                              regions=["eu", "us"])  # fmt: skip
     return HeldCorrection(record, "lb.awards.v1", 12, 12)
 
 

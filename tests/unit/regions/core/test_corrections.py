@@ -43,7 +43,8 @@ MEMORY = DedupeMemory(horizon_ms=1_000)
 
 def _record(score: int = 42, version: int = 2, at_ms: int = 5_000) -> CorrectionRecord:
     return CorrectionRecord(board_id="b", correction_id="c1", user_id="ann", score=score, result_version=version,
-                            created_at_ms=at_ms, region="eu", sort_order="DESC", tie_policy="USER_ID")  # fmt: skip
+                            created_at_ms=at_ms, region="eu", sort_order="DESC", tie_policy="USER_ID",
+                            regions=["eu"])  # fmt: skip
 
 
 def test_a_valid_correction_keeps_its_adjustments_in_order() -> None:

@@ -45,22 +45,28 @@ def _marker(source: Source) -> Record:
     return (source, cutoff_marker_key("b"), LIFECYCLE.encode(marker))
 
 
-def _correction(score: int, version: int, correction_id: str = "c1", user: str = "ann") -> Record:
+def _correction(
+    score: int,
+    version: int,
+    correction_id: str = "c1",
+    user: str = "ann",
+    regions: tuple[str, ...] = ("eu", "us"),
+) -> Record:
     record = CorrectionRecord(board_id="b", correction_id=correction_id, user_id=user, score=score,
                               result_version=version, created_at_ms=5_000, region="eu", sort_order="DESC",
-                              tie_policy="USER_ID")  # fmt: skip
+                              tie_policy="USER_ID", regions=list(regions))  # fmt: skip
     return (EU, correction_key("b", user), LIFECYCLE.encode(record))
 
 
 class Streams:
     """A task's store and the next offset of each source, folded round by round."""
 
-    def __init__(self, regions: tuple[str, ...] = ("eu", "us")) -> None:
-        self.store, self.regions = MemoryStore(), regions
+    def __init__(self) -> None:
+        self.store = MemoryStore()
         self.next = {EU.topic: 0, US.topic: 0}
 
     def fold(self, records: list[Record]) -> Round:
-        fold = Round(KAFKA, CODEC, self.store, 0, 86_400_000, regions=self.regions)
+        fold = Round(KAFKA, CODEC, self.store, 0, 86_400_000)
         for source, key, value in records:
             offset = self.next[source.topic]
             self.next[source.topic] += 1
@@ -84,13 +90,15 @@ def _held(fold: Round) -> list[CorrectionsHeld]:
 
 
 def test_a_correction_sets_the_total_as_the_next_version_once() -> None:
-    streams = Streams(regions=("eu",))
+    streams = Streams()
     streams.fold([_award(EU, "m1", 5), _award(EU, "m2", 3), _marker(EU)])
     reached = streams.store.player(("b", "ann"))
     assert reached is not None
 
-    fold = streams.fold([_correction(42, 2), _correction(42, 2)])
-    again = streams.fold([_correction(42, 2)])  # the home region wrote its records again (a restart)
+    fold = streams.fold([_correction(42, 2, regions=("eu",)), _correction(42, 2, regions=("eu",))])
+    again = streams.fold(
+        [_correction(42, 2, regions=("eu",))]
+    )  # the home region wrote its records again (a restart)
 
     totals = _totals(fold)
     assert [(t.total, t.version, t.reached, t.source_offset) for t in totals] == [(42, 3, reached.reached, 3)]
@@ -115,12 +123,12 @@ def test_a_correction_before_every_cutoff_waits_and_then_applies_in_version_orde
 
 
 def test_a_correction_of_a_player_without_a_total_and_a_wrong_key_are_reconciled() -> None:
-    streams = Streams(regions=("eu",))
+    streams = Streams()
     streams.fold([_award(EU, "m1", 5), _marker(EU)])
-    source, _, value = _correction(42, 2, user="zed")
+    source, _, value = _correction(42, 2, user="zed", regions=("eu",))
     wrong = (source, correction_key("b", "ann"), value)  # zed's correction under ann's key
 
-    fold = streams.fold([_correction(42, 2, user="zed"), wrong])
+    fold = streams.fold([_correction(42, 2, user="zed", regions=("eu",)), wrong])
 
     reasons = [CODEC.reconciliation(v).reason for t, _, v in fold.out if t == "t.reconciliation.v1"]
     assert reasons == ["correction_unknown_player", "unprocessable_control"]
@@ -155,8 +163,8 @@ def test_any_interleaving_of_the_streams_ends_at_the_corrected_score(
 
 
 def test_a_reconciled_correction_is_found_by_its_board() -> None:
-    streams = Streams(regions=("eu",))
+    streams = Streams()
     streams.fold([_award(EU, "m1", 5), _marker(EU)])
-    fold = streams.fold([_correction(42, 2, user="zed")])
+    fold = streams.fold([_correction(42, 2, user="zed", regions=("eu",))])
     [(key, value)] = [(k, v) for t, k, v in fold.out if t == "t.reconciliation.v1"]
     assert board_and_user(key, CODEC.reconciliation(value)) == ("b", "zed")

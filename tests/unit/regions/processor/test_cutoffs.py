@@ -34,7 +34,7 @@ def _marker(board: str) -> tuple[bytes, bytes]:
 def _fold(
     store: MemoryStore, records: list[tuple[bytes, bytes]], first_offset: int = 0, *, honour: bool = True
 ) -> Round:
-    fold = Round(KAFKA, CODEC, store, 0, 86_400_000, regions=("eu",), honour_cutoffs=honour)
+    fold = Round(KAFKA, CODEC, store, 0, 86_400_000, honour_cutoffs=honour)
     for i, (key, value) in enumerate(records):
         fold.add(EU, ConsumerRecord(EU.topic, 0, first_offset + i, 0, 0, key, value, None, 0, 0, []))
     store.write(fold.store_batch({}))
