@@ -163,7 +163,7 @@ async def test_a_correction_publishes_version_2_serves_it_and_tells_subscribers(
     # What the subscriber was told: the close, then the correction, in a sequence that only rises.
     assert statuses(updates)[:3] == [("CLOSING", None), ("CLOSED", 1), ("CLOSED", 2)]
     sequences = [u["sequence"] for u in updates]
-    assert sequences == sorted(sequences) and len(set(sequences)) == len(sequences)
+    assert sequences == sorted(sequences)  # never backwards (a resync may share its round's sequence)
 
 
 async def _members(gw: Gateway, board_id: str) -> bool:
