@@ -148,7 +148,10 @@ class BoardFeed:
         self._wake.set()
 
     def depths(self) -> list[int]:
-        """Pending updates of each ready subscriber (each is at most one per kind of update)."""
+        """Pending updates of each ready subscriber (each is at most one per kind of update); none
+        before the board's baseline top K is read, since only then are changes told."""
+        if not self._started.is_set():
+            return []
         return [len(m) for m in self.state.ready_members()]
 
     def _deliver(self, deliveries: list[Delivery]) -> None:
