@@ -256,6 +256,17 @@ class RedisProjection:
             pipe.incr(board_keys(self._prefix, board_id).sequence)
         return [int(n) for n in await execute_pipeline(pipe)] if board_ids else []
 
+    async def next_hint_sequence(self, board_id: str, attempts: int = 5) -> int:
+        """The board's next hint sequence for a hint that is not a batch of totals (a status change):
+        one more step of its counter plus the epoch's base, read on both sides of the step so that a
+        new epoch beginning meanwhile (whose base is larger) is not mixed with the old base."""
+        for _ in range(attempts):
+            before = await self.positions()
+            step = (await self.next_sequences([board_id]))[0]
+            if (await self.positions()).epoch == before.epoch:
+                break
+        return before.sequence_base + step
+
     async def count(self, board_id: str) -> int:
         """Players on the board (every shard of its live layout)."""
         layout = await self.layouts.live_one(board_id)
@@ -268,28 +279,43 @@ class RedisProjection:
 
     async def version_of(self, board_id: str, user_id: str) -> int | None:
         """The recorded version of one player's total, or None when the player is absent."""
-        record = await self._record(board_id, user_id)
+        [record] = (await self._records(board_id, [user_id]))[1]
         return None if record is None else int(record.split("|", 1)[0])
 
     async def total_of(
         self, board_id: str, user_id: str, sort_order: SortOrder = SortOrder.DESC
     ) -> int | None:
-        """One player's projected total, or None when the player is absent (tools and tests)."""
-        layout = await self.layouts.live_one(board_id)
-        record = await self._record(board_id, user_id)
-        if record is None or layout is None:
-            return None
-        _, bar, reached = record.partition("|")
-        keys = layout.shard(self._prefix, shard_of(user_id, layout.shards))
-        score = await self.redis.zscore(keys.ranking, f"{reached}|{user_id}" if bar else user_id)
-        return None if score is None else total_of(sort_order, float(score))
+        """One player's projected total, or None when the player is absent."""
+        return (await self.totals_of(board_id, [user_id], sort_order))[user_id]
 
-    async def _record(self, board_id: str, user_id: str) -> str | None:
+    async def totals_of(
+        self, board_id: str, users: Sequence[str], sort_order: SortOrder = SortOrder.DESC
+    ) -> dict[str, int | None]:
+        """The projection's total of each player (None when the player is absent): the score of the
+        member its version record names, two round trips for any number of players."""
+        layout, records = await self._records(board_id, users)
+        if layout is None or not users:
+            return dict.fromkeys(users)
+        pipe = self.redis.pipeline(transaction=False)
+        for user, record in zip(users, records, strict=True):
+            _, bar, reached = (record or "").partition("|")
+            pipe.zscore(layout.shard(self._prefix, shard_of(user, layout.shards)).ranking,
+                        f"{reached}|{user}" if bar else user)  # fmt: skip
+        scores = cast(list[float | None], await execute_pipeline(pipe))
+        return {
+            user: None if record is None or score is None else total_of(sort_order, float(score))
+            for user, record, score in zip(users, records, scores, strict=True)
+        }
+
+    async def _records(self, board_id: str, users: Sequence[str]) -> tuple[Layout | None, list[str | None]]:
+        """The board's live layout and the version record of each player in it."""
         layout = await self.layouts.live_one(board_id)
-        if layout is None:
-            return None
-        keys = layout.shard(self._prefix, shard_of(user_id, layout.shards))
-        return cast(str | None, await self.redis.hget(keys.bucket(user_id), user_id))
+        if layout is None or not users:
+            return layout, [None for _ in users]
+        pipe = self.redis.pipeline(transaction=False)
+        for user in users:
+            pipe.hget(layout.shard(self._prefix, shard_of(user, layout.shards)).bucket(user), user)
+        return layout, cast(list[str | None], await execute_pipeline(pipe))
 
     async def publish_hint(self, board_id: str, payload: bytes) -> None:
         await self.redis.publish(hints_channel(self._prefix, board_id), payload)

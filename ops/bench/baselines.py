@@ -9,7 +9,7 @@ On the same players, the same awards and the same machine, in one run:
   ``count(*)`` of the players ahead, context that count plus the four rows each side;
 - **ours**: the processor's pure fold (``regions.core.aggregation.apply_award``: dedupe by event id,
   versioned totals) in this process, then the projector's versioned Lua apply
-  (``RedisProjection.apply_many``), and the gateway's read path (``RankReader``: asOf positions,
+  (``RedisProjection.apply``), and the gateway's read path (``RankReader``: asOf positions,
   then the ``read_window`` script). Kafka, the intake and the gateway's HTTP layer are left out
   (``ops/bench/pipeline`` and ``ops/bench/reads`` measure them); what is compared is the store.
 

@@ -1,7 +1,7 @@
 """Read and fan-out benchmark of the GraphQL gateway (a script that prints figures, not a test).
 
 1. Seeds one board of N players (default 1,000,000) straight into Redis with
-   ``RedisProjection.apply_many``, and the board into the Cassandra catalog.
+   ``RedisProjection.apply``, and the board into the Cassandra catalog.
 2. Starts ``python -m gateway`` and the plain Starlette reference (``reads_reference.py``) as
    their own processes, both on uvloop + httptools, one worker each.
 3. For top-10, player and context queries (and the reference's top-10): a closed loop at fixed

@@ -50,6 +50,8 @@ class Board:
     status: BoardStatus = BoardStatus.OPEN
     allow_negative: bool = False  # SUM boards only: whether an award may lower a total
     shards: int = 1  # players are spread over this many shards of the projection (1: one sorted set)
+    # A CLOSED board's cutoffs, recorded when it closed: (``<region>:<partition>``, offset), sorted.
+    cutoffs: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         problem = board_id_error(self.id)

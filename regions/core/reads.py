@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from regions.core.boards import Board, TiePolicy
+from regions.core.boards import Board, BoardStatus, TiePolicy
 from regions.core.freshness import RegionStatus
+from regions.core.lifecycle import parse_position_name
 from regions.core.ordering import REACHED_WIDTH, total_of, user_of
 from regions.core.positions import SourceKey
 
@@ -73,6 +74,20 @@ class Window:
 
 class BrokenProjection(Exception):
     """A ranked member has no version record: the projection is not what its writer keeps."""
+
+
+def board_positions(board: Board, live: Mapping[SourceKey, int]) -> dict[SourceKey, int]:
+    """What a read of ``board`` claims: the projection's positions, or for a CLOSED board its cutoffs
+    (every award before them is in its frozen standings, none after), each no further than this
+    projection has reached (a region still replicating up to a cutoff claims only what it holds)."""
+    if board.status is not BoardStatus.CLOSED or not board.cutoffs:
+        return dict(live)
+    claimed = {}
+    for name, cutoff in board.cutoffs:
+        key = parse_position_name(name)
+        if key in live:
+            claimed[key] = min(live[key], cutoff)
+    return claimed
 
 
 def member_strip(board: Board) -> int:

@@ -7,6 +7,7 @@ and its header, written last, makes the version readable exactly once.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -48,6 +49,7 @@ async def archive_projection(
     reason: str | None,
     chunk_size: int,
     created_at: datetime,
+    pause_s: float = 0.0,
 ) -> Archived:
     """Write the board's projection as result ``version`` (once complete, it is left as it is)."""
     done = await results.get(board.id, version)
@@ -63,6 +65,8 @@ async def archive_projection(
         if len(pending) == WRITES_IN_FLIGHT:
             await results.put_chunks(board.id, version, pending)
             pending = []
+            if pause_s:
+                await asyncio.sleep(pause_s)  # a fault for tests (lifecycle.fault_chunk_pause_ms)
     if pending:
         await results.put_chunks(board.id, version, pending)
     if entries != players:  # the projection changed under the archive: it was not final
