@@ -168,28 +168,26 @@ def still_waiting(
 
 def redis_benchmark(ports: list[int], requests: int) -> float:
     """redis-benchmark calling ``apply_totals`` with one total per call, pipelined: each call a new
-    version of a random player, in a version bucket of its own (the script's work per total)."""
-    port, cluster = ports[0], len(ports) > 1
-    source = lua_script("apply_totals")
-    sha = ""
-    for p in ports:  # every master must know the script
-        sha = subprocess.run(["redis-cli", "-p", str(p), "SCRIPT", "LOAD", source], capture_output=True,
-                             text=True, check=True).stdout.strip()  # fmt: skip
+    version of a random player, in a version bucket of its own (the script's work per total). On a
+    cluster (several ``ports``), against the master that holds the keys' slot (they share a tag)."""
     tag = f"{{bench:{uuid.uuid4().hex[:6]}}}"
     state = f"{tag}:state"
-    subprocess.run(["redis-cli", *(["-c"] if cluster else []), "-p", str(port), "SET", state, "live"],
-                   capture_output=True, check=True)  # fmt: skip
+    port = next(p for p in ports if _redis_cli(p, "SET", state, "live").strip() == "OK")  # the slot's master
+    sha = _redis_cli(port, "SCRIPT", "LOAD", lua_script("apply_totals")).strip()
     out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), *(["--cluster"] if cluster else []), "-n", str(requests), "-P", "64",
-         "-c", "4", "-r", "1000000", "-q", "EVALSHA", sha, "3", f"{tag}:rank", state, f"{tag}:v:__rand_int__",
+        ["redis-benchmark", "-p", str(port), "-n", str(requests), "-P", "64", "-c", "4", "-r", "1000000", "-q",
+         "EVALSHA", sha, "3", f"{tag}:rank", state, f"{tag}:v:__rand_int__",
          "live", "u:__rand_int__", "__rand_int__", "-__rand_int__", "u:__rand_int__", "3"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"([\d.]+) requests per second", out)
-    for p in ports:  # what it wrote: scan its tag away on every master
-        subprocess.run(["sh", "-c", f"redis-cli -p {p} --scan --pattern '{tag}*' | xargs -r redis-cli -p {p} unlink"],
-                       capture_output=True, check=False)  # fmt: skip
+    subprocess.run(["sh", "-c", f"redis-cli -p {port} --scan --pattern '{tag}*' | xargs -r redis-cli -p {port} unlink"],
+                   capture_output=True, check=False)  # fmt: skip
     return float(match.group(1)) if match else float("nan")
+
+
+def _redis_cli(port: int, *args: str) -> str:
+    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout
 
 
 def start_service(service: str, env: dict[str, str], logs: Path) -> subprocess.Popen[bytes]:

@@ -25,8 +25,8 @@ spent, so a run interrupted by a shell's time limit goes on where it stopped whe
             ``RedisProjection.apply_live`` in batches of the projector's size, as the live loop does.
 6. reads:   top-10, player and context latency through the gateway at a paced rate (default 500 q/s).
 
-``--keep-redis`` leaves the benchmark's Redis running for another run of the reads; ``--clean``
-deletes the benchmark's topics, Redis servers and state. Run through ``ops/bench/scale``; compare 1
+``--keep-redis`` leaves the benchmark's Redis running for another run of the reads (an interrupted
+run always leaves it, to resume); ``--clean`` deletes the benchmark's topics, Redis servers and state. Run through ``ops/bench/scale``; compare 1
 and 4 shards with ``--redis-cluster`` and ``--redis-cluster --shards 4`` (each mode keeps its own
 figures and its own Redis, so run one mode to its end, or with --clean between).
 """
@@ -58,8 +58,8 @@ from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
 from regions.kafka_clients import ensure_topics, make_producer
 from regions.projector.command import ProgressPrinter
-from regions.projector.rebuild import rebuild
-from regions.projector.redis_control import RebuildCause, RebuildRequest
+from regions.projector.rebuild import rebuild, rebuild_to_run
+from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest
 from regions.redis_projection import BoardTotals, ProjectedTotal, RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
 from schema.records import Codec, PlayerTotal, totals_key
@@ -196,6 +196,7 @@ def start_server(port: int, *extra: str) -> None:
         return
     folder = STATE_DIR / f"redis-{port}"
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nodes.conf").unlink(missing_ok=True)  # no persistence: a server starts empty, in no cluster
     subprocess.run(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(folder), "--daemonize", "yes", "--pidfile", str(folder / "redis.pid"),
@@ -217,7 +218,7 @@ def start_redis(cluster: bool) -> list[int]:
         return [REDIS_PORT]
     for port in CLUSTER_PORTS:
         start_server(port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-    if "cluster_state:ok" not in cli(CLUSTER_PORTS[0], "cluster", "info"):
+    if "cluster_known_nodes:3" not in cli(CLUSTER_PORTS[0], "cluster", "info"):
         subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in CLUSTER_PORTS),
                         "--cluster-replicas", "0", "--cluster-yes"], capture_output=True, check=True)  # fmt: skip
         for _ in range(200):
@@ -276,7 +277,9 @@ async def project(settings: Settings, state: State, players: int, shards: int, p
                 state.mode["rebuild_seconds_so_far"] = spent + noted - started
                 state.save()
 
-        wanted = RebuildRequest.new(RebuildCause.RESHARD, BOARD, shards)  # the layout asked for
+        # A new Redis: an epoch of its own first (nothing was lost), then the board in the layout asked for.
+        await rebuild_to_run(projection, ProjectionControl(redis, PREFIX), first_life=True)
+        wanted = RebuildRequest.new(RebuildCause.RESHARD, BOARD, shards)
         report = await rebuild(settings, projection, show=show, wanted=wanted)
         seconds = spent + time.perf_counter() - started
         members = await projection.count(BOARD)
@@ -415,9 +418,12 @@ async def run(args: argparse.Namespace) -> None:
             "== processor: not run by this benchmark (the board is loaded through the totals topic);"
             " ops/bench/restore measures its disk per player and its RSS, bounded by its store cache"
         )
-    finally:
-        if not args.keep_redis:
-            stop_redis()
+    except BaseException:  # interrupted (a shell's time limit): what is in Redis lets a rerun resume
+        print(f"== interrupted: the benchmark's Redis keeps what it holds; run again to resume ({where}), "
+              "--clean to stop it and start over", flush=True)  # fmt: skip
+        raise
+    if not args.keep_redis:
+        stop_redis()
 
 
 def main() -> None:
