@@ -134,6 +134,8 @@ class Layouts:
         prefix, board = self._prefix, board_keys(self._prefix, fresh.board_id)
         self._live.pop(fresh.board_id, None)
         old = await self.live_one(fresh.board_id)
+        if old == fresh:  # swapped in already (a rebuild resumed after its swap began)
+            return None
         await self._set_states([k.state for k in fresh.shard_keys(prefix)], LIVE)
         await self._redis.hset(board.layout, mapping={"generation": fresh.generation, "shards": fresh.shards})
         self._live[fresh.board_id] = fresh

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import cast
 
@@ -140,12 +140,12 @@ class RedisProjection:
         self._replace = redis.register_script(lua_script("replace_hash"))
 
     async def _apply_into(
-        self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]], state: str
+        self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal], str]]
     ) -> list[list[str] | None]:
         """Apply each layout's totals shard by shard, in one round trip (each shard atomically):
-        per layout the users applied, or None when a shard's layout was not in ``state``."""
+        per layout the users applied, or None when a shard's layout was not in the state given."""
         calls, owners = [], []
-        for i, (layout, totals) in enumerate(work):
+        for i, (layout, totals, state) in enumerate(work):
             for shard, part in enumerate(_by_shard(layout, totals)):
                 if part:
                     keys, args = _apply_call(layout.shard(self._prefix, shard), state, part)
@@ -163,9 +163,9 @@ class RedisProjection:
     async def apply_live(self, work: Sequence[BoardTotals]) -> list[ApplyResult]:
         """Apply boards' totals to their live layouts (a board without one gets its first, of the
         shard count its totals carry), each shard atomically, newer versions only; then step each
-        changed board's hint sequence. A shard that answers ``moved`` (its layout was swapped out)
-        has its board's layout read again and the board's totals applied there; a board whose
-        layout vanished means Redis lost the projection: LayoutMoved."""
+        changed board's hint sequence. A shard that answers ``moved`` (its layout was swapped out,
+        or lost with Redis's data) has its board's layout read again and the board's totals applied
+        there (the caller's epoch check finds a loss); LayoutMoved when it moves three times."""
         applied: dict[str, list[str]] = {}
         pending = list(work)
         for _ in range(3):
@@ -175,7 +175,7 @@ class RedisProjection:
             if fresh:
                 await self.layouts.create(fresh)
                 known.update({layout.board_id: layout for layout in fresh})
-            replies = await self._apply_into([(known[w.board_id], w.totals) for w in pending], LIVE)
+            replies = await self._apply_into([(known[w.board_id], w.totals, LIVE) for w in pending])
             retry = []
             for w, users in zip(pending, replies, strict=True):
                 if users is None:
@@ -197,11 +197,17 @@ class RedisProjection:
         """Apply one board's totals to its live layout (see ``apply_live``)."""
         return (await self.apply_live([BoardTotals(board_id, shards, totals)]))[0]
 
-    async def apply_fresh(self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]]) -> list[list[str]]:
+    async def apply_fresh(
+        self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]], swapped: Set[str] = frozenset()
+    ) -> list[list[str]]:
         """Apply totals to fresh layouts being built (see ``Layouts.prepare``), leaving hint
-        sequences alone: their writes are no news for subscribers. LayoutMoved when one is no
-        longer being built (swapped in or discarded meanwhile, or lost with Redis's data)."""
-        replies = await self._apply_into(work, BUILDING)
+        sequences alone: their writes are no news for subscribers. A layout of a board in
+        ``swapped`` is live already (a rebuild resumed after it swapped some boards in). LayoutMoved
+        when one is no longer in its state (swapped in or discarded meanwhile, or lost with Redis's
+        data)."""
+        replies = await self._apply_into(
+            [(layout, totals, LIVE if layout.board_id in swapped else BUILDING) for layout, totals in work]
+        )
         for (layout, _), users in zip(work, replies, strict=True):
             if users is None:
                 raise LayoutMoved(

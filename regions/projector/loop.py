@@ -24,7 +24,6 @@ import time
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
-from redis.exceptions import RedisError
 
 from regions.core.positions import SourceKey, SourcePosition, merge_marks
 from regions.health import Health
@@ -114,7 +113,7 @@ class Projector:
             await self._cancel_rebuild()
             if self._deleting is not None:
                 self._deleting.cancel()
-                with contextlib.suppress(asyncio.CancelledError, RedisError):
+                with contextlib.suppress(asyncio.CancelledError):
                     await self._deleting
             await consumer.stop()
             await producer.stop()
@@ -254,8 +253,8 @@ class Projector:
         """Delete the keys of layouts swapped out, a few at a time, next to the live loop."""
         try:
             deleted = await self._projection.layouts.delete_retired(pause_s=DELETE_PAUSE_S)
-        except RedisError as exc:  # the next tick tries again
-            log.warning("could not delete retired layouts (%r); trying again", exc)
+        except Exception as exc:  # (a cluster's errors are not all RedisErrors) the next tick tries again
+            log.warning("could not delete the keys of layouts swapped out (%r); trying again", exc)
             return
         if deleted:
             log.info("deleted the keys of %d layout(s) swapped out", deleted)

@@ -132,6 +132,7 @@ class _Into:
     covered: dict[SourceKey, SourcePosition] = field(default_factory=dict)
     cutoffs: dict[str, dict[str, int]] = field(default_factory=dict)  # close cutoffs the replay reached
     fresh: dict[str, Layout] = field(default_factory=dict)  # board -> the layout being built
+    swapped: set[str] = field(default_factory=set)  # boards whose fresh layout is live already
     ties: dict[str, TiePolicy] = field(default_factory=dict)  # board -> its tie policy (from its totals)
     offsets: dict[int, int] = field(default_factory=dict)  # totals partition -> next offset to replay
     skipped: int = 0
@@ -171,7 +172,9 @@ class _Into:
         work = batch.by_board()
         await self._lay_out(work)
         if work:
-            await self.projection.apply_fresh([(self.fresh[w.board_id], w.totals) for w in work])
+            await self.projection.apply_fresh(
+                [(self.fresh[w.board_id], w.totals) for w in work], self.swapped
+            )
         self.offsets[records[-1].partition] = records[-1].offset + 1  # (replay hands one partition's)
         await self.progress.flush(self.checkpoint)
 
@@ -188,6 +191,8 @@ class _Into:
             # The shard count is part of the generation: a resumed rebuild that lays a board out
             # otherwise (after a loss, from other totals) never mixes two layouts in one set of keys.
             layouts.append(Layout(w.board_id, f"{request.generation}x{shards}", shards))
+            if current == layouts[-1]:  # a rebuild that swapped it in, then stopped: it is live
+                self.swapped.add(w.board_id)
         await self.projection.layouts.prepare(layouts)
         self.fresh.update({layout.board_id: layout for layout in layouts})
 

@@ -4,12 +4,15 @@ layout replaced, and a reshard that verifies before it switches."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import pytest
 from redis.asyncio import Redis
 
 from regions.core.boards import Board
 from regions.kafka_clients import make_producer
-from regions.projector.rebuild import rebuild, rebuild_to_run
+from regions.projector.rebuild import rebuild, rebuild_to_run, run_rebuild
 from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest, RebuildState
 from regions.projector.reshard import Reshard, ReshardRefused
 from regions.redis_layouts import LEGACY, Layout
@@ -169,3 +172,32 @@ async def test_a_reshard_that_lacks_a_version_of_the_old_layout_is_refused(
     await projection.apply_fresh([(fresh, [totals[3]])])  # u3 catches up, u7 does not
     with pytest.raises(ReshardRefused, match=r"lacks the versions of 1 player\(s\).*\(u7\)"):
         await check.verify(shown, every=False)
+
+
+async def test_a_rebuild_stopped_after_its_swap_resumes_into_the_layouts_it_swapped_in(
+    topics: Settings, redis_client: Redis
+) -> None:
+    prefix = topics.redis.key_prefix
+    await _send(topics, [_total("a", f"u{i}", i) for i in range(20)] + [_total("b", "x", 3)])
+    projection, control = RedisProjection(redis_client, prefix), ProjectionControl(redis_client, prefix)
+    await rebuild(topics, projection)
+    positions, _ = await rebuild_to_run(projection, control)
+    request = RebuildRequest.new(RebuildCause.REQUESTED)
+    await control.put_rebuild(request)
+
+    @contextlib.asynccontextmanager
+    async def crash_after_the_swap() -> AsyncIterator[None]:
+        yield
+        raise _Interrupted  # the swap inside the pause is done; the request says SWAPPING
+
+    with pytest.raises(_Interrupted):
+        await run_rebuild(topics, projection, control, request, positions, pause=crash_after_the_swap)
+    stopped = await control.rebuild()
+    assert stopped is not None and stopped.state is RebuildState.SWAPPING
+    swapped = await projection.layouts.live(["a", "b"])
+
+    report = await rebuild(topics, projection)  # resumes it: replays into the layouts now live
+
+    assert report.request == request.id and report.boards == ["a", "b"]
+    assert await projection.layouts.live(["a", "b"]) == swapped
+    assert await projection.count("a") == 20 and await projection.total_of("b", "x") == 3
