@@ -54,15 +54,15 @@ class ProgressPrinter:
             percent = 100 * request.done // request.total if request.total else 100
             if percent >= self._percent + 5 or past_replay:
                 self._percent = 100 if past_replay else percent
-                done_ = request.records if past_replay and request.records else request.done
+                shown = request.records if past_replay and request.records else request.done
                 total = request.records if past_replay and request.records else request.total
-                self._say(f"  replayed {done_:,} of {total:,} totals offsets ({self._percent}%)")
+                self._say(f"  replayed {shown:,} of {total:,} totals offsets ({self._percent}%)")
         if request.state is RebuildState.VERIFYING:
             percent = 100 * request.done // max(request.total, 1)
             if percent >= self._verified + 10:
                 self._verified = percent
                 self._say(
-                    f"  verified the versions of {request.done:,} of {request.total:,} buckets ({percent}%)"
+                    f"  verified the versions of {request.done:,} of {request.total:,} players ({percent}%)"
                 )
         if request.state is self._state:
             return
