@@ -252,7 +252,9 @@ class Region:
     async def total_of(self, board_id: str, user_id: str) -> int | None:
         keys = board_keys(self.settings.redis.key_prefix, board_id)
         record = cast(str | None, await self.projection.redis.hget(keys.records, user_id))
-        return None if record is None else int(record.split("|", 2)[1])
+        if record is None or record.endswith("||"):  # none, or removed from a rolling board
+            return None
+        return int(record.split("|", 2)[1])
 
     async def wait_for_total(self, board_id: str, user_id: str, total: int, within: float = 20) -> None:
         deadline = asyncio.get_running_loop().time() + within

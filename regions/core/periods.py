@@ -298,3 +298,19 @@ def expired_through(spec: WindowSpec, instant_ms: int) -> int:
 def utc_ms(at: datetime) -> int:
     """An aware datetime as ms since the epoch."""
     return int(at.astimezone(UTC).timestamp() * 1000)
+
+
+def closed_rule(spec: WindowSpec, event_ms: int, now_ms: int, grace_ms: int) -> str | None:
+    """Why an award with this event time can no longer count at ``now_ms`` (None: it can): its
+    period ended more than the grace ago (the home region closes it then), or its day has left the
+    rolling window."""
+    if spec.rolling:
+        gone = expired_through(spec, now_ms)
+        if day_of(spec, event_ms) <= gone:
+            return f"must fall within the rolling window of the last {spec.days} days (after {day_key(gone)})"
+        return None
+    span = period_of(spec, event_ms)
+    if span.end_ms + grace_ms <= now_ms:
+        ended = datetime.fromtimestamp(span.end_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+        return f"must fall in an open period: period {span.key} ended at {ended} and its {grace_ms // 1000} s of grace have passed"
+    return None

@@ -20,7 +20,7 @@ from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_projection import ProjectedTotal
-from schema.records import CutoffReached, Watermark
+from schema.records import CutoffReached, ExpiryReached, Watermark
 from schema.redis_keys import BoardKeys, board_keys
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
@@ -37,9 +37,12 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     reached: str
     sort_order: SortOrder
     tie_policy: TiePolicy
+    removed: bool = False  # a ROLLING board's player with no points left in the window
 
 
-decode_totals_record = msgspec.msgpack.Decoder(ProjectableTotal | Watermark | CutoffReached).decode
+decode_totals_record = msgspec.msgpack.Decoder(
+    ProjectableTotal | Watermark | CutoffReached | ExpiryReached
+).decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,8 @@ class TotalsBatch:
                 where = position_name(value.region, value.source_partition)
                 self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
+            if isinstance(value, ExpiryReached):
+                continue  # the processor's own changelog: the totals it changed come as totals
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)
             if known is None or value.version > known.version:
@@ -117,6 +122,8 @@ class TotalsBatch:
         boards: dict[str, list[ProjectedTotal]] = {}
         for t in self.latest.values():
             score, member = encode(t.sort_order, t.tie_policy, t.user_id, t.total, t.reached)
+            if t.removed:  # leaves the board: no member, the version is still recorded
+                score, member = 0.0, ""
             boards.setdefault(t.board_id, []).append(
                 ProjectedTotal(t.user_id, t.version, t.total, score, member)
             )
