@@ -107,6 +107,9 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_LIFECYCLE__POLL_INTERVAL_S": str(settings.lifecycle.poll_interval_s),
         "LB_LIFECYCLE__CHUNK_SIZE": str(settings.lifecycle.chunk_size),
         "LB_PROCESSOR__HONOUR_CUTOFFS": str(settings.processor.honour_cutoffs).lower(),
+        "LB_WINDOWS__GRACE_S": str(settings.windows.grace_s),
+        "LB_WINDOWS__MAX_FUTURE_S": str(settings.windows.max_future_s),
+        "LB_WINDOWS__CLOCK_OFFSET_S": str(settings.windows.clock_offset_s),
     }
     if settings.lifecycle.marker_delay_s is not None:
         lifecycle["LB_LIFECYCLE__MARKER_DELAY_S"] = str(settings.lifecycle.marker_delay_s)
