@@ -195,11 +195,12 @@ class Region:
             port = getattr(self.settings, name).health_port
         return f"http://127.0.0.1:{port}"
 
-    async def start(self, *names: str, until: str = "/readyz") -> None:
+    async def start(self, *names: str, until: str = "/readyz", overrides: dict[str, str] | None = None) -> None:
         """Start the services or named extra instances (all services by default); wait until ready
-        (``until="/healthz"``: only until they answer, for a process that starts unready)."""
+        (``until="/healthz"``: only until they answer, for a process that starts unready). ``overrides``
+        changes settings of these processes only (a clock offset, say)."""
         for name in names or SERVICES:
-            service, env = name, self.env
+            service, env = name, {**self.env, **(overrides or {})}
             if name in self.instances:
                 service, port = self.instances[name]
                 env = {**env, f"LB_{service.upper()}__HEALTH_PORT": str(port)}
