@@ -12,6 +12,7 @@ from cassandra.cluster import Session
 
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_lifecycle import CassandraLifecycle
+from regions.cassandra_periods import CassandraPeriods
 from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_results import CassandraResults
 
@@ -22,9 +23,10 @@ class Stores:
     profiles: CassandraProfiles
     results: CassandraResults
     lifecycle: CassandraLifecycle
+    periods: CassandraPeriods
 
 
 def open_stores(session: Session) -> Stores:
     """Prepare every statement; blocks, so it runs in a worker thread."""
     return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session),
-                  CassandraLifecycle(session))  # fmt: skip
+                  CassandraLifecycle(session), CassandraPeriods(session))  # fmt: skip

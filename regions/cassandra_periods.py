@@ -93,6 +93,7 @@ class CassandraPeriods:
             "WHERE board_id = ? AND period = ? IF status = 'CLOSING'"
         )
         self._expired = session.prepare("UPDATE boards SET expired_through = ? WHERE board_id = ?")
+        self._created = session.prepare("SELECT created_at FROM boards WHERE board_id = ?")
 
     async def windowed(self) -> list[WindowedBoard]:
         """Every board with a time window (a scan of the catalog, which holds boards, not players)."""
@@ -102,6 +103,11 @@ class CassandraPeriods:
             if row.time_window:
                 found.append(WindowedBoard(_board(row), _ms(row.created_at), row.expired_through))
         return found
+
+    async def created_at_ms(self, board_id: str) -> int | None:
+        """When the board was created (None: unknown board, or a row from before it was recorded)."""
+        row = (await execute(self._session, self._created, (board_id,))).one()
+        return None if row is None else _ms(row.created_at)
 
     async def recent(self, board_id: str, limit: int) -> list[PeriodRecord]:
         """The board's newest period rows, newest first."""

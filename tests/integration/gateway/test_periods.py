@@ -1,0 +1,164 @@
+"""Windowed boards through the gateway: the current period answers top/player/context, any period
+and the list of periods are readable with their status and archive, rolling boards have no periods,
+and a subscription follows the current period and says when it rolls over."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from cassandra.cluster import Session
+from gql import Client, GraphQLRequest
+from gql.transport.websockets import WebsocketsTransport
+from redis.asyncio import Redis
+
+from regions.cassandra_periods import CassandraPeriods
+from regions.cassandra_results import CassandraResults, ResultHeader
+from regions.core.boards import Board
+from regions.core.periods import Period, WindowSpec, period_of, previous_period
+from regions.core.windows import encode_window
+from regions.settings import Settings
+from schema.lifecycle import ResultChunk
+from tests.integration.gateway.conftest import Boards, eventually, serve_gateway
+
+DAILY = WindowSpec(Period.DAILY, time_zone="Europe/Stockholm")
+READ = """query($id: ID!, $key: String) {
+  leaderboard(id: $id) {
+    window { period timeZone }
+    top { entries { userId score } }
+    player(userId: "ann") { rank score }
+    current: period { key status startsAt endsAt top { entries { userId } } }
+    past: period(key: $key) { key status top { entries { userId score } } result { version entries { userId score } } }
+    periods(first: 3) { key status }
+  }
+}"""
+
+
+async def _windowed(boards: Boards, session: Session, spec: WindowSpec, created_ms: int) -> Board:
+    board = Board(
+        f"gw-{uuid.uuid4().hex[:12]}", "windowed", boards.settings.region, window=encode_window(spec)
+    )
+    assert await boards.catalog.create(board)
+    session.execute("UPDATE boards SET created_at = %s WHERE board_id = %s",
+                    (datetime.fromtimestamp(created_ms / 1000, UTC), board.id))  # fmt: skip
+    return board
+
+
+async def test_a_daily_board_reads_its_current_period_and_its_past_ones(
+    settings: Settings, redis_client: Redis, cassandra_session: Session, boards: Boards
+) -> None:
+    now = int(time.time() * 1000)
+    today = period_of(DAILY, now)
+    yesterday = previous_period(DAILY, today)
+    board = await _windowed(boards, cassandra_session, DAILY, yesterday.start_ms + 600_000)  # past its grace
+    await boards.set_totals(board.for_period(today.key), [("ann", 5), ("bob", 9)])
+    await boards.set_totals(board.for_period(yesterday.key), [("ann", 40)])
+    await boards.set_positions({0: 1}, accepted_ms=now)
+    periods, results = CassandraPeriods(cassandra_session), CassandraResults(cassandra_session)
+    scoped = board.for_period(yesterday.key).id
+    assert await periods.begin(board.id, yesterday, datetime.now(UTC))
+    await results.put_chunks(scoped, 1, [(0, ResultChunk(1, [("ann", 40, 1, "")]))])
+    await results.put_header(ResultHeader(scoped, 1, datetime.now(UTC), "period ended", 1, 1, 10))
+    assert await periods.finish_close(scoped, {"local:0": 3}, 1, datetime.now(UTC))
+
+    async with serve_gateway(settings, redis_client, cassandra_session) as gw:
+        body = await gw.query(READ, {"id": board.id, "key": yesterday.key})
+
+    assert "errors" not in body, body
+    read = body["data"]["leaderboard"]
+    assert read["window"] == {"period": "DAILY", "timeZone": "Europe/Stockholm"}
+    assert read["top"]["entries"] == [{"userId": "bob", "score": 9}, {"userId": "ann", "score": 5}]
+    assert read["player"] == {"rank": 2, "score": 5}
+    assert read["current"]["key"] == today.key and read["current"]["status"] == "OPEN"
+    assert read["current"]["startsAt"] == datetime.fromtimestamp(today.start_ms / 1000, UTC).isoformat()
+    assert read["current"]["top"]["entries"] == [{"userId": "bob"}, {"userId": "ann"}]
+    assert read["past"] == {
+        "key": yesterday.key, "status": "CLOSED", "top": {"entries": [{"userId": "ann", "score": 40}]},
+        "result": {"version": 1, "entries": [{"userId": "ann", "score": 40}]},
+    }  # fmt: skip
+    assert read["periods"] == [
+        {"key": today.key, "status": "OPEN"},
+        {"key": yesterday.key, "status": "CLOSED"},
+    ]
+
+
+async def test_periods_refuse_bad_keys_and_boards_without_periods(
+    settings: Settings, redis_client: Redis, cassandra_session: Session, boards: Boards
+) -> None:
+    now = int(time.time() * 1000)
+    daily = await _windowed(boards, cassandra_session, DAILY, now)
+    rolling = await _windowed(boards, cassandra_session, WindowSpec(Period.ROLLING, 7), now)
+    plain = await boards.create()
+    async with serve_gateway(settings, redis_client, cassandra_session) as gw:
+        bad_key = await gw.query('query($id: ID!) { leaderboard(id: $id) { period(key: "2026-W49") { key } } }',
+                                 {"id": daily.id})  # fmt: skip
+        before = await gw.query('query($id: ID!) { leaderboard(id: $id) { period(key: "1999-01-01") { key } } }',
+                                {"id": daily.id})  # fmt: skip
+        no_periods = [
+            await gw.query("query($id: ID!) { leaderboard(id: $id) { periods { key } } }", {"id": b.id})
+            for b in (rolling, plain)
+        ]
+    assert bad_key["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert bad_key["errors"][0]["message"].startswith(
+        "key: '2026-W49' is not a DAILY period key (YYYY-MM-DD)"
+    )
+    assert before["data"] == {"leaderboard": {"period": None}}
+    assert "is ROLLING (7 days): it has no periods" in no_periods[0]["errors"][0]["message"]
+    assert "is an all-time board: it has no periods" in no_periods[1]["errors"][0]["message"]
+
+
+UPDATES = """subscription($board: ID!) {
+  leaderboardUpdates(leaderboardId: $board) {
+    __typename
+    ... on TopKChanged { leaderboardId k }
+    ... on PeriodChanged { leaderboardId period previousPeriod startsAt }
+  }
+}"""
+
+
+async def test_a_subscription_follows_the_current_period_and_says_when_it_rolls_over(
+    settings: Settings, redis_client: Redis, cassandra_session: Session, boards: Boards
+) -> None:
+    now = int(time.time() * 1000)
+    spec = WindowSpec(Period.DAILY, time_zone="Asia/Kolkata")
+    board = await _windowed(boards, cassandra_session, spec, now)
+    await boards.set_positions({0: 1}, accepted_ms=now)
+    today = period_of(spec, now)
+    # the gateway's clock stands 3 s before the end of today
+    windows = settings.windows.model_copy(update={"clock_offset_s": (today.end_ms - 3000 - now) / 1000})
+    moved = settings.model_copy(update={"windows": windows})
+    tomorrow = period_of(spec, today.end_ms)
+    received: list[dict[str, Any]] = []
+    async with serve_gateway(moved, redis_client, cassandra_session) as gw:
+
+        async def follow() -> None:
+            async with Client(transport=WebsocketsTransport(url=gw.ws_url)) as session:
+                async for result in session.subscribe(
+                    GraphQLRequest(UPDATES, variable_values={"board": board.id})
+                ):
+                    received.append(result["leaderboardUpdates"])
+                    if len(received) == 3:
+                        return
+
+        task = asyncio.create_task(follow())
+        await eventually(lambda: _followed(gw.services.hub.members, board.for_period(today.key).id))
+        await boards.set_totals(board.for_period(today.key), [("ann", 5)], hint=True)
+        await eventually(
+            lambda: _followed(gw.services.hub.members, board.for_period(tomorrow.key).id), within=15
+        )
+        await boards.set_totals(board.for_period(tomorrow.key), [("bob", 1)], hint=True)
+        await asyncio.wait_for(task, 15)
+
+    assert received == [
+        {"__typename": "TopKChanged", "leaderboardId": board.id, "k": 10},
+        {"__typename": "PeriodChanged", "leaderboardId": board.id, "period": tomorrow.key,
+         "previousPeriod": today.key, "startsAt": datetime.fromtimestamp(tomorrow.start_ms / 1000, UTC).isoformat()},
+        {"__typename": "TopKChanged", "leaderboardId": board.id, "k": 10},
+    ]  # fmt: skip
+
+
+async def _followed(members: Any, board_id: str) -> bool:
+    return bool(members(board_id))
