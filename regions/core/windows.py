@@ -57,10 +57,11 @@ def decode_window(stored: str | None) -> WindowSpec | None:
 
 
 def describe_window(spec: WindowSpec | None) -> str:
-    """How an operator reads a window: ``WEEKLY from SUNDAY, America/New_York``, ``ROLLING 7 days, UTC``."""
+    """How an operator reads a window, in one word: ``WEEKLY:SUNDAY@America/New_York``,
+    ``ROLLING:7d@UTC``, ``DAILY@Asia/Kolkata``; ``none`` for an all-time board."""
     if spec is None:
         return "none"
     if spec.rolling:
-        return f"ROLLING {spec.days} days, {spec.time_zone}"
-    first = f" from {spec.week_start}" if spec.period is Period.WEEKLY else ""
-    return f"{spec.period}{first}, {spec.time_zone}"
+        return f"ROLLING:{spec.days}d@{spec.time_zone}"
+    first = f":{spec.week_start}" if spec.period is Period.WEEKLY else ""
+    return f"{spec.period}{first}@{spec.time_zone}"

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from regions.core.aggregation import PlayerState, fold
 from regions.core.boards import Aggregation
-from regions.core.periods import Period, WindowSpec, day_of, day_start_of
+from regions.core.periods import Period, Weekday, WindowSpec, day_of, day_start_of, period_of
 from regions.core.windows import encode_window
 from regions.processor.restore import _Loader
 from regions.processor.state import MemoryStore
@@ -222,3 +222,50 @@ def test_an_expiry_visits_only_the_players_with_points_in_the_expired_days() -> 
 def test_the_day_of_an_award_follows_the_zone_across_dst() -> None:
     # 23:30 UTC on March 29 is already March 30 in Stockholm (summer time, +02:00)
     assert day_of(ROLLING, int(datetime(2026, 3, 29, 23, 30, tzinfo=UTC).timestamp() * 1000)) == FIRST_DAY + 3
+
+
+# ---- periods: random awards across DST and period boundaries, cutoffs at random points -------
+
+WEEKLY = WindowSpec(Period.WEEKLY, time_zone="America/New_York", first_day_of_week=Weekday.SUNDAY)
+SPAN_START = ms("2026-10-25T00:00:00-04:00")  # three weeks around the end of daylight time (Nov 1)
+
+
+@settings(max_examples=150)
+@given(
+    st.sampled_from([WindowSpec(Period.DAILY, time_zone="America/New_York"), WEEKLY]),
+    st.lists(st.tuples(st.sampled_from(["ann", "bob", "cyd"]), st.integers(0, 21 * 24 * 3600 - 1),
+                       st.integers(1, 9)), max_size=40),
+    st.lists(st.tuples(st.integers(0, 21 * 24 * 3600 - 1), st.integers(0, 45)), max_size=4),
+)  # fmt: skip
+def test_every_period_holds_the_awards_of_its_time_before_its_cutoff(
+    spec: WindowSpec, awards: list[tuple[str, int, int]], cutoffs: list[tuple[int, int]]
+) -> None:
+    window, lifecycle = encode_window(spec), LifecycleCodec()
+    stream: list[tuple[bytes, bytes]] = []
+    for n, (user, second, amount) in enumerate(awards):
+        award = _award("b", window, user, f"m{n}", amount, SPAN_START + second * 1000)
+        stream.append((totals_key("b", user), CODEC.encode(award)))
+    closing: dict[str, int] = {}
+    for second, position in sorted(cutoffs, key=lambda c: c[1], reverse=True):
+        key = period_of(spec, SPAN_START + second * 1000).key
+        marker = CutoffMarker(board_id=f"b@{key}", region="eu", closing_at_ms=1, written_at_ms=2)
+        stream.insert(min(position, len(stream)), (cutoff_marker_key(f"b@{key}"), lifecycle.encode(marker)))
+    for offset, (key_bytes, _) in enumerate(stream):
+        if key_bytes.startswith(b"\x00cutoff|"):
+            closing.setdefault(key_bytes.decode().split("@", 1)[1], offset)
+    expected: dict[tuple[str, str], int] = {}
+    late = 0
+    for offset, (key_bytes, value) in enumerate(stream):
+        if not key_bytes.startswith(b"\x00"):
+            award = CODEC.award(value)
+            period = period_of(spec, award.event_at_ms).key
+            if period in closing and offset > closing[period]:
+                late += 1
+            else:
+                expected[(period, award.user_id)] = expected.get((period, award.user_id), 0) + award.amount
+    store = MemoryStore()
+    done = _round(store, [(EU, _record(EU, i, k, v)) for i, (k, v) in enumerate(stream)])
+    found = {(p, u): store.player((f"b@{p}", u)).total for p, u in expected}  # type: ignore[union-attr]
+    assert found == expected
+    reasons = [CODEC.reconciliation(v).reason for t, _, v in done.out if t == "t.reconciliation.v1"]
+    assert reasons == ["late"] * late
