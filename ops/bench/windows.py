@@ -25,7 +25,16 @@ import httpx
 from aiokafka import AIOKafkaProducer
 
 # ops/bench is the script's directory, so its sibling module is importable as such
-from pipeline import Results, drive, percentile, start_service, stop_all, until_ready, watch_freshness
+from pipeline import (
+    Results,
+    bench_settings,
+    drive,
+    percentile,
+    start_service,
+    stop_all,
+    until_ready,
+    watch_freshness,
+)
 
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_store import apply_migrations, connect
@@ -34,12 +43,12 @@ from regions.core.periods import Period, WindowSpec, day_key, day_of, day_start_
 from regions.core.windows import encode_window
 from regions.kafka_clients import ensure_topics, make_producer
 from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import Settings, load_settings
+from regions.settings import Settings
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec, totals_key
 from schema.redis_keys import board_keys
 from schema.windows import ExpiryMarker, expiry_key
-from tests.harness import delete_topics, region_env, with_free_ports
+from tests.harness import delete_topics, region_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CODEC = Codec()
@@ -145,12 +154,7 @@ async def phase(settings: Settings, projection: RedisProjection, board: Board, a
 
 async def main(args: argparse.Namespace) -> None:
     tag = uuid.uuid4().hex[:8]
-    base = load_settings()
-    settings = with_free_ports(base.model_copy(update={
-        "kafka": base.kafka.model_copy(update={"topic_prefix": f"benchw{tag}"}),
-        "redis": base.redis.model_copy(update={"key_prefix": f"benchw{tag}"}),
-        "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
-    }))  # fmt: skip
+    settings = bench_settings(f"benchw{tag}")
     spec = WindowSpec(Period.ROLLING, args.days)
     board = Board(f"benchw-{tag}", "Rolling benchmark", settings.region, window=encode_window(spec))
     print(f"== setup: topics {settings.kafka.topic_prefix}.*, rolling board of {args.days} days, "
@@ -208,7 +212,9 @@ async def main(args: argparse.Namespace) -> None:
         if keys:
             await redis.delete(*keys)
         await redis.aclose()
-        await delete_topics(settings.kafka, f"{settings.kafka.topic_prefix}.")  # a broker keeps no bench's data
+        await delete_topics(
+            settings.kafka, f"{settings.kafka.topic_prefix}."
+        )  # a broker keeps no bench's data
 
 
 def parse() -> argparse.Namespace:

@@ -53,7 +53,7 @@ from regions.core.rolling import TooLate, apply_rolling, expire
 from regions.core.windows import decode_window
 from regions.processor.state import CutoffKey, DayEntry, StateKey, StoreBatch, TaskStore
 from regions.settings import KafkaSettings
-from schema.lifecycle import LifecycleCodec, cutoff_reached_key
+from schema.lifecycle import CutoffMarker, LifecycleCodec, cutoff_reached_key
 from schema.records import (
     CONTROL_PREFIX,
     CUTOFF_PREFIX,
@@ -78,6 +78,7 @@ from schema.windows import ExpiryMarker, ExpiryReached, expiry_key
 log = logging.getLogger(__name__)
 Output = tuple[str, bytes, bytes]
 T = TypeVar("T")
+M = TypeVar("M", CutoffMarker, ExpiryMarker)
 
 
 class Unprocessable(Exception):
@@ -199,15 +200,22 @@ class Round:
             self.positions[source.region] = self._position(source.region).after_other(offset)
             self.counts["unknown_control"] += 1
 
-    def _cutoff_marker(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
-        marker = self._decode(self._marker, value, "undecodable_control")
-        board_id = key[len(CUTOFF_PREFIX) :].decode(errors="replace")
+    def _board_marker(self, kind: str, decode: Callable[[bytes], M], prefix: bytes, source: Source,
+                      key: bytes, value: bytes) -> tuple[M, str]:  # fmt: skip
+        """A board's control record (cutoff or expiry marker) and its board; refused unless its key
+        names its board and it comes from the region that wrote it."""
+        marker = self._decode(decode, value, "undecodable_control")
+        board_id = key[len(prefix) :].decode(errors="replace")
         if marker.board_id != board_id or marker.region != source.region:
             raise Unprocessable(
                 "unprocessable_control",
-                f"cutoff marker of {marker.board_id!r} by {marker.region!r} under key of {board_id!r} "
+                f"{kind} marker of {marker.board_id!r} by {marker.region!r} under key of {board_id!r} "
                 f"in {source.region}'s awards",
             )
+        return marker, board_id
+
+    def _cutoff_marker(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
+        _, board_id = self._board_marker("cutoff", self._marker, CUTOFF_PREFIX, source, key, value)
         cutoff_key = (board_id, source.region)
         if self._cutoff(cutoff_key) is not None:
             self.counts["cutoff_repeat"] += 1  # written twice (a restart, two workers): the first counts
@@ -292,14 +300,7 @@ class Round:
         return known if known is not None else self._store.expired_through(board)
 
     def _expiry_marker(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
-        marker = self._decode(self._codec.expiry, value, "undecodable_control")
-        board_id = key[len(EXPIRY_PREFIX) :].decode(errors="replace")
-        if marker.board_id != board_id or marker.region != source.region:
-            raise Unprocessable(
-                "unprocessable_control",
-                f"expiry marker of {marker.board_id!r} by {marker.region!r} under key of {board_id!r} "
-                f"in {source.region}'s awards",
-            )
+        marker, board_id = self._board_marker("expiry", self._codec.expiry, EXPIRY_PREFIX, source, key, value)
         known = self._expired(board_id)
         if known is not None and marker.expired_through <= known:
             self.counts["expiry_repeat"] += 1  # replicated twice, written again: nothing new expires
