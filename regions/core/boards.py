@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from regions.core.ids import board_id_error
-from regions.core.periods import InvalidWindow, WindowSpec
+from regions.core.periods import WindowSpec
 from regions.core.windows import decode_window
 from schema.scoped import period_board_id, split_board_id
 
@@ -54,10 +54,6 @@ class Board:
         problem = board_id_error(base) if period != "" else "must not end with @"
         if problem is not None:
             raise InvalidBoardError(f"id {self.id!r}: {problem}")
-        try:
-            decode_window(self.window)
-        except InvalidWindow as exc:
-            raise InvalidBoardError(str(exc)) from exc
         if not 1 <= len(self.name) <= 200:
             raise InvalidBoardError(f"name: must be 1..200 characters, got {len(self.name)}")
         if self.allow_negative and self.aggregation is not Aggregation.SUM:
@@ -67,7 +63,8 @@ class Board:
 
     @property
     def window_spec(self) -> WindowSpec | None:
-        """The board's time window; None for an all-time board."""
+        """The board's time window; None for an all-time board. ``InvalidWindow`` for a window this
+        release does not know (one a newer release stored): the board is read, its awards are not taken."""
         return decode_window(self.window)
 
     @property

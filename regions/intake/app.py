@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from regions.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.core.boards import Board, BoardStatus
-from regions.core.periods import closed_rule
+from regions.core.periods import InvalidWindow, WindowSpec, closed_rule
 from regions.core.rate_limit import TokenBuckets
 from regions.core.signing import AuthFailure, Denied, verify
 from regions.core.validation import (
@@ -147,7 +147,7 @@ class Intake:
             boards[board.id] = board
             errors += check_against_board(award, board, prefix)
             errors += check_event_time(award, window_now, int(windows.max_future_s * 1000), prefix)
-            spec = board.window_spec
+            spec = self._window(board)
             if spec is not None and not errors:
                 event_ms = award.occurred_at_ms if award.occurred_at_ms is not None else window_now
                 rule = closed_rule(spec, event_ms, window_now, int(windows.grace_s * 1000))
@@ -159,6 +159,17 @@ class Intake:
             raise Rejection(409, "period_closed", "some awards fall in periods that take no more awards",
                             tuple(closed))  # fmt: skip
         return boards
+
+    @staticmethod
+    def _window(board: Board) -> WindowSpec | None:
+        try:
+            return board.window_spec
+        except InvalidWindow as exc:
+            raise Rejection(
+                503, "unsupported_window", f"leaderboard {board.id!r} has a time window this intake does not "
+                f"know ({exc}): it takes the board's awards once it runs the release that created the board",
+                retry_after=60,
+            ) from exc  # fmt: skip
 
     def _event(self, award: AwardInput, board: Board, now_ms: int) -> AwardEvent:
         return AwardEvent(

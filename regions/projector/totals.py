@@ -22,6 +22,7 @@ from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_projection import ProjectedTotal
 from schema.records import CutoffReached, ExpiryReached, Watermark
 from schema.redis_keys import BoardKeys, board_keys
+from schema.scoped import split_board_id
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
 
@@ -38,6 +39,12 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     sort_order: SortOrder
     tie_policy: TiePolicy
     removed: bool = False  # a ROLLING board's player with no points left in the window
+
+
+def of_board(found: str, board_id: str) -> bool:
+    """``found`` is ``board_id`` or one of its periods (``<board>@<key>``), or exactly the period
+    ``board_id`` names."""
+    return found == board_id or split_board_id(found)[0] == board_id
 
 
 decode_totals_record = msgspec.msgpack.Decoder(
@@ -113,8 +120,8 @@ class TotalsBatch:
         )
 
     def only(self, board_id: str) -> None:
-        """Keep the totals of one board (the watermarks stay)."""
-        self.latest = {k: v for k, v in self.latest.items() if k[0] == board_id}
+        """Keep the totals of one board, with those of its periods (the watermarks stay)."""
+        self.latest = {k: v for k, v in self.latest.items() if of_board(k[0], board_id)}
 
     def by_board(
         self, prefix: str, generation: str = ""
