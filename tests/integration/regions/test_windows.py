@@ -21,6 +21,7 @@ from regions.core.periods import Period, WindowSpec, day_of, day_start_of, perio
 from regions.core.windows import encode_window
 from regions.settings import Settings
 from schema.redis_keys import board_keys
+from tests.clusters import Replicators
 from tests.conftest import RegionFactory
 from tests.harness import Region
 
@@ -179,3 +180,53 @@ async def test_the_intake_refuses_awards_of_closed_periods_and_from_the_far_futu
         {"field": "occurredAt", "rule": "must be at most 300 s after the intake's clock"}
     ]
     assert (await region.client.send({**award, "occurredAt": _iso(now)})).status_code == 202
+
+
+async def test_rolling_expiry_reaches_both_regions_and_they_agree(
+    region_factory: RegionFactory, eu_us: tuple[Settings, Settings], replicators: Replicators
+) -> None:
+    eu_settings, us_settings = (_settings(s) for s in eu_us)
+    us_settings = us_settings.model_copy(  # one Redis server here: each region's projection its own keys
+        update={
+            "redis": us_settings.redis.model_copy(update={"key_prefix": us_settings.redis.key_prefix + "us"})
+        }
+    )
+    eu = await region_factory(eu_settings, services=("processor", "projector", "intake"))
+    us = await region_factory(us_settings, services=("processor", "projector", "intake"))
+    await replicators(eu.settings, "us")
+    await replicators(us.settings, "eu")
+    spec = WindowSpec(Period.ROLLING, 2, "Asia/Tokyo")
+    board = Board(f"roll-{uuid.uuid4().hex[:8]}", "last 2 days", "eu", window=encode_window(spec))
+    await eu.create_board(board)
+    now = int(time.time() * 1000)
+    today = day_of(spec, now)
+    yesterday_at = day_start_of(spec, today - 1) + 60_000
+    for region, user, amount, at in [(eu, "alice", 10, yesterday_at), (us, "alice", 5, now),
+                                     (us, "bob", 7, yesterday_at), (us, "carol", 3, now)]:  # fmt: skip
+        assert await _send(region, board, user, amount, at) == 202
+    for region in (eu, us):
+        for user, total in (("alice", 15), ("bob", 7), ("carol", 3)):
+            await region.wait_for_total(board.id, user, total, within=60)
+
+    await eu.start(
+        "lifecycle", overrides=_clock_offset(day_start_of(spec, today + 1) + 1_000)
+    )  # the home region
+    for region in (eu, us):
+        await region.wait_for_total(board.id, "alice", 5, within=60)
+        await region.wait_until(
+            lambda r=region: _absent(r, board.id, "bob"), what=f"{region.settings.region}: bob leaves"
+        )  # type: ignore[misc]
+    assert await _ranked(eu, board.id) == await _ranked(us, board.id)
+    assert sorted(m for m, _ in await _ranked(us, board.id)) == ["alice", "carol"]
+    # yesterday's award, accepted by us after both regions expired yesterday, is late in both
+    assert await _send(us, board, "dave", 4, yesterday_at) == 202
+    assert await _send(us, board, "carol", 1, now) == 202
+    for region in (eu, us):
+        await region.wait_for_total(board.id, "carol", 4, within=60)
+        assert await region.total_of(board.id, "dave") is None
+
+        async def late(r: Region = region) -> bool:
+            return any(x.reason == "late" and x.award is not None and x.award.user_id == "dave"
+                       for x in await r.reconciliation())  # fmt: skip
+
+        await region.wait_until(late, what=f"{region.settings.region}: dave's award late")
