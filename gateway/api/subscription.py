@@ -164,8 +164,8 @@ async def _follow_periods(
 ) -> AsyncGenerator[LeaderboardUpdate, None]:
     """The current period's updates; at its end (the gateway's clock), ``PeriodChanged`` and the next's."""
     previous: PeriodSpan | None = None
+    span = current_period(spec, board_reads.now_ms(info))
     while True:
-        span = current_period(spec, board_reads.now_ms(info))
         async with hub.subscribe(board.for_period(span.key), user) as mailbox:
             if previous is not None:
                 metrics.UPDATES_SENT.inc()
@@ -178,4 +178,5 @@ async def _follow_periods(
                 for update in batch:
                     metrics.UPDATES_SENT.inc()
                     yield to_graphql(update, board.id)
-        previous = span
+        # the next period, even when the timer fired a hair before the end
+        previous, span = span, current_period(spec, max(board_reads.now_ms(info), span.end_ms))

@@ -112,7 +112,7 @@ class MemoryStore:
         self._sources: dict[str, SourcePosition] = {}
         self._cutoffs: dict[CutoffKey, int] = {}
         self._expired: dict[str, int] = {}
-        self._days: set[DayEntry] = set()
+        self._days: dict[str, set[tuple[int, str]]] = {}  # board -> (day, user)
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
 
@@ -148,7 +148,7 @@ class MemoryStore:
 
     def players_of_days(self, board: str, after: int | None, through: int) -> list[DayEntry]:
         low = -1 if after is None else after
-        return sorted(e for e in self._days if e[0] == board and low < e[1] <= through)
+        return sorted((board, day, user) for day, user in self._days.get(board, ()) if low < day <= through)
 
     def write(self, batch: StoreBatch) -> None:
         self._players.update(batch.players)
@@ -158,8 +158,10 @@ class MemoryStore:
             self._cutoffs.setdefault(key, offset)  # the first marker stays the cutoff
         for board, day in batch.expired.items():
             self._expired[board] = max(day, self._expired.get(board, day))
-        self._days -= batch.days_removed
-        self._days |= batch.days_added
+        for board, day, user in batch.days_removed:
+            self._days.get(board, set()).discard((day, user))
+        for board, day, user in batch.days_added:
+            self._days.setdefault(board, set()).add((day, user))
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 
