@@ -30,6 +30,7 @@ class LeaderboardPeriod:
     board: strawberry.Private[Board]  # the period's board, <board>@<key>
     span: strawberry.Private[PeriodSpan]
     record: strawberry.Private[PeriodRecord | None]
+    due: strawberry.Private[bool]  # its end plus the grace has passed: it takes no more awards
 
     @fields.field("The period's key: 2026-11-30 (DAILY), 2026-W49 (WEEKLY), 2026-11 (MONTHLY).")
     def key(self) -> str:
@@ -44,11 +45,13 @@ class LeaderboardPeriod:
         return _time(self.span.end_ms)
 
     @fields.field(
-        "OPEN while it takes awards (its end plus the grace has not passed), CLOSING while its cutoffs "
-        "are written and reached, CLOSED once its result version 1 is archived."
+        "OPEN while it takes awards (its end plus the grace has not passed), CLOSING from then on while "
+        "its cutoffs are written and reached, CLOSED once its result version 1 is archived."
     )
     def status(self) -> BoardStatus:
-        return BoardStatus.OPEN if self.record is None else self.record.status
+        if self.record is not None:
+            return self.record.status
+        return BoardStatus.CLOSING if self.due else BoardStatus.OPEN  # the home worker is about to close it
 
     @fields.field("The period's best k players; k is capped (gateway.max_top_k, default 100).")
     async def top(
@@ -133,6 +136,10 @@ async def _with_records(
         return []
     store = info.context.services.cassandra.adapter.periods
     records = await store.between(board.id, spans[-1].key, spans[0].key)
+    closed_before = board_reads.now_ms(info) - board_reads.grace_ms(info)
     return [
-        LeaderboardPeriod(board=board.for_period(s.key), span=s, record=records.get(s.key)) for s in spans
+        LeaderboardPeriod(
+            board=board.for_period(s.key), span=s, record=records.get(s.key), due=s.end_ms <= closed_before
+        )
+        for s in spans
     ]
