@@ -2,7 +2,7 @@
 that expire.
 
 - **Rollover** (home region only): every period whose end plus ``windows.grace_s`` has passed on the
-  worker's clock begins closing: its row is made CLOSING in ``board_periods``. From there every
+  worker's clock begins closing (and once the whole board is closing, its current period too): its row is made CLOSING in ``board_periods``. From there every
   region's worker closes it exactly as it closes a board (``LifecycleWorker.step``), as the board
   ``<board>@<key>``: cutoff markers into each of its awards partitions, then in the home region the
   drain to every (region, partition)'s cutoff, the chunked archive as result version 1, CLOSED. The
@@ -27,7 +27,7 @@ from regions.cassandra_lifecycle import CloseRecord
 from regions.cassandra_periods import CassandraPeriods, PeriodRecord, WindowedBoard
 from regions.core.boards import BoardStatus
 from regions.core.periods import WindowSpec, day_key
-from regions.core.rollover import expiry_due, periods_to_close
+from regions.core.rollover import current_period, expiry_due, periods_to_close
 from schema.records import Codec
 from schema.windows import ExpiryMarker, expiry_key
 
@@ -49,13 +49,11 @@ async def tick(
 ) -> None:
     """One pass over every windowed board."""
     for entry in await periods.windowed():
-        if entry.board.status is not BoardStatus.OPEN:
-            continue  # a closed board's periods stay as they are
         spec = entry.board.window_spec
         if spec is None:
             continue
         if spec.rolling:
-            if entry.board.home_region == worker.region:
+            if entry.board.home_region == worker.region and entry.board.status is BoardStatus.OPEN:
                 await worker.guarded(
                     entry.board.id, _expire(worker, periods, producer, partitions, entry, spec)
                 )
@@ -78,8 +76,11 @@ async def _periods(
     recent = await periods.recent(board.id, RECENT_PERIODS)
     if board.home_region == worker.region:
         now = worker.now_ms()
+        until = now
+        if board.status is not BoardStatus.OPEN:  # the whole board closes: its current period with it
+            until = max(now, current_period(spec, now).end_ms + worker.grace_ms)
         due = periods_to_close(spec, newest_key=recent[0].key if recent else None,
-                               created_at_ms=entry.created_at_ms or now, now_ms=now,
+                               created_at_ms=entry.created_at_ms or now, now_ms=until,
                                grace_ms=worker.grace_ms, limit=PERIODS_PER_PASS)  # fmt: skip
         for span in due:
             if await periods.begin(board.id, span, datetime.fromtimestamp(now / 1000, UTC)):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from cassandra.cluster import Session
 
+from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.cassandra_periods import CassandraPeriods
 from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, BoardStatus
@@ -230,3 +231,32 @@ async def test_rolling_expiry_reaches_both_regions_and_they_agree(
                        for x in await r.reconciliation())  # fmt: skip
 
         await region.wait_until(late, what=f"{region.settings.region}: dave's award late")
+
+
+async def test_closing_a_board_with_periods_closes_its_current_period_too(
+    region_factory: RegionFactory, topics: Settings, cassandra_session: Session
+) -> None:
+    region = await region_factory(_settings(topics), services=("processor", "projector", "intake"))
+    spec = WindowSpec(Period.MONTHLY, time_zone="Europe/Stockholm")
+    board = Board(
+        f"monthly-{uuid.uuid4().hex[:8]}", "monthly", region.settings.region, window=encode_window(spec)
+    )
+    await region.create_board(board)
+    now = int(time.time() * 1000)
+    this_month = period_of(spec, now)
+    for user, amount in (("ann", 3), ("bob", 8)):
+        assert await _send(region, board, user, amount, now) == 202
+    await region.wait_for_total(f"{board.id}@{this_month.key}", "bob", 8)
+    lifecycle, periods = CassandraLifecycle(cassandra_session), CassandraPeriods(cassandra_session)
+    assert await lifecycle.begin_close(board.id, "season over", datetime.now(UTC))
+    await region.start("lifecycle")
+
+    async def both_closed() -> bool:
+        record = await lifecycle.record(board.id)
+        found = await periods.between(board.id, this_month.key, this_month.key)
+        return (record is not None and record.board.status is BoardStatus.CLOSED
+                and this_month.key in found and found[this_month.key].status is BoardStatus.CLOSED)  # fmt: skip
+
+    await region.wait_until(both_closed, within=60, what="the board and its current period CLOSED")
+    header = await CassandraResults(cassandra_session).get(f"{board.id}@{this_month.key}", 1)
+    assert header is not None and header.player_count == 2
