@@ -12,7 +12,6 @@ from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound
 from gateway.api.leaderboard import Leaderboard
-from gateway.api.types import WindowPeriod
 from gateway.core.auth import is_admin
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
@@ -25,7 +24,7 @@ REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
 @strawberry.input
 class WindowInput:
-    period: WindowPeriod
+    period: Period
     days: int | None = strawberry.field(default=None, description="Only for ROLLING: 1..366 days.")
     time_zone: str | None = strawberry.field(
         default=None, description="IANA time zone of the window's days, e.g. Europe/Stockholm (default UTC)."
@@ -36,7 +35,7 @@ class WindowInput:
 
     def spec(self) -> WindowSpec:
         try:
-            return WindowSpec(Period(self.period.value), self.days, self.time_zone or DEFAULT_TIME_ZONE,
+            return WindowSpec(self.period, self.days, self.time_zone or DEFAULT_TIME_ZONE,
                               self.first_day_of_week)  # fmt: skip
         except InvalidWindow as exc:
             raise InvalidInput(f"input.{exc}") from exc

@@ -126,7 +126,7 @@ def window_problem(spec: WindowSpec) -> tuple[str, str] | None:
 @lru_cache(maxsize=1024)
 def zone_of(name: str) -> ZoneInfo | None:
     """The IANA zone of that name, or None when there is none (never a file path)."""
-    if not name or name.startswith("/") or ".." in name or not name.isprintable():
+    if not 0 < len(name) <= 64 or name.startswith("/") or ".." in name or not name.isprintable():
         return None
     try:
         return ZoneInfo(name)
