@@ -24,6 +24,7 @@ from regions.core.windows import encode_window
 from regions.settings import Settings
 from schema.lifecycle import ResultChunk
 from tests.integration.gateway.conftest import Boards, Gateway, eventually, serve_gateway
+from tests.integration.gateway.test_persisted import planned
 
 DAILY = WindowSpec(Period.DAILY, time_zone="Europe/Stockholm")
 READ = """query($id: ID!, $key: String) {
@@ -65,9 +66,15 @@ async def test_a_daily_board_reads_its_current_period_and_its_past_ones(
     await results.put_header(ResultHeader(scoped, 1, datetime.now(UTC), "period ended", 1, 1, 10))
     assert await periods.finish_close(scoped, {"local:0": 3}, 1, datetime.now(UTC))
 
-    async with serve_gateway(settings, redis_client, cassandra_session) as gw:
+    uncached = settings.model_copy(
+        update={"gateway": settings.gateway.model_copy(update={"top_cache_ttl_s": 0})}
+    )
+    async with serve_gateway(uncached, redis_client, cassandra_session) as gw:
         body = await gw.query(READ, {"id": board.id, "key": yesterday.key})
+        answered = planned("answered")
+        again = await gw.query(READ, {"id": board.id, "key": yesterday.key})  # by the document's plan
 
+    assert planned("answered") == answered + 1 and again == body
     assert "errors" not in body, body
     read = body["data"]["leaderboard"]
     assert read["window"] == {"period": "DAILY", "timeZone": "Europe/Stockholm"}
