@@ -54,6 +54,17 @@ async def _ranked(region: Region, board_id: str) -> list[tuple[str, float]]:
     return [(m, s) for m, s in await region.projection.redis.zrange(keys.ranking, 0, -1, withscores=True)]
 
 
+async def _windowed(
+    region_factory: RegionFactory, settings: Settings, spec: WindowSpec, name: str
+) -> tuple[Region, Board]:
+    """A region with processor, projector and intake (the lifecycle worker is the test's to start)
+    and a board of that window homed there."""
+    region = await region_factory(_settings(settings), services=("processor", "projector", "intake"))
+    board = Board(f"{name}-{uuid.uuid4().hex[:8]}", name, region.settings.region, window=encode_window(spec))
+    await region.create_board(board)
+    return region, board
+
+
 def _clock_offset(target_ms: int) -> dict[str, str]:
     """Settings that put a process's window clock at ``target_ms`` now."""
     return {"LB_WINDOWS__CLOCK_OFFSET_S": str((target_ms - time.time() * 1000) / 1000)}
@@ -62,12 +73,8 @@ def _clock_offset(target_ms: int) -> dict[str, str]:
 async def test_a_period_rolls_over_closes_and_archives_while_the_next_one_ranks(
     region_factory: RegionFactory, topics: Settings, cassandra_session: Session
 ) -> None:
-    region = await region_factory(_settings(topics), services=("processor", "projector", "intake"))
     spec = WindowSpec(Period.DAILY, time_zone="Asia/Kolkata")
-    board = Board(
-        f"daily-{uuid.uuid4().hex[:8]}", "daily", region.settings.region, window=encode_window(spec)
-    )
-    await region.create_board(board)
+    region, board = await _windowed(region_factory, topics, spec, "daily")
     now = int(time.time() * 1000)
     today = period_of(spec, now)
     tomorrow = period_of(spec, today.end_ms)
@@ -115,12 +122,8 @@ async def test_a_period_rolls_over_closes_and_archives_while_the_next_one_ranks(
 async def test_rolling_expiry_removes_exactly_the_points_of_the_day_that_left(
     region_factory: RegionFactory, topics: Settings, cassandra_session: Session
 ) -> None:
-    region = await region_factory(_settings(topics), services=("processor", "projector", "intake"))
     spec = WindowSpec(Period.ROLLING, 2, "America/New_York")
-    board = Board(
-        f"roll-{uuid.uuid4().hex[:8]}", "last 2 days", region.settings.region, window=encode_window(spec)
-    )
-    await region.create_board(board)
+    region, board = await _windowed(region_factory, topics, spec, "roll")
     now = int(time.time() * 1000)
     today = day_of(spec, now)
     yesterday_at = day_start_of(spec, today - 1) + 60_000
@@ -236,12 +239,8 @@ async def test_rolling_expiry_reaches_both_regions_and_they_agree(
 async def test_closing_a_board_with_periods_closes_its_current_period_too(
     region_factory: RegionFactory, topics: Settings, cassandra_session: Session
 ) -> None:
-    region = await region_factory(_settings(topics), services=("processor", "projector", "intake"))
     spec = WindowSpec(Period.MONTHLY, time_zone="Europe/Stockholm")
-    board = Board(
-        f"monthly-{uuid.uuid4().hex[:8]}", "monthly", region.settings.region, window=encode_window(spec)
-    )
-    await region.create_board(board)
+    region, board = await _windowed(region_factory, topics, spec, "monthly")
     now = int(time.time() * 1000)
     this_month = period_of(spec, now)
     for user, amount in (("ann", 3), ("bob", 8)):
