@@ -27,6 +27,7 @@ const UPDATES = `subscription Updates($board: ID!, $user: ID) {
     ... on RankChanged { oldRank newRank sequence }
     ... on TopKChanged { k sequence }
     ... on Resync { reason sequence }
+    ... on PeriodChanged { period sequence }
   }
 }`;
 
