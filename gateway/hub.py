@@ -148,7 +148,10 @@ class BoardFeed:
         self._wake.set()
 
     def depths(self) -> list[int]:
-        """Pending updates of each ready subscriber (each is at most one per kind of update)."""
+        """Pending updates of each ready subscriber (each is at most one per kind of update); none
+        before the board's baseline top K is read, since only then are changes told."""
+        if not self._started.is_set():
+            return []
         return [len(m) for m in self.state.ready_members()]
 
     def _deliver(self, deliveries: list[Delivery]) -> None:
@@ -180,6 +183,8 @@ class BoardFeed:
         step = self.state.take()
         if step.resync is not None:
             self._deliver([(None, step.resync)])
+        if step.status is not None:
+            self._deliver([(None, step.status)])
         if step.hint is not None:
             snapshot = await self._snapshots.read(self.board, step.users, TOP_K)
             self._deliver(self.state.observe(snapshot, step))
@@ -200,14 +205,17 @@ class HintHub:
         settings: GatewaySettings,
         on_change: Callable[[str], None] = lambda board_id: None,
         restart_pause_s: float = 1.0,
+        on_status: Callable[[str], None] = lambda board_id: None,
         ready_within_s: float | None = None,
     ) -> None:
         """``ready_within_s``: the hub follows another region's projection; a subscription is refused
-        (``FeedUnavailable``) unless its feed is connected and the board is read within this time."""
+        (``FeedUnavailable``) unless its feed is connected and the board is read within this time.
+        ``on_change`` hears of every hint, ``on_status`` of every status hint, by board."""
         self._redis = redis
         self._ready_within_s = ready_within_s
         self._restart_pause_s = restart_pause_s
         self._on_change = on_change
+        self._on_status = on_status
         self._pattern = hints_channel(key_prefix, "*")
         self._channel_prefix = hints_channel(key_prefix, "")
         self._snapshots = snapshots
@@ -273,6 +281,9 @@ class HintHub:
         metrics.HINTS_IN.inc()
         board_id = channel[len(self._channel_prefix) :]
         self._on_change(board_id)
+        text = data.decode(errors="replace") if isinstance(data, bytes) else data
+        if '"status":{' in text:  # a status hint
+            self._on_status(board_id)
         feed = self._feeds.get(board_id)
         if feed is not None:
             feed.hint_received(data)

@@ -16,7 +16,7 @@ from typing import Any
 
 from cassandra.cluster import Session
 
-from regions.cassandra_catalog import _COLUMNS, _board
+from regions.cassandra_catalog import _READ_COLUMNS, _board
 from regions.cassandra_lifecycle import _ms
 from regions.cassandra_store import execute
 from regions.core.boards import Board, BoardStatus
@@ -97,7 +97,7 @@ class CassandraPeriods:
 
     async def windowed(self) -> list[WindowedBoard]:
         """Every board with a time window (a scan of the catalog, which holds boards, not players)."""
-        rows = await execute(self._session, f"SELECT {_COLUMNS}, created_at, expired_through FROM boards")
+        rows = await execute(self._session, f"SELECT {_READ_COLUMNS}, created_at, expired_through FROM boards")
         found = []
         for row in rows:
             if row.time_window:

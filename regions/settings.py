@@ -256,6 +256,12 @@ class LifecycleSettings(BaseModel):
     chunk_size: int = Field(
         10_000, ge=1, le=100_000, description="Ranked entries per archived result chunk (one Cassandra row)."
     )
+    fault_chunk_pause_ms: float = Field(
+        0.0,
+        ge=0,
+        description="A pause after each round of chunk writes of an archive: a fault for tests, which kill "
+        "the worker mid-archive; 0 (none) otherwise.",
+    )
 
 
 class WindowsSettings(BaseModel):

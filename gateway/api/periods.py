@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import strawberry
@@ -139,7 +140,18 @@ async def _with_records(
     closed_before = board_reads.now_ms(info) - board_reads.grace_ms(info)
     return [
         LeaderboardPeriod(
-            board=board.for_period(s.key), span=s, record=records.get(s.key), due=s.end_ms <= closed_before
+            board=_period_board(board, s, records.get(s.key)),
+            span=s,
+            record=records.get(s.key),
+            due=s.end_ms <= closed_before,
         )
         for s in spans
     ]
+
+
+def _period_board(board: Board, span: PeriodSpan, record: PeriodRecord | None) -> Board:
+    """The period's board; a CLOSED one with its cutoffs, which its reads claim as their asOf."""
+    period = board.for_period(span.key)
+    if record is None or record.status is not BoardStatus.CLOSED:
+        return period
+    return replace(period, status=BoardStatus.CLOSED, cutoffs=tuple(sorted(record.cutoffs.items())))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from datetime import UTC, datetime
 from typing import Annotated
 
 import strawberry
@@ -24,10 +23,11 @@ from gateway.core import updates
 from gateway.core.feed import TooManyPlayers
 from gateway.hub import FeedUnavailable, HintHub
 from gateway.projections import HomeUnreachable
-from regions.core.boards import Board
+from regions.core.boards import Board, BoardStatus
 from regions.core.periods import PeriodSpan, WindowSpec
 from regions.core.reads import Scope
 from regions.core.rollover import current_period
+from schema.scoped import split_board_id
 
 
 @strawberry.type(description="The subscribed player's total changed.")
@@ -67,39 +67,36 @@ class Resync:
 
 
 @strawberry.type(
-    description="A board with calendar periods rolled over: the subscription now follows the period `period`. "
-    "The updates after it are the new period's, and their sequences are that period's own (they start "
-    "again): refetch with queries. `sequence` is the new period's start in microseconds since the epoch."
+    description="The board began closing (CLOSING), closed (CLOSED, result version 1) or has a new result "
+    "version (a correction); on a board with calendar periods, also when the subscription rolls over to "
+    "the next period (`period`, OPEN): refetch what depends on it."
 )
-class PeriodChanged:
+class BoardStatusChanged:
     leaderboard_id: strawberry.ID
-    period: str
-    starts_at: datetime
-    ends_at: datetime
-    previous_period: str
+    status: BoardStatus
+    result_version: int | None = strawberry.field(description="The newest result version; null until CLOSED.")
     sequence: Long
+    period: str | None = strawberry.field(
+        default=None,
+        description="On a board with calendar periods, the period this is about: after a rollover, the new "
+        "current period, whose updates follow with that period's own sequences (they start again; the "
+        "rollover's sequence is the new period's start in microseconds since the epoch). Null otherwise.",
+    )
 
 
-LeaderboardUpdate = Annotated[
-    ScoreUpdated | RankChanged | TopKChanged | Resync | PeriodChanged, strawberry.union("LeaderboardUpdate")
-]
+Update = ScoreUpdated | RankChanged | TopKChanged | Resync | BoardStatusChanged
+LeaderboardUpdate = Annotated[Update, strawberry.union("LeaderboardUpdate")]
 
 
-def _period_changed(board: Board, span: PeriodSpan, previous: PeriodSpan) -> PeriodChanged:
-    return PeriodChanged(
-        leaderboard_id=strawberry.ID(board.id), period=span.key,
-        starts_at=datetime.fromtimestamp(span.start_ms / 1000, UTC),
-        ends_at=datetime.fromtimestamp(span.end_ms / 1000, UTC), previous_period=previous.key,
-        sequence=Long(span.start_ms * 1000),
-    )  # fmt: skip
+def _rolled_over(board: Board, span: PeriodSpan) -> BoardStatusChanged:
+    return BoardStatusChanged(leaderboard_id=strawberry.ID(board.id), status=BoardStatus.OPEN,
+                              result_version=None, sequence=Long(span.start_ms * 1000), period=span.key)  # fmt: skip
 
 
-def to_graphql(
-    update: updates.Update, board_id: str | None = None
-) -> ScoreUpdated | RankChanged | TopKChanged | Resync:
-    """The update as the client sees it; ``board_id`` names the board subscribed to (a period's
-    updates are the board's)."""
-    board = strawberry.ID(board_id or update.board_id)
+def to_graphql(update: updates.Update) -> Update:
+    """The update as the client sees it: a period's updates are its board's (``period`` names it)."""
+    base, period = split_board_id(update.board_id)
+    board = strawberry.ID(base)
     seq = Long(update.sequence)
     match update:
         case updates.ScoreUpdate():
@@ -116,15 +113,19 @@ def to_graphql(
             return TopKChanged(leaderboard_id=board, k=update.k, sequence=seq, as_of=AsOf.of(update.as_of))
         case updates.ResyncNeeded():
             return Resync(leaderboard_id=board, reason=update.reason, sequence=seq)
+        case updates.StatusChange():
+            return BoardStatusChanged(leaderboard_id=board, status=BoardStatus(update.status),
+                                      result_version=update.result_version, sequence=seq, period=period)  # fmt: skip
 
 
 @strawberry.type
 class Subscription:
     @fields.subscription(
-        "Hints for a board: TopKChanged when its top 10 changes and, with userId, "
-        "ScoreUpdated and RankChanged for that player; from the projection of `scope` (HOME: the "
-        "board's home region's, HOME_UNAVAILABLE when it cannot be reached). On a board with calendar "
-        "periods they follow the current period, and PeriodChanged says when it rolls over."
+        "Hints for a board: TopKChanged when its top 10 changes, BoardStatusChanged when it closes or "
+        "is corrected and, with userId, ScoreUpdated and RankChanged for that player; from the "
+        "projection of `scope` (HOME: the board's home region's, HOME_UNAVAILABLE when it cannot be "
+        "reached). On a board with calendar periods they follow the current period, and "
+        "BoardStatusChanged with its `period` says when it rolls over."
     )
     async def leaderboard_updates(
         self,
@@ -162,14 +163,14 @@ class Subscription:
 async def _follow_periods(
     info: Info[Context, None], hub: HintHub, board: Board, spec: WindowSpec, user: str | None
 ) -> AsyncGenerator[LeaderboardUpdate, None]:
-    """The current period's updates; at its end (the gateway's clock), ``PeriodChanged`` and the next's."""
-    previous: PeriodSpan | None = None
+    """The current period's updates; at its end (the gateway's clock) a rollover notice and the next's."""
+    rolled = False
     span = current_period(spec, board_reads.now_ms(info))
     while True:
         async with hub.subscribe(board.for_period(span.key), user) as mailbox:
-            if previous is not None:
+            if rolled:
                 metrics.UPDATES_SENT.inc()
-                yield _period_changed(board, span, previous)
+                yield _rolled_over(board, span)
             while (left := span.end_ms - board_reads.now_ms(info)) > 0:
                 try:
                     batch = await asyncio.wait_for(mailbox.next_batch(), left / 1000)
@@ -177,6 +178,6 @@ async def _follow_periods(
                     break
                 for update in batch:
                     metrics.UPDATES_SENT.inc()
-                    yield to_graphql(update, board.id)
+                    yield to_graphql(update)
         # the next period, even when the timer fired a hair before the end
-        previous, span = span, current_period(spec, max(board_reads.now_ms(info), span.end_ms))
+        rolled, span = True, current_period(spec, max(board_reads.now_ms(info), span.end_ms))

@@ -9,6 +9,7 @@ from aiokafka.errors import KafkaError
 from cassandra.cluster import Session
 from redis.exceptions import RedisError
 
+from regions.cassandra_corrections import CassandraCorrections
 from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.cassandra_periods import CassandraPeriods
 from regions.cassandra_results import CassandraResults
@@ -21,7 +22,8 @@ from regions.worker import run_process, run_until_stopped
 
 
 def _adapters(session: Session) -> LifecycleStores:
-    return LifecycleStores(CassandraLifecycle(session), CassandraResults(session), CassandraPeriods(session))
+    return LifecycleStores(CassandraLifecycle(session), CassandraResults(session), CassandraCorrections(session),
+                           CassandraPeriods(session))  # fmt: skip
 
 
 async def amain() -> None:

@@ -2,9 +2,11 @@
 
 A task's state is players ((board, user) -> total, version, tie order), the dedupe memory (event id
 -> digest and acceptance time), the positions of the accepting regions it has read, the close
-cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), for ROLLING
-boards the newest expired day and an index of which players have points on which day (so an expiry
-visits exactly those players), and the changelog offsets the store reflects. The compacted changelogs in Kafka are the source of truth: the
+cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), the
+corrections it holds per board until the board's fold is final in its partition, for ROLLING boards
+the newest expired day and an index of which players have points on which day (so an expiry visits
+exactly those players), and the changelog offsets the store reflects. The compacted changelogs in
+Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
 behind, the task replays only the changelogs' tail from those offsets.
@@ -17,6 +19,7 @@ from typing import Protocol
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
+from schema.lifecycle import HeldCorrection
 
 StateKey = tuple[str, str]
 CutoffKey = tuple[str, str]  # (board, accepting region)
@@ -46,11 +49,12 @@ class StoreBatch:
     expired: dict[str, int] = field(default_factory=dict)  # board -> newest expired day (only forward)
     days_added: set[DayEntry] = field(default_factory=set)
     days_removed: set[DayEntry] = field(default_factory=set)
+    held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)  # board -> all it holds now
     changelog: dict[str, int] = field(default_factory=dict)
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
 
     def __bool__(self) -> bool:
-        return bool(self.players or self.seen or self.sources or self.cutoffs or self.changelog
+        return bool(self.players or self.seen or self.sources or self.cutoffs or self.held or self.changelog
                     or self.expired or self.days_added or self.days_removed)  # fmt: skip
 
 
@@ -74,6 +78,9 @@ class TaskStore(Protocol):
 
     def cutoff(self, key: CutoffKey) -> int | None:
         """Offset of the board's first cutoff marker from the region in this partition (None: not met)."""
+
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        """The board's correction records this task holds, in the order they were met."""
 
     def complete_since_ms(self) -> int | None:
         """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
@@ -113,6 +120,7 @@ class MemoryStore:
         self._cutoffs: dict[CutoffKey, int] = {}
         self._expired: dict[str, int] = {}
         self._days: dict[str, set[tuple[int, str]]] = {}  # board -> (day, user)
+        self._held: dict[str, tuple[HeldCorrection, ...]] = {}
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
 
@@ -136,6 +144,9 @@ class MemoryStore:
 
     def cutoff(self, key: CutoffKey) -> int | None:
         return self._cutoffs.get(key)
+
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        return self._held.get(board_id, ())
 
     def complete_since_ms(self) -> int | None:
         return self._complete_since
@@ -162,6 +173,11 @@ class MemoryStore:
             self._days.get(board, set()).discard((day, user))
         for board, day, user in batch.days_added:
             self._days.setdefault(board, set()).add((day, user))
+        for board_id, held in batch.held.items():
+            if held:
+                self._held[board_id] = held
+            else:
+                self._held.pop(board_id, None)
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 

@@ -20,7 +20,7 @@ from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_projection import ProjectedTotal
-from schema.records import CutoffReached, ExpiryReached, Watermark
+from schema.records import CorrectionsHeld, CutoffReached, ExpiryReached, Watermark
 from schema.redis_keys import BoardKeys, board_keys
 from schema.scoped import split_board_id
 
@@ -48,7 +48,7 @@ def of_board(found: str, board_id: str) -> bool:
 
 
 decode_totals_record = msgspec.msgpack.Decoder(
-    ProjectableTotal | Watermark | CutoffReached | ExpiryReached
+    ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached
 ).decode
 
 
@@ -99,8 +99,8 @@ class TotalsBatch:
                 where = position_name(value.region, value.source_partition)
                 self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
-            if isinstance(value, ExpiryReached):
-                continue  # the processor's own changelog: the totals it changed come as totals
+            if isinstance(value, CorrectionsHeld | ExpiryReached):
+                continue  # the processor's own state: what it changes reaches the projection as totals
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)
             if known is None or value.version > known.version:

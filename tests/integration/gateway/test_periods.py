@@ -32,8 +32,11 @@ READ = """query($id: ID!, $key: String) {
     window { period timeZone }
     top { entries { userId score } }
     player(userId: "ann") { rank score }
-    current: period { key status startsAt endsAt top { entries { userId } } }
-    past: period(key: $key) { key status top { entries { userId score } } result { version entries { userId score } } }
+    current: period { key status startsAt endsAt top { entries { userId } asOf { positions { offset } } } }
+    past: period(key: $key) {
+      key status top { entries { userId score } asOf { positions { region partition offset } } }
+      result { version entries { userId score } }
+    }
     periods(first: 3) { key status }
   }
 }"""
@@ -58,7 +61,7 @@ async def test_a_daily_board_reads_its_current_period_and_its_past_ones(
     board = await _windowed(boards, cassandra_session, DAILY, yesterday.start_ms + 600_000)  # past its grace
     await boards.set_totals(board.for_period(today.key), [("ann", 5), ("bob", 9)])
     await boards.set_totals(board.for_period(yesterday.key), [("ann", 40)])
-    await boards.set_positions({0: 1}, accepted_ms=now)
+    await boards.set_positions({0: 10}, accepted_ms=now)
     periods, results = CassandraPeriods(cassandra_session), CassandraResults(cassandra_session)
     scoped = board.for_period(yesterday.key).id
     assert await periods.begin(board.id, yesterday, datetime.now(UTC))
@@ -82,9 +85,12 @@ async def test_a_daily_board_reads_its_current_period_and_its_past_ones(
     assert read["player"] == {"rank": 2, "score": 5}
     assert read["current"]["key"] == today.key and read["current"]["status"] == "OPEN"
     assert read["current"]["startsAt"] == datetime.fromtimestamp(today.start_ms / 1000, UTC).isoformat()
-    assert read["current"]["top"]["entries"] == [{"userId": "bob"}, {"userId": "ann"}]
+    assert read["current"]["top"] == {"entries": [{"userId": "bob"}, {"userId": "ann"}],
+                                      "asOf": {"positions": [{"offset": 10}]}}  # fmt: skip
     assert read["past"] == {
-        "key": yesterday.key, "status": "CLOSED", "top": {"entries": [{"userId": "ann", "score": 40}]},
+        "key": yesterday.key, "status": "CLOSED",
+        "top": {"entries": [{"userId": "ann", "score": 40}],  # its asOf: the cutoffs it closed with
+                "asOf": {"positions": [{"region": "local", "partition": 0, "offset": 3}]}},
         "result": {"version": 1, "entries": [{"userId": "ann", "score": 40}]},
     }  # fmt: skip
     assert read["periods"] == [
@@ -122,7 +128,7 @@ UPDATES = """subscription($board: ID!) {
   leaderboardUpdates(leaderboardId: $board) {
     __typename
     ... on TopKChanged { leaderboardId k }
-    ... on PeriodChanged { leaderboardId period previousPeriod startsAt }
+    ... on BoardStatusChanged { leaderboardId status resultVersion period sequence }
   }
 }"""
 
@@ -175,17 +181,17 @@ async def test_a_subscription_follows_the_current_period_and_says_when_it_rolls_
             await task
 
     top = {"__typename": "TopKChanged", "leaderboardId": board.id, "k": 10}
-    [rolled] = [n for n, update in enumerate(received) if update["__typename"] == "PeriodChanged"]
+    [rolled] = [n for n, update in enumerate(received) if update["__typename"] == "BoardStatusChanged"]
     assert received[rolled] == {
-        "__typename": "PeriodChanged", "leaderboardId": board.id, "period": tomorrow.key,
-        "previousPeriod": today.key, "startsAt": datetime.fromtimestamp(tomorrow.start_ms / 1000, UTC).isoformat(),
+        "__typename": "BoardStatusChanged", "leaderboardId": board.id, "status": "OPEN", "resultVersion": None,
+        "period": tomorrow.key, "sequence": tomorrow.start_ms * 1000,
     }  # fmt: skip
     assert received[:rolled] and all(u == top for u in received[:rolled])
     assert received[rolled + 1 :] and all(u == top for u in received[rolled + 1 :])
 
 
 async def _rolled(received: list[dict[str, Any]]) -> bool:
-    return any(update["__typename"] == "PeriodChanged" for update in received)
+    return any(update["__typename"] == "BoardStatusChanged" for update in received)
 
 
 async def _received(received: list[dict[str, Any]], count: int) -> bool:
