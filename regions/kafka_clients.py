@@ -248,6 +248,19 @@ async def assign_from_committed(consumer: AIOKafkaConsumer, tps: list[TopicParti
             consumer.seek(tp, committed)
 
 
+async def committed_metadata(
+    kafka: KafkaSettings, group: str, tps: list[TopicPartition]
+) -> dict[TopicPartition, str]:
+    """The metadata of the group's committed offsets of ``tps`` (those it committed)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        found = await admin.list_consumer_group_offsets(group, partitions=tps)
+    finally:
+        await admin.close()
+    return {tp: committed.metadata or "" for tp, committed in found.items() if committed.offset >= 0}
+
+
 async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict[int, int]:
     """Records between the consumer's position and the end, per partition."""
     end = await consumer.end_offsets(tps)

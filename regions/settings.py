@@ -105,7 +105,7 @@ class CassandraSettings(BaseModel):
     local_dc: str = Field(
         "datacenter1",
         description="This region's data center: requests go there, at LOCAL_QUORUM (LOCAL_SERIAL for "
-        "audit rows); the board catalog's creations are SERIAL, across data centers.",
+        "conditional writes); the board catalog's creations are SERIAL, across data centers.",
     )
     request_timeout_s: float = Field(5.0, gt=0, description="Per-request timeout.")
     username: str = Field("", description="User of password authentication; empty: none.")
@@ -224,6 +224,13 @@ class AuditSettings(BaseModel):
         le=19,
         description="CPU niceness the sink adds to itself: the audit is eventual, so on a shared host a "
         "peak slows it rather than acceptance and ranking (0: same priority as the rest).",
+    )
+    batch_rows: int = Field(
+        10,
+        ge=1,
+        le=100,
+        description="Audit rows per unlogged batch, all of one replica set (1: a request per row); above "
+        "10 Cassandra logs a warning per batch (unlogged_batch_across_partitions_warn_threshold).",
     )
     retry_initial_s: float = Field(0.2, gt=0, description="First retry delay after a Cassandra error.")
     retry_max_s: float = Field(10.0, gt=0, description="Longest retry delay.")
