@@ -85,11 +85,17 @@ class RawHttp:
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         self._writer.write(head.encode() + body)
         status_line = await self._reader.readline()
+        if not status_line:
+            raise ConnectionResetError("the intake closed the connection")
         length = 0
         while (line := await self._reader.readline()) not in (b"\r\n", b""):
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":")[1])
         return int(status_line.split()[1]), await self._reader.readexactly(length)
+
+    def closed(self) -> bool:
+        """The server closed it (uvicorn closes idle keep-alive connections after a few seconds)."""
+        return self._reader is not None and self._reader.at_eof()
 
     def close(self) -> None:
         if self._writer is not None:
@@ -161,6 +167,9 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> int:
     while (due := start + n * interval) < start + s.duration:
         if (wait := due - time.perf_counter()) > 0:
             await asyncio.sleep(wait)
+        while idle and idle[-1].closed():
+            idle.pop().close()
+            opened -= 1
         while not idle and opened >= s.max_connections:
             freed.clear()
             await freed.wait()
