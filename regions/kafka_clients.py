@@ -18,6 +18,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from regions.kafka_partitioner import KeyPartitioner
 from regions.kafka_security import connection_options
 from regions.settings import KafkaSettings, ProcessorSettings
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
@@ -130,6 +131,7 @@ def make_producer(
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
         max_batch_size=batch_bytes,
+        partitioner=KeyPartitioner(),
     )
 
 
