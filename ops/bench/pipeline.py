@@ -1,10 +1,13 @@
 """Pipeline benchmark: signed awards through the HTTP intake for a bounded time, then a replay.
 
-Prints accepted awards/s, acknowledgement latency, freshness (acknowledged -> visible in Redis, by
-the projection's asOf positions), CPU and memory of every process, and the projector's replay rate
-next to redis-benchmark running the same Lua script pipelined on the same Redis.
+The load is open loop (``load.py``): every request leaves at its scheduled time, from
+``--generators`` processes that report their own CPU, and requests that could not leave on time are
+counted. Prints offered and accepted awards/s, acknowledgement latency, freshness (acknowledged ->
+visible in Redis, by the projection's asOf positions), CPU and memory of every process and server
+with the CPU per accepted award over the load and its drain, and the projector's replay rate next
+to redis-benchmark running the same Lua script pipelined on the same Redis.
 
-Run through ``ops/bench/pipeline`` (it starts the servers). Options: ``--help``.
+Run through ``ops/bench/pipeline`` (it starts the servers of ``ops/services env``). Options: ``--help``.
 """
 
 from __future__ import annotations
