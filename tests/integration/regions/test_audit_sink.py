@@ -117,13 +117,17 @@ async def _redelivered(
     return awards, written, _count("lb_audit_rows_present_total") - present
 
 
+async def _rows_per_award(session: Session, awards: list[AppliedAward]) -> list[int]:
+    audit = CassandraAudit(session)
+    return [await audit.count(a.award.event_id) for a in awards]
+
+
 async def test_a_batch_delivered_again_after_a_stop_leaves_one_row_each_and_counts_rows_once(
     topics: Settings, cassandra_session: Session
 ) -> None:
     awards, written, present = await _redelivered(topics, cassandra_session, intent=True)
 
-    audit = CassandraAudit(cassandra_session)
-    assert [await audit.count(a.award.event_id) for a in awards] == [1] * 20
+    assert await _rows_per_award(cassandra_session, awards) == [1] * 20
     assert (written, present) == (12, 8)  # the 8 rows written before are found, not written again
     stored = cassandra_session.execute(
         "SELECT amount, recorded_at, WRITETIME(amount) AS at FROM award_history WHERE event_id = %s",
@@ -139,6 +143,5 @@ async def test_without_the_intent_the_rows_are_still_one_each_but_counted_as_wri
     """Negative control: the commit's intent is what keeps the count honest, not luck."""
     awards, written, present = await _redelivered(topics, cassandra_session, intent=False)
 
-    audit = CassandraAudit(cassandra_session)
-    assert [await audit.count(a.award.event_id) for a in awards] == [1] * 20
+    assert await _rows_per_award(cassandra_session, awards) == [1] * 20
     assert (written, present) == (20, 0)
