@@ -66,7 +66,15 @@ class Reply(msgspec.Struct, array_like=True):
 class GeneratorReport(msgspec.Struct):
     replies: list[Reply]
     cpu_s: float  # this generator's CPU time (user + system) while it ran the schedule
-    connections: int  # the most connections it had open at once
+    offered: Offered
+
+
+class Offered(msgspec.Struct):
+    """How the schedule went: the most connections open at once, and the requests that had to wait
+    for one (all were busy at the cap: the intake answered too slowly to offer the rate)."""
+
+    connections: int = 0
+    waited_for_connection: int = 0
 
 
 class RawHttp:
@@ -134,15 +142,14 @@ def _reply(scheduled: float, sent: float, status: int, body: bytes) -> Reply:
                  int(str(last["partition"])), int(str(last["offset"])))  # fmt: skip
 
 
-async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> int:
-    """Send this generator's share of the schedule, open loop; ``on_reply`` is told of each answer.
-    Returns the most connections open at once."""
+async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> Offered:
+    """Send this generator's share of the schedule, open loop; ``on_reply`` is told of each answer."""
     s = schedule
     interval = s.batch * s.slots / s.rate
     requests = _Requests(s.board, s.batch, s.players, seed=s.slot + 1)
     idle: list[RawHttp] = []
     freed = asyncio.Event()
-    opened = most = 0
+    opened, offered = 0, Offered()
     running: set[asyncio.Task[None]] = set()
 
     async def send(scheduled: float, http: RawHttp) -> None:
@@ -170,6 +177,8 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> int:
         while idle and idle[-1].closed():
             idle.pop().close()
             opened -= 1
+        if not idle and opened >= s.max_connections:
+            offered.waited_for_connection += 1
         while not idle and opened >= s.max_connections:
             freed.clear()
             await freed.wait()
@@ -177,7 +186,7 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> int:
             http = idle.pop()
         else:
             http, opened = RawHttp(s.port), opened + 1
-            most = max(most, opened)
+            offered.connections = max(offered.connections, opened)
         task = asyncio.create_task(send(due, http))
         running.add(task)
         task.add_done_callback(running.discard)
@@ -185,16 +194,16 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> int:
     await asyncio.gather(*running)
     for http in idle:
         http.close()
-    return most
+    return offered
 
 
 async def _generate(schedule: Schedule) -> GeneratorReport:
     replies: list[Reply] = []
     before = resource.getrusage(resource.RUSAGE_SELF)
-    most = await offer(schedule, replies.append)
+    offered = await offer(schedule, replies.append)
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return GeneratorReport(replies, cpu, most)
+    return GeneratorReport(replies, cpu, offered)
 
 
 def main() -> None:

@@ -81,6 +81,7 @@ class Results:
     offered: int = 0  # awards in the requests sent
     send_delay_ms: list[float] = field(default_factory=list)  # sent - scheduled
     connections: int = 0  # most connections open at once, all generators together
+    waited_for_connection: int = 0  # requests that waited for a connection: every one was busy at the cap
     generator_cpu_s: float = 0.0  # CPU of generator processes (in-process load: counted with the bench)
 
     def add(self, reply: Reply, batch: int) -> None:
@@ -100,7 +101,8 @@ async def drive(port: int, board: str, args: argparse.Namespace, results: Result
     """Open-loop load from this process: one request of ``batch`` awards every 1/(rate/batch) s, on
     at most ``connections`` connections (see ``load.offer``)."""
     schedule = Schedule(port, board, args.rate, args.batch, args.duration, args.players, args.connections)
-    results.connections = await offer(schedule, lambda reply: results.add(reply, args.batch))
+    offered = await offer(schedule, lambda reply: results.add(reply, args.batch))
+    results.connections, results.waited_for_connection = offered.connections, offered.waited_for_connection
 
 
 def generator_processes(schedule: Schedule, count: int) -> list[subprocess.Popen[bytes]]:
@@ -122,7 +124,8 @@ async def collect(generators: list[subprocess.Popen[bytes]], batch: int, results
         for reply in report.replies:
             results.add(reply, batch)
         results.generator_cpu_s += report.cpu_s
-        results.connections += report.connections
+        results.connections += report.offered.connections
+        results.waited_for_connection += report.offered.waited_for_connection
 
 
 class PositionHistory:
@@ -445,9 +448,10 @@ def report(args: argparse.Namespace, m: Measured) -> None:
     print(f"offered awards/s       {r.offered / args.duration:10.0f}   (target rate {args.rate}/s)")
     print(f"accepted awards/s      {r.accepted / m.wall:10.0f}   ({r.accepted} accepted)")
     print(f"rejected requests      {sum(r.rejected.values()):10d}   {r.rejected or ''}")
-    print(f"late requests          {r.late_sends:10d}   (sent over {LATE_S * 1000:.0f} ms after their time: the "
-          f"generators could not keep the schedule; send delay p99 {ms(r.send_delay_ms, .99).strip()} ms, "
-          f"{r.connections} connections at most)")  # fmt: skip
+    print(f"late requests          {r.late_sends:10d}   (sent over {LATE_S * 1000:.0f} ms after their time, so the rate "
+          f"was not offered; send delay p99 {ms(r.send_delay_ms, .99).strip()} ms)")  # fmt: skip
+    print(f"  waited for a connection{r.waited_for_connection:9d}   (all {args.connections} were busy: the intake "
+          f"answered too slowly; the rest of the late ones: the generators' own CPU; {r.connections} open at most)")  # fmt: skip
     print(
         f"ack latency ms         p50 {ms(r.ack_ms, 0.5)}  p95 {ms(r.ack_ms, 0.95)}  p99 {ms(r.ack_ms, 0.99)}"
     )
