@@ -264,7 +264,11 @@ class ReplicatorSettings(BaseModel):
         description="The region whose locally accepted awards this replicator copies here "
         "(one replicator process per remote region).",
     )
-    health_port: int = Field(8085, description="Port of /healthz, /readyz and /metrics.")
+    health_port: int = Field(
+        8085,
+        description="Port of /healthz, /readyz and /metrics. A supervisor running every replicator of "
+        "the region (ops/run) gives the one copying from the i-th region of `regions` this port + i.",
+    )
     max_batch: int = Field(
         5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
     )

@@ -1,8 +1,10 @@
-"""A second region for tests: its own Kafka cluster, and replicator processes between the two.
+"""More regions for tests: Kafka clusters of their own, and replicator processes between them.
 
-The cluster is started by ``ops/services`` in a data folder of its own on free ports, so it never
-touches the shared servers, and stopped by it at the end of the session. The shared Kafka plays
-region ``eu``, the second cluster region ``us``.
+Each cluster is started by ``ops/services`` in a data folder of its own on free ports, so it never
+touches the shared servers, and stopped by it at the end of the session. Its broker has a second
+listener that advertises a proxy's port (``KafkaCluster.proxy``): a client bootstrapped from the
+proxy reaches the broker only through it, so a test can cut that client off at the network level.
+In ``eu_us`` the shared Kafka plays region ``eu``, the cluster named ``us`` region ``us``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from schema.replication import (
     SOURCE_PARTITION_HEADER,
     replicated_awards_topic,
 )
-from tests.harness import Region, free_port, wait_ready
+from tests.harness import Region, delete_topics, free_port, wait_ready
+from tests.proxy import TcpProxy
 
 wait_until = Region.wait_until
 
@@ -41,15 +44,31 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclass
 class KafkaCluster:
-    """A single-node KRaft cluster run by ``ops/services`` under ``data_dir``."""
+    """A single-node KRaft cluster run by ``ops/services`` under ``data_dir``; its second listener
+    (``proxied_port``) advertises ``proxy_port``, where ``proxy()`` listens."""
 
     data_dir: Path
     port: int = field(default_factory=free_port)
     controller_port: int = field(default_factory=free_port)
+    proxied_port: int = field(default_factory=free_port)
+    proxy_port: int = field(default_factory=free_port)
 
     @property
     def bootstrap_servers(self) -> str:
+        """The broker's own listener: for the region's own processes."""
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def proxied_bootstrap_servers(self) -> str:
+        """The broker through ``proxy()``: for clients in other regions."""
+        return f"127.0.0.1:{self.proxy_port}"
+
+    async def proxy(self) -> TcpProxy:
+        """A proxy in front of the second listener, on the port that listener advertises; close it
+        at the end of the test (the next test starts its own)."""
+        proxy = TcpProxy("127.0.0.1", self.proxied_port)
+        await proxy.start(self.proxy_port)
+        return proxy
 
     def _services(self, *args: str) -> None:
         env = {
@@ -57,6 +76,8 @@ class KafkaCluster:
             "LB_OPS_DATA_DIR": str(self.data_dir),
             "LB_OPS_KAFKA_PORT": str(self.port),
             "LB_OPS_KAFKA_CONTROLLER_PORT": str(self.controller_port),
+            "LB_OPS_KAFKA_PROXIED_PORT": str(self.proxied_port),
+            "LB_OPS_KAFKA_PROXIED_ADVERTISED": self.proxied_bootstrap_servers,
         }
         done = subprocess.run([str(ROOT / "ops/services"), *args], env=env, capture_output=True, text=True)
         if done.returncode != 0:
@@ -67,6 +88,27 @@ class KafkaCluster:
 
     def stop(self) -> None:
         self._services("down", "kafka")
+
+
+class KafkaClusters:
+    """This session's extra Kafka clusters by name, each started on first use and stopped at the end."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._clusters: dict[str, KafkaCluster] = {}
+
+    async def get(self, *names: str) -> list[KafkaCluster]:
+        """The clusters of ``names``, starting those not running yet side by side."""
+        missing = [n for n in dict.fromkeys(names) if n not in self._clusters]
+        for name in missing:  # known before they start, so a failed start is still stopped
+            self._clusters[name] = KafkaCluster(self._root / name)
+        await asyncio.gather(*(asyncio.to_thread(self._clusters[n].start) for n in missing))
+        return [self._clusters[n] for n in names]
+
+    def stop(self) -> None:
+        for cluster in self._clusters.values():
+            cluster.stop()
+        shutil.rmtree(self._root, ignore_errors=True)
 
 
 def two_regions(eu: Settings, us_bootstrap: str) -> tuple[Settings, Settings]:
@@ -295,23 +337,30 @@ Replicators = Callable[..., Awaitable[ReplicatorProcess]]
 
 
 @pytest.fixture(scope="session")
-def second_kafka(tmp_path_factory: pytest.TempPathFactory, kafka_ready: None) -> Iterator[KafkaCluster]:
-    """A second Kafka cluster for this session (another region's), on its own ports and data."""
-    cluster = KafkaCluster(tmp_path_factory.mktemp("second-kafka"))
-    cluster.start()
+def kafka_clusters(tmp_path_factory: pytest.TempPathFactory, kafka_ready: None) -> Iterator[KafkaClusters]:
+    """Extra Kafka clusters for this session (other regions'), on their own ports and data."""
+    clusters = KafkaClusters(tmp_path_factory.mktemp("kafka-clusters"))
     try:
-        yield cluster
+        yield clusters
     finally:
-        cluster.stop()
-        shutil.rmtree(cluster.data_dir, ignore_errors=True)
+        clusters.stop()
+
+
+@pytest.fixture(scope="session")
+async def second_kafka(kafka_clusters: KafkaClusters) -> KafkaCluster:
+    """The cluster of region ``us``, next to the shared Kafka."""
+    [cluster] = await kafka_clusters.get("us")
+    return cluster
 
 
 @pytest.fixture
-async def eu_us(settings: Settings, second_kafka: KafkaCluster) -> tuple[Settings, Settings]:
-    """Regions eu (the shared Kafka) and us (the second cluster), this test's topics in both."""
+async def eu_us(settings: Settings, second_kafka: KafkaCluster) -> AsyncIterator[tuple[Settings, Settings]]:
+    """Regions eu (the shared Kafka) and us (the second cluster), this test's topics in both (those
+    on the second cluster are deleted afterwards, as ``settings`` does on the shared one)."""
     eu, us = two_regions(settings, second_kafka.bootstrap_servers)
     await bootstrap_topics(eu, us)
-    return eu, us
+    yield eu, us
+    await delete_topics(us.kafka, f"{us.kafka.topic_prefix}.")
 
 
 @pytest.fixture

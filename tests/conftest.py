@@ -22,7 +22,7 @@ from regions.cassandra_store import apply_migrations, connect
 from regions.kafka_clients import ensure_topics
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
-from tests.clusters import eu_us, replicators, second_kafka  # noqa: F401  (a second region's fixtures)
+from tests.clusters import eu_us, kafka_clusters, replicators, second_kafka  # noqa: F401  (other regions' fixtures)
 from tests.harness import Region, delete_topics, with_free_ports
 
 # Properties check results, not speed: no per-example deadline, so a busy machine cannot fail them.
