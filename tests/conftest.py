@@ -24,6 +24,7 @@ from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
 from tests.clusters import eu_us, kafka_clusters, replicators, second_kafka  # noqa: F401  (other regions' fixtures)
 from tests.harness import Region, delete_topics, with_free_ports
+from tests.multi_region import deploy  # noqa: F401  (several whole regions)
 
 # Properties check results, not speed: no per-example deadline, so a busy machine cannot fail them.
 hypothesis_settings.register_profile("project", deadline=None, print_blob=True)
