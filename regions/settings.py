@@ -367,6 +367,13 @@ class GatewaySettings(BaseModel):
     resync_after_coalesced: int = Field(
         32, ge=1, description="Undelivered updates a subscriber may have overwritten before it gets a Resync."
     )
+    hints_ping_interval_s: float = Field(
+        5.0,
+        gt=0,
+        description="A hints feed that heard nothing this long is sent a PING; one that then hears "
+        "nothing for as long again is reconnected (its subscribers get a Resync). A partition that "
+        "outlasts the server's patience drops the connection without a word reaching this side.",
+    )
     max_tracked_players: int = Field(
         5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."
     )
