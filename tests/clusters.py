@@ -1,10 +1,11 @@
 """More regions for tests: Kafka clusters of their own, and replicator processes between them.
 
-Each cluster is started by ``ops/services`` in a data folder of its own on free ports, so it never
-touches the shared servers, and stopped by it at the end of the session. Its broker has a second
-listener that advertises a proxy's port (``KafkaCluster.proxy``): a client bootstrapped from the
-proxy reaches the broker only through it, so a test can cut that client off at the network level.
-In ``eu_us`` the shared Kafka plays region ``eu``, the cluster named ``us`` region ``us``.
+Each region's servers (a Kafka cluster and a Redis) are started by ``ops/services`` in a data
+folder of their own on free ports, so they never touch the shared servers, and stopped by it at the
+end of the session. The broker has a second listener that advertises a proxy's port
+(``RegionServers.proxy``): a client bootstrapped from the proxy reaches the broker only through it,
+so a test can cut that client off at the network level. In ``eu_us`` the shared Kafka plays region
+``eu``, the cluster of region ``us`` region ``us``.
 """
 
 from __future__ import annotations
@@ -43,15 +44,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
-class KafkaCluster:
-    """A single-node KRaft cluster run by ``ops/services`` under ``data_dir``; its second listener
-    (``proxied_port``) advertises ``proxy_port``, where ``proxy()`` listens."""
+class RegionServers:
+    """A region's servers run by ``ops/services`` under ``data_dir``: a single-node KRaft cluster whose
+    second listener (``proxied_port``) advertises ``proxy_port``, where ``proxy()`` listens, and with
+    ``redis_port`` a Redis of its own."""
 
     data_dir: Path
     port: int = field(default_factory=free_port)
     controller_port: int = field(default_factory=free_port)
     proxied_port: int = field(default_factory=free_port)
     proxy_port: int = field(default_factory=free_port)
+    redis_port: int | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -63,12 +66,30 @@ class KafkaCluster:
         """The broker through ``proxy()``: for clients in other regions."""
         return f"127.0.0.1:{self.proxy_port}"
 
+    @property
+    def redis_url(self) -> str:
+        if self.redis_port is None:
+            raise RuntimeError(f"the servers under {self.data_dir} have no Redis")
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
     async def proxy(self) -> TcpProxy:
         """A proxy in front of the second listener, on the port that listener advertises; close it
         at the end of the test (the next test starts its own)."""
         proxy = TcpProxy("127.0.0.1", self.proxied_port)
         await proxy.start(self.proxy_port)
         return proxy
+
+    async def redis_proxy(self) -> TcpProxy:
+        """A proxy in front of the Redis, on a free port (its ``port``); close it at the end of the test."""
+        if self.redis_port is None:
+            raise RuntimeError(f"the servers under {self.data_dir} have no Redis")
+        proxy = TcpProxy("127.0.0.1", self.redis_port)
+        await proxy.start()
+        return proxy
+
+    @property
+    def _kinds(self) -> tuple[str, ...]:
+        return ("kafka",) if self.redis_port is None else ("kafka", "redis")
 
     def _services(self, *args: str) -> None:
         env = {
@@ -78,36 +99,38 @@ class KafkaCluster:
             "LB_OPS_KAFKA_CONTROLLER_PORT": str(self.controller_port),
             "LB_OPS_KAFKA_PROXIED_PORT": str(self.proxied_port),
             "LB_OPS_KAFKA_PROXIED_ADVERTISED": self.proxied_bootstrap_servers,
+            **({} if self.redis_port is None else {"LB_OPS_REDIS_PORT": str(self.redis_port)}),
         }
         done = subprocess.run([str(ROOT / "ops/services"), *args], env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"ops/services {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
 
     def start(self) -> None:
-        self._services("up", "kafka")
+        self._services("up", *self._kinds)
 
     def stop(self) -> None:
-        self._services("down", "kafka")
+        self._services("down", *self._kinds)
 
 
-class KafkaClusters:
-    """This session's extra Kafka clusters by name, each started on first use and stopped at the end."""
+class RegionServerPool:
+    """This session's other regions' servers by name (a Kafka cluster and a Redis each), each
+    started on first use and stopped at the end."""
 
     def __init__(self, root: Path) -> None:
         self._root = root
-        self._clusters: dict[str, KafkaCluster] = {}
+        self._servers: dict[str, RegionServers] = {}
 
-    async def get(self, *names: str) -> list[KafkaCluster]:
-        """The clusters of ``names``, starting those not running yet side by side."""
-        missing = [n for n in dict.fromkeys(names) if n not in self._clusters]
+    async def get(self, *names: str) -> list[RegionServers]:
+        """The servers of ``names``, starting those not running yet side by side."""
+        missing = [n for n in dict.fromkeys(names) if n not in self._servers]
         for name in missing:  # known before they start, so a failed start is still stopped
-            self._clusters[name] = KafkaCluster(self._root / name)
-        await asyncio.gather(*(asyncio.to_thread(self._clusters[n].start) for n in missing))
-        return [self._clusters[n] for n in names]
+            self._servers[name] = RegionServers(self._root / name, redis_port=free_port())
+        await asyncio.gather(*(asyncio.to_thread(self._servers[n].start) for n in missing))
+        return [self._servers[n] for n in names]
 
     def stop(self) -> None:
-        for cluster in self._clusters.values():
-            cluster.stop()
+        for servers in self._servers.values():
+            servers.stop()
         shutil.rmtree(self._root, ignore_errors=True)
 
 
@@ -337,24 +360,24 @@ Replicators = Callable[..., Awaitable[ReplicatorProcess]]
 
 
 @pytest.fixture(scope="session")
-def kafka_clusters(tmp_path_factory: pytest.TempPathFactory, kafka_ready: None) -> Iterator[KafkaClusters]:
-    """Extra Kafka clusters for this session (other regions'), on their own ports and data."""
-    clusters = KafkaClusters(tmp_path_factory.mktemp("kafka-clusters"))
+def region_servers(tmp_path_factory: pytest.TempPathFactory, kafka_ready: None) -> Iterator[RegionServerPool]:
+    """Other regions' servers for this session, on their own ports and data."""
+    pool = RegionServerPool(tmp_path_factory.mktemp("region-servers"))
     try:
-        yield clusters
+        yield pool
     finally:
-        clusters.stop()
+        pool.stop()
 
 
 @pytest.fixture(scope="session")
-async def second_kafka(kafka_clusters: KafkaClusters) -> KafkaCluster:
-    """The cluster of region ``us``, next to the shared Kafka."""
-    [cluster] = await kafka_clusters.get("us")
-    return cluster
+async def second_kafka(region_servers: RegionServerPool) -> RegionServers:
+    """The servers of region ``us``, next to the shared ones."""
+    [servers] = await region_servers.get("us")
+    return servers
 
 
 @pytest.fixture
-async def eu_us(settings: Settings, second_kafka: KafkaCluster) -> AsyncIterator[tuple[Settings, Settings]]:
+async def eu_us(settings: Settings, second_kafka: RegionServers) -> AsyncIterator[tuple[Settings, Settings]]:
     """Regions eu (the shared Kafka) and us (the second cluster), this test's topics in both (those
     on the second cluster are deleted afterwards, as ``settings`` does on the shared one)."""
     eu, us = two_regions(settings, second_kafka.bootstrap_servers)

@@ -1,7 +1,7 @@
 """Several whole regions for one test, linked through proxies that a test can black-hole.
 
-Region i of the list runs on the session's Kafka cluster of that name (``tests.clusters``), keeps
-its projection in database i of the shared Redis (same key prefix, so a HOME read reaches another
+Each region of the list runs on the session's servers of that name (``tests.clusters``: a Kafka
+cluster and a Redis of its own; the same key prefix in every region, so a HOME read reaches another
 region's projection by URL exactly as across machines) and runs its own processes, a replicator
 from every other region, and on request a gateway. The Cassandra keyspace is the test's, shared
 (the board catalog is global; locally one data center serves every region).
@@ -26,7 +26,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 from cassandra.cluster import Session
@@ -38,16 +37,12 @@ from regions.core.reads import AsOf
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.redis_reads import RankReader
 from regions.settings import RegionEndpoint, Settings
-from tests.clusters import KafkaClusters, ReplicatorProcess, Replicators, bootstrap_topics
+from tests.clusters import RegionServerPool, RegionServers, ReplicatorProcess, Replicators, bootstrap_topics
 from tests.e2e.gateway.conftest import GatewayProcess, start_gateway
 from tests.harness import SERVICES, Region, delete_topics, with_free_ports
 from tests.proxy import TcpProxy
 
 STALE_AFTER_S = 5.0  # threshold of the freshness rule (the setting's default)
-
-
-def in_db(url: str, db: int) -> str:
-    return f"{url.rsplit('/', 1)[0]}/{db}"
 
 
 class Oracle:
@@ -153,12 +148,12 @@ class Deployment:
 Deploy = Callable[..., Awaitable[Deployment]]
 
 
-def _region_settings(base: Settings, name: str, index: int, bootstrap: str, tmp_path: Path) -> Settings:
+def _region_settings(base: Settings, name: str, servers: RegionServers, tmp_path: Path) -> Settings:
     store = base.processor.model_copy(update={"store_dir": str(tmp_path / f"state-{name}")})
     return with_free_ports(base.model_copy(update={
         "region": name,
-        "kafka": base.kafka.model_copy(update={"bootstrap_servers": bootstrap}),
-        "redis": base.redis.model_copy(update={"url": in_db(base.redis.url, index)}),
+        "kafka": base.kafka.model_copy(update={"bootstrap_servers": servers.bootstrap_servers}),
+        "redis": base.redis.model_copy(update={"url": servers.redis_url}),
         "processor": store,
     }))  # fmt: skip
 
@@ -166,7 +161,7 @@ def _region_settings(base: Settings, name: str, index: int, bootstrap: str, tmp_
 @pytest.fixture
 async def deploy(
     settings: Settings,
-    kafka_clusters: KafkaClusters,
+    region_servers: RegionServerPool,
     replicators: Replicators,
     cassandra_session: Session,
     tmp_path: Path,
@@ -178,7 +173,6 @@ async def deploy(
     started: list[Deployment] = []
     clients: list[Redis] = []
     gateways = contextlib.AsyncExitStack()
-    redis_at = urlparse(settings.redis.url)
 
     async def start(
         names: Sequence[str],
@@ -188,17 +182,16 @@ async def deploy(
         gateways_in: Sequence[str] = (),
         env: dict[str, str] | None = None,
     ) -> Deployment:
-        clusters = await kafka_clusters.get(*names)
-        kafka_links = {n: await c.proxy() for n, c in zip(names, clusters, strict=True)}
-        redis_links = {n: TcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379) for n in names}
+        servers = dict(zip(names, await region_servers.get(*names), strict=True))
+        kafka_links = {n: await s.proxy() for n, s in servers.items()}
+        redis_links = {n: await s.redis_proxy() for n, s in servers.items()}
         endpoints = {
-            n: RegionEndpoint(kafka_bootstrap_servers=c.proxied_bootstrap_servers,
-                              redis_url=f"redis://127.0.0.1:{await redis_links[n].start()}/{i}")
-            for i, (n, c) in enumerate(zip(names, clusters, strict=True))
+            n: RegionEndpoint(kafka_bootstrap_servers=s.proxied_bootstrap_servers,
+                              redis_url=f"redis://127.0.0.1:{redis_links[n].port}/0")
+            for n, s in servers.items()
         }  # fmt: skip
         base = settings.model_copy(update={"regions": endpoints})
-        each = [_region_settings(base, n, i, c.bootstrap_servers, tmp_path)
-                for i, (n, c) in enumerate(zip(names, clusters, strict=True))]  # fmt: skip
+        each = [_region_settings(base, n, s, tmp_path) for n, s in servers.items()]
         await bootstrap_topics(*each)
         regions, readers = {}, {}
         rule = FreshnessRule(tuple(sorted(names)), settings.kafka.partitions, STALE_AFTER_S)

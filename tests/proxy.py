@@ -19,6 +19,7 @@ class TcpProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self._target = (target_host, target_port)
         self._server: asyncio.Server | None = None
+        self.port = 0  # where it listens, once started
         self._writers: set[asyncio.StreamWriter] = set()
         self.delay_s = 0.0  # added before each reply chunk reaches the client
         self.cut_off = False
@@ -28,9 +29,10 @@ class TcpProxy:
         self._flowing.set()
 
     async def start(self, port: int = 0) -> int:
-        """Listen on ``port`` (any free one by default) and return it."""
+        """Listen on ``port`` (any free one by default) and return it (``port`` afterwards)."""
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", port)
-        return int(self._server.sockets[0].getsockname()[1])
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
 
     @property
     def black_holed(self) -> bool:

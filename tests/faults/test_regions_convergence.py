@@ -35,7 +35,7 @@ TOP = """query($id: ID!, $scope: Scope!) { leaderboard(id: $id) { top(k: 20, sco
   entries { userId score } asOf { region regions { region stale } } } } }"""
 UPDATES = """subscription($board: ID!, $user: ID) {
   leaderboardUpdates(leaderboardId: $board, userId: $user, scope: HOME) {
-    __typename ... on ScoreUpdated { score asOf { region } } } }"""
+    __typename ... on ScoreUpdated { score asOf { region } } ... on Resync { reason } } }"""
 
 
 @contextlib.asynccontextmanager
@@ -203,8 +203,9 @@ async def test_two_regions_cut_off_from_each_other_keep_serving_and_converge_aft
     await Region.wait_until(home_answers, HEAL_WITHIN_S, "us's HOME read answering the oracle's totals")
     async with _subscribed(gateway, board.id, USERS[0]) as ws:  # HOME updates flow again, from eu
         await Region.wait_until(lambda: _subscribers(gateway, 1), 30, "the HOME subscription joined")
-        update, totals = await _update_after_awards(ws, oracle, eu, board.id, USERS[0])
-    assert update["__typename"] == "ScoreUpdated" and update["asOf"] == {"region": "eu"}, update
+        update, totals, resyncs = await _update_after_awards(ws, oracle, eu, board.id, USERS[0])
+    print(f"HOME subscription after the heal: Resync reasons before its first update: {resyncs}")
+    assert update["__typename"] == "ScoreUpdated" and update["asOf"] == {"region": "eu"}, (update, resyncs)
     assert update["score"] in totals, (update, totals)
     await Region.wait_until(lambda: _sources_back(d), HEAL_WITHIN_S, "every replicator reaching its source")
     await Region.wait_until(
@@ -216,17 +217,22 @@ async def test_two_regions_cut_off_from_each_other_keep_serving_and_converge_aft
 
 async def _update_after_awards(
     ws: ClientConnection, oracle: Oracle, region: Region, board: str, user: str
-) -> tuple[dict[str, Any], list[int]]:
+) -> tuple[dict[str, Any], list[int], list[str]]:
     """Awards to ``user`` until the subscription tells of one (a joining subscriber reads the board
-    first, and a hint older than that read is not repeated); the update and the user's totals."""
-    totals = []
+    first, and a hint older than that read is not repeated): the update, the user's totals, and the
+    reasons of any ``Resync`` before it (a subscriber is told to refetch when hints may be missing)."""
+    totals, resyncs = [], []
     for n in range(10):
         await oracle.send(region, board, user, f"after-the-heal-{n}", 3)
         totals.append(oracle.totals()[user])
         with contextlib.suppress(TimeoutError):
-            message = json.loads(await asyncio.wait_for(ws.recv(), 5))
-            return message["payload"]["data"]["leaderboardUpdates"], totals
-    raise AssertionError(f"no HOME update after 10 awards to {user}")
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                update = message["payload"]["data"]["leaderboardUpdates"]
+                if update["__typename"] != "Resync":
+                    return update, totals, resyncs
+                resyncs.append(update["reason"])
+    raise AssertionError(f"no HOME update after 10 awards to {user} (resyncs: {resyncs})")
 
 
 async def _subscribers(gateway: GatewayProcess, count: int) -> bool:
