@@ -20,7 +20,7 @@ class SnapshotReader:
         self._reader = reader
 
     async def read(self, board: Board, users: Sequence[str], k: int) -> BoardSnapshot:
-        as_of = await self._reader.as_of()
+        as_of = await self._reader.as_of(board)
         top, windows = await self._reader.windows(board, users, k)
         top_entries = [] if top is None else entries_of(board, top)
         players = {

@@ -15,17 +15,20 @@ import httpx
 from cassandra import DriverException
 from cassandra.cluster import Session
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 
 from regions.bootstrap import bootstrap
 from regions.cassandra_catalog import CassandraCatalog, CatalogEntry
 from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable, connect, describe
 from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.corrections import parse_correction
 from regions.core.profiles import InvalidProfileError, Profile
 from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
 from regions.lifecycle.close import CloseRefused
-from regions.lifecycle.command import close_command, results_command
+from regions.lifecycle.command import close_command, correct_command, results_command
+from regions.lifecycle.correct import CorrectionRefused
 from regions.projector.command import rebuild_command
 from regions.reconciliation import ReconciliationReader
 from regions.settings import Settings, UnknownSettingsError, load_settings
@@ -157,6 +160,44 @@ async def _close(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _adjustments(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """USER=SCORE pairs from the command line, then from ``--file`` (one a line; # starts a comment)."""
+    pairs = list(args.adjustments)
+    if args.file:
+        try:
+            with open(args.file, encoding="utf-8") as lines:
+                pairs += [line.split("#", 1)[0].strip() for line in lines]
+        except OSError as exc:
+            raise CommandError(f"--file {args.file}: {exc.strerror}") from exc
+    found = []
+    for pair in filter(None, pairs):
+        user, equals, score = pair.rpartition("=")
+        try:
+            found.append((user, int(score)))
+        except ValueError:
+            raise CommandError(f"adjustment {pair!r}: write USER=SCORE, the score an integer") from None
+        if not equals:
+            raise CommandError(f"adjustment {pair!r}: write USER=SCORE")
+    return found
+
+
+async def _correct(settings: Settings, args: argparse.Namespace) -> int:
+    correction_id = args.id or f"c-{uuid.uuid4().hex[:12]}"
+    request = parse_correction(args.board, correction_id, args.reason, _adjustments(args))
+    if isinstance(request, list):
+        raise CommandError("; ".join(f"{e.field}: {e.rule}" for e in request))
+    async with _cassandra(settings) as session:
+        try:
+            done = await correct_command(settings, session, request, lambda line: print(line, flush=True),
+                                         wait_s=None if args.no_wait else args.wait)  # fmt: skip
+        except RedisError as exc:  # the players are checked against this region's projection
+            raise CommandError(
+                f"the projection's Redis at {settings.redis.url} did not answer ({type(exc).__name__}); "
+                "see 'ops/services status'"
+            ) from exc
+    return 0 if done else 1
+
+
 async def _results(settings: Settings, args: argparse.Namespace) -> int:
     async with _cassandra(settings) as session:
         found = await results_command(session, args.board, args.version, args.first, args.after,
@@ -218,6 +259,20 @@ def build_parser() -> argparse.ArgumentParser:
     close = commands.add_parser("close", help="begin closing a board (in its home region)")
     close.add_argument("board")
     close.add_argument("--reason", help="why the board closes (kept with its result)")
+    correct = commands.add_parser(
+        "correct", help="correct a closed board's result (in its home region): publishes the next version"
+    )
+    correct.add_argument("board")
+    correct.add_argument(
+        "adjustments", nargs="*", metavar="USER=SCORE", help="a player's corrected final score"
+    )
+    correct.add_argument(
+        "--reason", required=True, help="why the result is corrected (kept with the version)"
+    )
+    correct.add_argument("--file", help="more USER=SCORE adjustments, one a line (# starts a comment)")
+    correct.add_argument("--id", help="correction id (default: a new one); the same id again resumes it")
+    correct.add_argument("--wait", type=float, default=600.0, help="seconds to follow it (default 600)")
+    correct.add_argument("--no-wait", action="store_true", help="return once it is recorded")
     results = commands.add_parser("results", help="an archived result of a closed board, page by page")
     results.add_argument("board")
     results.add_argument("--version", type=int, help="result version (default: the newest)")
@@ -242,13 +297,27 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
     "rebuild": _rebuild,
     "reconciliation": _reconciliation,
     "close": _close,
+    "correct": _correct,
     "results": _results,
     "award": _award,
 }
 
 
+def parse_command(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line as ``build_parser`` reads it, except that ``correct`` takes its USER=SCORE
+    adjustments after its options too (``correct BOARD --reason TEXT alice=10``), which argparse alone
+    does not."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "correct" or any(e.startswith("-") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.adjustments += extra
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_command(argv)
     try:
         settings = load_settings()
     except (UnknownSettingsError, ValidationError) as exc:
@@ -256,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return asyncio.run(COMMANDS[args.command](settings, args))
-    except (TopicMissing, CassandraUnavailable, CommandError, CloseRefused) as exc:
+    except (TopicMissing, CassandraUnavailable, CommandError, CloseRefused, CorrectionRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -17,6 +17,7 @@ from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.partitioner import DefaultPartitioner
 
 from regions.kafka_partitioner import KeyPartitioner
 from regions.kafka_security import connection_options
@@ -277,6 +278,12 @@ async def cluster_id(kafka: KafkaSettings) -> str:
         return str((await admin.describe_cluster())["cluster_id"])
     finally:
         await admin.close()
+
+
+def partition_of_key(key: bytes, partitions: list[int]) -> int:
+    """The partition a producer sends ``key`` to without an explicit partition (murmur2, as every
+    Kafka client does): where the intake put the awards of that key."""
+    return int(DefaultPartitioner()(key, partitions, partitions))
 
 
 async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:

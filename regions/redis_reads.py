@@ -3,7 +3,8 @@ each with asOf.
 
 asOf is read before the board's keys. Positions only move forward after the totals they cover are
 applied, so every award at or before a reported position is in the response (it may hold more).
-A projection without an epoch (lost) or marked rebuilding answers ``stale``.
+A projection without an epoch (lost) or marked rebuilding answers ``stale``. A CLOSED board's reads
+claim its cutoffs (``regions.core.reads.board_positions``): they come from its frozen standings.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from regions.core.reads import (
     RankedEntry,
     RankPage,
     Window,
+    board_positions,
     context_of,
     entries_of,
     member_strip,
@@ -73,35 +75,37 @@ class RankReader:
     def _player_args(board: Board, user_id: str, around: int) -> list[str | int]:
         return ["player", user_id, around, member_strip(board)]
 
-    def _as_of(self, p: Positions, *, stale: bool = False) -> AsOf:
+    def _as_of(self, p: Positions, board: Board | None, *, stale: bool = False) -> AsOf:
         rule = self._freshness
         regions = () if rule is None else rule.statuses(p.marks, int(self._clock() * 1000))
         stale = stale or p.epoch is None or p.rebuilding
-        return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale, regions)
+        offsets = p.offsets if board is None else board_positions(board, p.offsets)
+        return AsOf(self._region, offsets, p.newest_accepted_ms, stale, regions)
 
-    async def as_of(self) -> AsOf:
-        return self._as_of(await self._projection.positions())
+    async def as_of(self, board: Board | None = None) -> AsOf:
+        """What the projection reflects (for ``board``: what a read of it claims)."""
+        return self._as_of(await self._projection.positions(), board)
 
-    async def _confirmed(self, before: Positions, empty: bool) -> AsOf:
+    async def _confirmed(self, before: Positions, board: Board, empty: bool) -> AsOf:
         """The asOf of an answer read after ``before``. An empty answer may come from a Redis that
         lost the projection after ``before`` was read, and ``before`` would claim what it lacks:
         then the positions are read again, and a changed epoch makes the answer stale."""
-        as_of = self._as_of(before)
+        as_of = self._as_of(before, board)
         if empty and not as_of.stale and (await self._projection.positions()).epoch != before.epoch:
-            return self._as_of(before, stale=True)
+            return self._as_of(before, board, stale=True)
         return as_of
 
     async def top(self, board: Board, k: int) -> RankPage:
         before = await self._projection.positions()
         window = window_of(await self._script(keys=self._keys(board), args=self._top_args(board, k)))
         entries = [] if window is None else entries_of(board, window)
-        return RankPage(entries, await self._confirmed(before, not entries))
+        return RankPage(entries, await self._confirmed(before, board, not entries))
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
         before = await self._projection.positions()
         reply = await self._script(keys=self._keys(board), args=self._player_args(board, user_id, around))
         window = window_of(reply)
-        as_of = await self._confirmed(before, window is None)
+        as_of = await self._confirmed(before, board, window is None)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
     async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:

@@ -5,7 +5,7 @@ One database per task directory. Keys start with one byte naming what they hold:
 ``t`` + acceptance time (8 bytes, order-preserving) + event id -> nothing: the time index the purge
 walks, so forgetting old copies costs what is forgotten, not the whole memory; ``s`` + region ->
 source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed);
-``m`` + name -> metadata (identity, changelog offsets, completeness bound).
+``h`` + board -> the correction records held for the board (absent: none); ``m`` + name -> metadata (identity, changelog offsets, completeness bound).
 
 Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
 included) and write buffers charged to it, both sized from settings. The write-ahead log is not
@@ -27,6 +27,7 @@ from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, Writ
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
 from regions.processor.state import CutoffKey, StateKey, StoreBatch, StoreIdentity
+from schema.lifecycle import HeldCorrection
 from schema.records import pack_seen, unpack_seen
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class RocksStore:
         self._source = msgspec.msgpack.Decoder(tuple[int, int, int, int]).decode
         self._meta = msgspec.msgpack.Decoder(_Meta).decode
         self._offsets = msgspec.msgpack.Decoder(dict[str, int]).decode
+        self._held = msgspec.msgpack.Decoder(tuple[HeldCorrection, ...]).decode
 
     def _get(self, key: bytes) -> bytes | None:
         return cast(bytes | None, self._db.get(key))
@@ -111,6 +113,10 @@ class RocksStore:
         raw = self._get(_cutoff_key(key))
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
 
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        raw = self._get(b"h" + board_id.encode())
+        return () if raw is None else self._held(raw)
+
     def complete_since_ms(self) -> int | None:
         raw = self._get(_COMPLETE)
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
@@ -128,6 +134,11 @@ class RocksStore:
         for key, offset in batch.cutoffs.items():
             if self.cutoff(key) is None:  # the first marker stays the cutoff
                 out.put(_cutoff_key(key), offset.to_bytes(8, "big", signed=True))
+        for board_id, held in batch.held.items():
+            if held:
+                out.put(b"h" + board_id.encode(), self._encode(held))
+            else:
+                out.delete(b"h" + board_id.encode())
         if batch.changelog:
             out.put(_CHANGELOG, self._encode(self.changelog_positions() | batch.changelog))
         self._put_complete_since(out, batch.complete_since_ms)

@@ -268,6 +268,12 @@ class LifecycleSettings(BaseModel):
     chunk_size: int = Field(
         10_000, ge=1, le=100_000, description="Ranked entries per archived result chunk (one Cassandra row)."
     )
+    fault_chunk_pause_ms: float = Field(
+        0.0,
+        ge=0,
+        description="A pause after each round of chunk writes of an archive: a fault for tests, which kill "
+        "the worker mid-archive; 0 (none) otherwise.",
+    )
 
 
 class ReplicatorSettings(BaseModel):
@@ -276,7 +282,11 @@ class ReplicatorSettings(BaseModel):
         description="The region whose locally accepted awards this replicator copies here "
         "(one replicator process per remote region).",
     )
-    health_port: int = Field(8085, description="Port of /healthz, /readyz and /metrics.")
+    health_port: int = Field(
+        8085,
+        description="Port of /healthz, /readyz and /metrics. A supervisor running every replicator of "
+        "the region (ops/run) gives the one copying from the i-th region of `regions` this port + i.",
+    )
     max_batch: int = Field(
         5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
     )
@@ -374,6 +384,13 @@ class GatewaySettings(BaseModel):
     )
     resync_after_coalesced: int = Field(
         32, ge=1, description="Undelivered updates a subscriber may have overwritten before it gets a Resync."
+    )
+    hints_ping_interval_s: float = Field(
+        5.0,
+        gt=0,
+        description="A hints feed that heard nothing this long is sent a PING; one that then hears "
+        "nothing for as long again is reconnected (its subscribers get a Resync). A partition that "
+        "outlasts the server's patience drops the connection without a word reaching this side.",
     )
     max_tracked_players: int = Field(
         5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."

@@ -13,6 +13,7 @@ import msgspec
 import msgspec.msgpack
 
 from schema.lifecycle import CUTOFF_PREFIX as CUTOFF_PREFIX  # a control key of the awards topic
+from schema.lifecycle import CorrectionsHeld as CorrectionsHeld  # a record of the totals topic
 from schema.lifecycle import CutoffReached as CutoffReached  # a record of the totals topic
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_region: str = ""
 
 
-TotalsRecord = PlayerTotal | Watermark | CutoffReached
+TotalsRecord = PlayerTotal | Watermark | CutoffReached | CorrectionsHeld
 
 CONTROL_PREFIX = b"\x00"
 """Keys of control records start with a zero byte; no award key (``boardId|userId``) does. A consumer

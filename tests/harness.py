@@ -106,6 +106,7 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_LIFECYCLE__HEALTH_PORT": str(settings.lifecycle.health_port),
         "LB_LIFECYCLE__POLL_INTERVAL_S": str(settings.lifecycle.poll_interval_s),
         "LB_LIFECYCLE__CHUNK_SIZE": str(settings.lifecycle.chunk_size),
+        "LB_LIFECYCLE__FAULT_CHUNK_PAUSE_MS": str(settings.lifecycle.fault_chunk_pause_ms),
         "LB_PROCESSOR__HONOUR_CUTOFFS": str(settings.processor.honour_cutoffs).lower(),
     }
     if settings.lifecycle.marker_delay_s is not None:

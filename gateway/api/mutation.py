@@ -10,13 +10,15 @@ from strawberry.types import Info
 
 from gateway.api import fields, ids
 from gateway.api.context import Context
-from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound
+from gateway.api.corrections import Correction, PublishCorrectionInput
+from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound, StoreUnavailable
 from gateway.api.leaderboard import Leaderboard
 from gateway.api.types import WindowPeriod
 from gateway.core.auth import is_admin
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
 from regions.lifecycle.close import CloseRefused, begin_close
+from regions.lifecycle.correct import CorrectionRefused, record_correction
 
 REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
@@ -101,4 +103,31 @@ class Mutation:
                                        region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
         except CloseRefused as refused:
             raise (NotFound if refused.kind == "unknown" else InvalidInput)(str(refused)) from refused
+        # This process's later reads answer CLOSING at once: its board cache and its whole answers.
+        services.boards.learned(record.board)
+        services.projections.changed(board_id)
         return Leaderboard(board=record.board)
+
+    @fields.mutation(
+        "Correct a CLOSED board's result (admin, in the board's home region): give some of its players "
+        "a corrected final score. Recorded at once as the next result version (PENDING); the served "
+        "standings change in every region and the version is archived (PUBLISHED), then subscribers "
+        "get BoardStatusChanged. The same correctionId again answers the same correction."
+    )
+    async def publish_correction(
+        self, info: Info[Context, None], input: PublishCorrectionInput
+    ) -> Correction:
+        info.context.cacheable = False
+        require_admin(info)
+        services = info.context.services
+        request = input.request(ids.board_id("input.leaderboardId", str(input.leaderboard_id)))
+        stores = services.cassandra.adapter
+        try:
+            entry = await record_correction(
+                stores.lifecycle, stores.corrections, services.projection, services.settings.redis.key_prefix,
+                request, region=services.settings.region, now=datetime.now(UTC),
+            )  # fmt: skip
+        except CorrectionRefused as refused:
+            error = {"unknown": NotFound, "conflict": AlreadyExists, "unavailable": StoreUnavailable}
+            raise error.get(refused.kind, InvalidInput)(str(refused)) from refused
+        return Correction.of(entry)

@@ -22,6 +22,7 @@ from gateway.core import updates
 from gateway.core.feed import TooManyPlayers
 from gateway.hub import FeedUnavailable
 from gateway.projections import HomeUnreachable
+from regions.core.boards import BoardStatus
 from regions.core.reads import Scope
 
 
@@ -61,12 +62,22 @@ class Resync:
     sequence: Long
 
 
-LeaderboardUpdate = Annotated[
-    ScoreUpdated | RankChanged | TopKChanged | Resync, strawberry.union("LeaderboardUpdate")
-]
+@strawberry.type(
+    description="The board began closing (CLOSING), closed (CLOSED, result version 1) or has a new result "
+    "version (a correction); refetch what depends on it."
+)
+class BoardStatusChanged:
+    leaderboard_id: strawberry.ID
+    status: BoardStatus
+    result_version: int | None = strawberry.field(description="The newest result version; null until CLOSED.")
+    sequence: Long
 
 
-def to_graphql(update: updates.Update) -> ScoreUpdated | RankChanged | TopKChanged | Resync:
+Update = ScoreUpdated | RankChanged | TopKChanged | Resync | BoardStatusChanged
+LeaderboardUpdate = Annotated[Update, strawberry.union("LeaderboardUpdate")]
+
+
+def to_graphql(update: updates.Update) -> Update:
     board = strawberry.ID(update.board_id)
     seq = Long(update.sequence)
     match update:
@@ -84,14 +95,18 @@ def to_graphql(update: updates.Update) -> ScoreUpdated | RankChanged | TopKChang
             return TopKChanged(leaderboard_id=board, k=update.k, sequence=seq, as_of=AsOf.of(update.as_of))
         case updates.ResyncNeeded():
             return Resync(leaderboard_id=board, reason=update.reason, sequence=seq)
+        case updates.StatusChange():
+            return BoardStatusChanged(leaderboard_id=board, status=BoardStatus(update.status),
+                                      result_version=update.result_version, sequence=seq)  # fmt: skip
 
 
 @strawberry.type
 class Subscription:
     @fields.subscription(
-        "Hints for a board: TopKChanged when its top 10 changes and, with userId, "
-        "ScoreUpdated and RankChanged for that player; from the projection of `scope` (HOME: the "
-        "board's home region's, HOME_UNAVAILABLE when it cannot be reached)."
+        "Hints for a board: TopKChanged when its top 10 changes, BoardStatusChanged when it closes or "
+        "is corrected and, with userId, ScoreUpdated and RankChanged for that player; from the "
+        "projection of `scope` (HOME: the board's home region's, HOME_UNAVAILABLE when it cannot be "
+        "reached)."
     )
     async def leaderboard_updates(
         self,

@@ -45,6 +45,8 @@ class Board:
     window: str | None = None
     status: BoardStatus = BoardStatus.OPEN
     allow_negative: bool = False  # SUM boards only: whether an award may lower a total
+    # A CLOSED board's cutoffs, recorded when it closed: (``<region>:<partition>``, offset), sorted.
+    cutoffs: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         problem = board_id_error(self.id)

@@ -9,6 +9,7 @@ from aiokafka.errors import KafkaError
 from cassandra.cluster import Session
 from redis.exceptions import RedisError
 
+from regions.cassandra_corrections import CassandraCorrections
 from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.cassandra_results import CassandraResults
 from regions.cassandra_store import CassandraConnection, CassandraUnavailable
@@ -19,8 +20,8 @@ from regions.settings import load_settings
 from regions.worker import run_process, run_until_stopped
 
 
-def _adapters(session: Session) -> tuple[CassandraLifecycle, CassandraResults]:
-    return CassandraLifecycle(session), CassandraResults(session)
+def _adapters(session: Session) -> tuple[CassandraLifecycle, CassandraResults, CassandraCorrections]:
+    return CassandraLifecycle(session), CassandraResults(session), CassandraCorrections(session)
 
 
 async def amain() -> None:

@@ -1,4 +1,5 @@
-"""The lifecycle worker of one region: the close barrier's steps for every CLOSING board.
+"""The lifecycle worker of one region: the close barrier's steps for every CLOSING board, the
+publishing of every recorded correction of the CLOSED boards homed here, and the status hints.
 
 Every region's worker writes its cutoff markers into each partition of its own awards topic once
 ``settings.marker_delay_ms`` has passed since the board began closing, then records in the catalog
@@ -6,6 +7,8 @@ that it did (a crash in between writes them again: the first marker of a partiti
 The worker of the board's home region waits until its projection has reached the cutoff of every
 (region, partition), archives the frozen standings as result version 1 and sets CLOSED. What to do
 next is decided by the pure ``regions.core.lifecycle.next_step`` from the catalog and the projection.
+The home region's worker then publishes the board's corrections (``publish``), and every region's
+worker tells its own subscribers when a board's status or result version changes (``announce``).
 """
 
 from __future__ import annotations
@@ -18,34 +21,39 @@ from datetime import UTC, datetime
 
 from aiokafka import AIOKafkaProducer
 
+from regions.cassandra_corrections import CassandraCorrections
 from regions.cassandra_lifecycle import CassandraLifecycle, CloseRecord
 from regions.cassandra_results import CassandraResults
 from regions.cassandra_store import CassandraConnection
 from regions.core.boards import BoardStatus
+from regions.core.corrections import FIRST_RESULT_VERSION
 from regions.core.lifecycle import Archive, CloseProgress, WriteMarkers, next_step, required_cutoffs
 from regions.kafka_clients import make_producer, partitions_of
+from regions.lifecycle.announce import StatusAnnouncer
 from regions.lifecycle.archive import archive_projection
+from regions.lifecycle.publish import CorrectionPublisher
 from regions.projector.cutoffs import reached_cutoffs
 from regions.redis_connection import ProjectionRedis
+from regions.redis_projection import RedisProjection
 from regions.settings import Settings
 from regions.throttled_log import ThrottledLog
 from schema.lifecycle import CutoffMarker, LifecycleCodec, cutoff_marker_key
 
 log = logging.getLogger(__name__)
-RESULT_VERSION = 1  # the result a close archives; corrections make the next ones
+RESULT_VERSION = FIRST_RESULT_VERSION  # the result a close archives; corrections make the next ones
+Stores = tuple[CassandraLifecycle, CassandraResults, CassandraCorrections]
 
 
 class LifecycleWorker:
     def __init__(
-        self,
-        settings: Settings,
-        cassandra: CassandraConnection[tuple[CassandraLifecycle, CassandraResults]],
-        redis: ProjectionRedis,
+        self, settings: Settings, cassandra: CassandraConnection[Stores], redis: ProjectionRedis
     ) -> None:
         self._settings, self._cassandra, self._redis = settings, cassandra, redis
         self._region = settings.region
         self._encode = LifecycleCodec().encode
         self._errors = ThrottledLog(log, interval_s=30)
+        self._projection = RedisProjection(redis, settings.redis.key_prefix)
+        self._announcer = StatusAnnouncer(self._projection, settings.redis.key_prefix)
         self.running = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -65,14 +73,36 @@ class LifecycleWorker:
             await producer.stop()
 
     async def tick(self, producer: AIOKafkaProducer, partitions: list[int], required: frozenset[str]) -> None:
-        """One pass over the CLOSING boards; a board that fails is tried again next pass."""
-        catalog, _ = self._cassandra.adapter
-        for record in await catalog.closing():
+        """One pass over the boards (closing, corrections, then status hints); a board that fails is
+        tried again next pass."""
+        catalog, _, corrections = self._cassandra.adapter
+        records = await catalog.records()
+        assigned = await corrections.last_versions()
+        publisher = CorrectionPublisher(
+            self._settings, self._cassandra.adapter, self._projection, self._errors
+        )
+        for record in records:
+            board = record.board
             try:
-                await self._step(record, producer, partitions, required)
+                if board.status is BoardStatus.CLOSING:
+                    await self._step(record, producer, partitions, required)
+                elif self._correction_due(record, assigned.get(board.id)):
+                    await publisher.step(record, producer, partitions)
             except Exception as exc:  # one board's trouble (e.g. a timeout) must not stop the others
-                self._errors.log(logging.WARNING, record.board.id, "closing %s: %r; trying again",
-                                 record.board.id, exc)  # fmt: skip
+                self._errors.log(logging.WARNING, board.id, "%s %s: %r; trying again",
+                                 "closing" if board.status is BoardStatus.CLOSING else "correcting",
+                                 board.id, exc)  # fmt: skip
+        await self._announcer.announce(records)
+
+    def _correction_due(self, record: CloseRecord, assigned: int | None) -> bool:
+        """A CLOSED board homed here has a recorded correction not yet published."""
+        published = record.result_version or RESULT_VERSION
+        return (
+            record.board.status is BoardStatus.CLOSED
+            and record.board.home_region == self._region
+            and assigned is not None
+            and assigned > published
+        )
 
     async def _step(
         self, record: CloseRecord, producer: AIOKafkaProducer, partitions: list[int], required: frozenset[str]
@@ -94,7 +124,7 @@ class LifecycleWorker:
     async def _write_markers(
         self, record: CloseRecord, producer: AIOKafkaProducer, partitions: list[int]
     ) -> None:
-        catalog, _ = self._cassandra.adapter
+        catalog, _, _ = self._cassandra.adapter
         marker = CutoffMarker(board_id=record.board.id, region=self._region,
                               closing_at_ms=record.closing_at_ms or 0, written_at_ms=int(time.time() * 1000))  # fmt: skip
         topic, key, value = (
@@ -109,12 +139,12 @@ class LifecycleWorker:
         log.info("%s: cutoff markers written to %d partitions of %s", record.board.id, len(partitions), topic)
 
     async def _archive(self, record: CloseRecord, cutoffs: dict[str, int]) -> None:
-        catalog, results = self._cassandra.adapter
+        catalog, results, _ = self._cassandra.adapter
         started = time.perf_counter()
         archived = await archive_projection(
             self._redis, self._settings.redis.key_prefix, results, record.board, version=RESULT_VERSION,
             reason=record.close_reason, chunk_size=self._settings.lifecycle.chunk_size,
-            created_at=datetime.now(UTC),
+            created_at=datetime.now(UTC), pause_s=self._settings.lifecycle.fault_chunk_pause_ms / 1000,
         )  # fmt: skip
         if await catalog.finish_close(record.board.id, cutoffs, RESULT_VERSION, datetime.now(UTC)):
             log.info("%s: CLOSED; result version %d holds %d players in %d chunks (%d written in %.2f s)",

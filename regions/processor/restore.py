@@ -1,6 +1,6 @@
 """Bringing a task's store up to its changelogs before the task processes anything.
 
-The changelogs (totals: player state, watermarks and close cutoffs; dedupe: the dedupe memory) are the source of
+The changelogs (totals: player state, watermarks, close cutoffs and held corrections; dedupe: the dedupe memory) are the source of
 truth. A store that reflects them up to some offsets replays only the tail after those offsets. A
 store that is missing, foreign (another cluster, topic or partition) or stale (offsets beyond a
 changelog's end, as after the topic was recreated, or before its log start, so records it never saw
@@ -22,7 +22,7 @@ from regions.kafka_clients import make_consumer, replay
 from regions.processor import metrics
 from regions.processor.state import StoreBatch, StoreIdentity, TaskStore
 from regions.settings import KafkaSettings
-from schema.records import Codec, CutoffReached, PlayerTotal, Watermark, unpack_seen
+from schema.records import Codec, CorrectionsHeld, CutoffReached, PlayerTotal, Watermark, unpack_seen
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,8 @@ class _Loader:
                 self._watermark(batch, value)
             elif isinstance(value, CutoffReached):
                 batch.cutoffs.setdefault((value.board_id, value.region), value.source_offset)
+            elif isinstance(value, CorrectionsHeld):
+                batch.held[value.board_id] = tuple(value.corrections)
 
     @staticmethod
     def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:

@@ -2,8 +2,9 @@
 
 A task's state is players ((board, user) -> total, version, tie order), the dedupe memory (event id
 -> digest and acceptance time), the positions of the accepting regions it has read, the close
-cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), and the
-changelog offsets the store reflects. The compacted changelogs in Kafka are the source of truth: the
+cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), the
+corrections it holds per board until the board's fold is final in its partition, and the changelog
+offsets the store reflects. The compacted changelogs in Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
 behind, the task replays only the changelogs' tail from those offsets.
@@ -16,6 +17,7 @@ from typing import Protocol
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
+from schema.lifecycle import HeldCorrection
 
 StateKey = tuple[str, str]
 CutoffKey = tuple[str, str]  # (board, accepting region)
@@ -38,11 +40,12 @@ class StoreBatch:
     seen: dict[str, Seen] = field(default_factory=dict)
     sources: dict[str, SourcePosition] = field(default_factory=dict)
     cutoffs: dict[CutoffKey, int] = field(default_factory=dict)
+    held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)  # board -> all it holds now
     changelog: dict[str, int] = field(default_factory=dict)
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
 
     def __bool__(self) -> bool:
-        return bool(self.players or self.seen or self.sources or self.cutoffs or self.changelog)
+        return bool(self.players or self.seen or self.sources or self.cutoffs or self.held or self.changelog)
 
 
 class TaskStore(Protocol):
@@ -65,6 +68,9 @@ class TaskStore(Protocol):
 
     def cutoff(self, key: CutoffKey) -> int | None:
         """Offset of the board's first cutoff marker from the region in this partition (None: not met)."""
+
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        """The board's correction records this task holds, in the order they were met."""
 
     def complete_since_ms(self) -> int | None:
         """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
@@ -92,6 +98,7 @@ class MemoryStore:
         self._seen: dict[str, Seen] = {}
         self._sources: dict[str, SourcePosition] = {}
         self._cutoffs: dict[CutoffKey, int] = {}
+        self._held: dict[str, tuple[HeldCorrection, ...]] = {}
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
 
@@ -116,6 +123,9 @@ class MemoryStore:
     def cutoff(self, key: CutoffKey) -> int | None:
         return self._cutoffs.get(key)
 
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        return self._held.get(board_id, ())
+
     def complete_since_ms(self) -> int | None:
         return self._complete_since
 
@@ -125,6 +135,11 @@ class MemoryStore:
         self._sources.update(batch.sources)
         for key, offset in batch.cutoffs.items():
             self._cutoffs.setdefault(key, offset)  # the first marker stays the cutoff
+        for board_id, held in batch.held.items():
+            if held:
+                self._held[board_id] = held
+            else:
+                self._held.pop(board_id, None)
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 

@@ -11,7 +11,10 @@ position, replication gaps are counted into it, a board's first cutoff marker fr
 that (board, region)'s cutoff in this partition (recorded in the store and sent to the totals topic as
 ``CutoffReached``; later markers change nothing), any other is ignored (counted), never an award.
 An award of a board after its region's cutoff is late: it goes to reconciliation (``late``), never
-applied.
+applied. A correction record of a closed board sets the player's total (a new version) once the task
+has met the cutoff of every region the board closed with, so that no award of the board is folded
+after it; one met before that is held in the store (and the totals changelog, ``CorrectionsHeld``)
+until then.
 A record that cannot be processed goes to reconciliation with a reason, and the round goes on.
 """
 
@@ -38,11 +41,21 @@ from regions.core.aggregation import (
     apply_award,
 )
 from regions.core.boards import SortOrder, TiePolicy
+from regions.core.corrections import Corrected, UnknownPlayer, apply_correction, identity_of, is_final
 from regions.core.lifecycle import is_late
 from regions.core.positions import SourcePosition
 from regions.processor.state import CutoffKey, StateKey, StoreBatch, TaskStore
 from regions.settings import KafkaSettings
-from schema.lifecycle import LifecycleCodec, cutoff_reached_key
+from schema.lifecycle import (
+    CORRECTION_PREFIX,
+    CorrectionRecord,
+    CorrectionsHeld,
+    HeldCorrection,
+    LifecycleCodec,
+    correction_key,
+    cutoff_reached_key,
+    held_key,
+)
 from schema.records import (
     CONTROL_PREFIX,
     CUTOFF_PREFIX,
@@ -97,6 +110,21 @@ def _refusal(outcome: Conflict | OutOfRange | Forgotten) -> tuple[str, str]:
     )
 
 
+def _same(a: CorrectionRecord, b: CorrectionRecord) -> bool:
+    return (a.board_id, a.correction_id, a.user_id) == (b.board_id, b.correction_id, b.user_id)
+
+
+def _correction_refusal(
+    outcome: Conflict | OutOfRange | Forgotten | UnknownPlayer, record: CorrectionRecord
+) -> tuple[str, str]:
+    if isinstance(outcome, UnknownPlayer):
+        return "correction_unknown_player", (
+            f"correction {record.correction_id!r} of {record.board_id!r} adjusts {record.user_id!r}, who "
+            "has no total in this partition"
+        )
+    return _refusal(outcome)
+
+
 class Round:
     """The records of one round of partition ``partition``, folded; nothing is sent or stored here."""
 
@@ -115,23 +143,27 @@ class Round:
         self._honour_cutoffs = honour_cutoffs
         self._forget = forget_event_ids
         self._gap = ReplicationCodec().gap
-        self._marker = LifecycleCodec().marker
+        lifecycle = LifecycleCodec()
+        self._marker, self._correction = lifecycle.marker, lifecycle.correction
         self._memory = DedupeMemory(horizon_ms, store.complete_since_ms())
         self._known = store.sources()
         self.players: dict[StateKey, PlayerState] = {}
         self.seen: dict[str, Seen] = {}
         self.positions: dict[str, SourcePosition] = {}
         self.cutoffs: dict[CutoffKey, int] = {}  # cutoffs met in this round
+        self.held: dict[str, tuple[HeldCorrection, ...]] = {}  # boards whose held corrections changed
         # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
         # the end of the round: one position update per region instead of one per award.
         self._newest: dict[str, tuple[int, int]] = {}
         self.out: list[Output] = []
+        self._topic_offset = -1  # offset of the record being folded, in its source topic
         self.offsets: dict[TopicPartition, int] = {}  # next offset to consume, per source partition
         self.counts: Counter[str] = Counter()
 
     def add(self, source: Source, record: ConsumerRecord) -> None:
         """Fold one source record into the round."""
         self.offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
+        self._topic_offset = int(record.offset)
         offset: int | None = None
         try:
             offset = self._source_offset(source, record)
@@ -175,6 +207,9 @@ class Round:
         elif key.startswith(CUTOFF_PREFIX):
             self._cutoff_marker(source, key, value, offset)
             self.positions[source.region] = self._position(source.region).after_other(offset)
+        elif key.startswith(CORRECTION_PREFIX):
+            self._correction_record(source, key, value, offset)
+            self.positions[source.region] = self._position(source.region).after_other(offset)
         else:
             self.positions[source.region] = self._position(source.region).after_other(offset)
             self.counts["unknown_control"] += 1
@@ -198,10 +233,76 @@ class Round:
         self.out.append((self._kafka.topic("totals"), cutoff_reached_key(board_id, source.region),
                          self._codec.encode(reached)))  # fmt: skip
         self.counts["cutoff"] += 1
+        held = self._held(board_id)
+        ready = [h for h in held if self._final(h.correction)]  # their fold is final now: they apply
+        if ready:
+            self._set_held(board_id, tuple(h for h in held if h not in ready))
+            for h in sorted(ready, key=lambda h: (h.correction.result_version, h.correction.user_id)):
+                self._correct(h)
 
     def _cutoff(self, key: CutoffKey) -> int | None:
         known = self.cutoffs.get(key)
         return known if known is not None else self._store.cutoff(key)
+
+    def _final(self, record: CorrectionRecord) -> bool:
+        """The partition has met the cutoff of every region the record's board closed with."""
+        met = {region: self._cutoff((record.board_id, region)) is not None for region in record.regions}
+        return is_final(record.regions, met)
+
+    def _held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        known = self.held.get(board_id)
+        return known if known is not None else self._store.held(board_id)
+
+    def _set_held(self, board_id: str, held: tuple[HeldCorrection, ...]) -> None:
+        self.held[board_id] = held
+        record = CorrectionsHeld(board_id=board_id, corrections=list(held))
+        self.out.append((self._kafka.topic("totals"), held_key(board_id), self._codec.encode(record)))
+
+    def _correction_record(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
+        record = self._decode(self._correction, value, "undecodable_control")
+        if key != correction_key(record.board_id, record.user_id) or record.region != source.region:
+            raise Unprocessable(
+                "unprocessable_control",
+                f"correction of {record.board_id!r}/{record.user_id!r} by {record.region!r} under key "
+                f"{key!r} in {source.region}'s awards",
+            )
+        held = HeldCorrection(record, source.topic, self._topic_offset, offset)
+        if self._final(record):
+            self._correct(held)
+            return
+        known = self._held(record.board_id)
+        if any(_same(h.correction, record) for h in known):
+            self.counts["correction_repeat"] += 1  # written again while held
+            return
+        self._set_held(record.board_id, (*known, held))
+        self.counts["correction_held"] += 1
+
+    def _correct(self, held: HeldCorrection) -> None:
+        """Apply one correction record to the board's final fold in this partition."""
+        record, state_key = held.correction, (held.correction.board_id, held.correction.user_id)
+        event_id = identity_of(record)[0]
+        outcome = apply_correction(self._player(state_key), self._seen(event_id), record, self._memory)
+        if isinstance(outcome, Corrected):
+            self.players[state_key] = outcome.state
+            self._remember(event_id, outcome.seen)
+            total = PlayerTotal(
+                board_id=record.board_id, user_id=record.user_id, total=outcome.state.total,
+                version=outcome.state.version, reached=outcome.state.reached, sort_order=record.sort_order,
+                tie_policy=record.tie_policy, source_partition=self.partition, source_offset=held.source_offset,
+                event_id=event_id, source_region=record.region,
+            )  # fmt: skip
+            self.out.append((self._kafka.topic("totals"), totals_key(*state_key), self._codec.encode(total)))
+            self.counts["corrected"] += 1
+        elif isinstance(outcome, Duplicate):
+            self.counts["correction_repeat"] += 1
+        else:
+            reason, detail = _correction_refusal(outcome, record)
+            value = Reconciliation(reason=reason, detail=detail, award=None, source_partition=self.partition,
+                                   source_offset=held.topic_offset, source_topic=held.topic,
+                                   raw=self._codec.encode(record), source_region=record.region)  # fmt: skip
+            key = totals_key(record.board_id, record.user_id)  # as an award's: readers find its board
+            self.out.append((self._kafka.topic("reconciliation"), key, self._codec.encode(value)))
+            self.counts[f"reconciled:{reason}"] += 1
 
     @staticmethod
     def _decode(decode: Callable[[bytes], T], value: bytes, reason: str) -> T:
@@ -247,7 +348,7 @@ class Round:
 
     def _applied(self, award: AwardEvent, outcome: Applied, region: str, offset: int) -> None:
         key = (award.board_id, award.user_id)
-        self.players[key], self.seen[award.event_id] = outcome.state, outcome.seen
+        self.players[key] = outcome.state
         total = PlayerTotal(
             board_id=award.board_id, user_id=award.user_id, total=outcome.state.total,
             version=outcome.state.version, reached=outcome.state.reached, sort_order=award.sort_order,
@@ -258,11 +359,16 @@ class Round:
                                source_partition=self.partition, source_offset=offset, source_region=region)  # fmt: skip
         kafka, encode = self._kafka, self._codec.encode
         self.out.append((kafka.topic("totals"), totals_key(*key), encode(total)))
-        self.out.append(
-            (kafka.topic("dedupe"), dedupe_key(award.event_id), pack_seen(award.digest, award.accepted_at_ms))
-        )
+        self._remember(award.event_id, outcome.seen)
         self.out.append((kafka.topic("applied"), totals_key(*key), encode(applied)))
         self.counts["applied"] += 1
+
+    def _remember(self, event_id: str, seen: Seen) -> None:
+        """The dedupe memory holds ``event_id`` from now on (in the store and its changelog)."""
+        self.seen[event_id] = seen
+        self.out.append(
+            (self._kafka.topic("dedupe"), dedupe_key(event_id), pack_seen(seen.digest, seen.at_ms))
+        )
 
     def _reconcile(
         self, reason: str, detail: str, award: AwardEvent | None, source: Source, record: ConsumerRecord
@@ -297,4 +403,4 @@ class Round:
         """What the store writes once the round's transaction committed."""
         self._settle()
         return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, cutoffs=self.cutoffs,
-                          changelog=changelog)  # fmt: skip
+                          held=self.held, changelog=changelog)  # fmt: skip

@@ -20,7 +20,7 @@ from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_projection import ProjectedTotal
-from schema.records import CutoffReached, Watermark
+from schema.records import CorrectionsHeld, CutoffReached, Watermark
 from schema.redis_keys import BoardKeys, board_keys
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
@@ -39,7 +39,9 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     tie_policy: TiePolicy
 
 
-decode_totals_record = msgspec.msgpack.Decoder(ProjectableTotal | Watermark | CutoffReached).decode
+decode_totals_record = msgspec.msgpack.Decoder(
+    ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld
+).decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,8 @@ class TotalsBatch:
                 where = position_name(value.region, value.source_partition)
                 self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
+            if isinstance(value, CorrectionsHeld):
+                continue  # the processor's own state: the corrections reach the projection as totals
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)
             if known is None or value.version > known.version:
