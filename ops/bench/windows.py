@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import time
 import uuid
@@ -26,14 +27,15 @@ from aiokafka import AIOKafkaProducer
 
 # ops/bench is the script's directory, so its sibling module is importable as such
 from pipeline import (
+    PositionHistory,
     Results,
     bench_settings,
     drive,
+    freshness,
     percentile,
     start_service,
     stop_all,
     until_ready,
-    watch_freshness,
 )
 
 from regions.cassandra_catalog import CassandraCatalog
@@ -143,12 +145,14 @@ def line(name: str, r: Results) -> str:
 
 async def phase(settings: Settings, projection: RedisProjection, board: Board, args: argparse.Namespace,
                 seconds: float) -> Results:  # fmt: skip
-    results, stop = Results(), asyncio.Event()
+    results, history, stop = Results(), PositionHistory(), asyncio.Event()
     load = argparse.Namespace(**{**vars(args), "duration": seconds})
-    watcher = asyncio.create_task(watch_freshness(projection, results, stop))
+    watcher = asyncio.create_task(history.watch(projection, stop, results.pending))
     await drive(settings.intake.port, board.id, load, results)
     stop.set()
-    await asyncio.wait_for(watcher, 60)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(watcher, 60)  # what is not visible by then counts as never visible
+    freshness(history, results)
     return results
 
 
