@@ -28,7 +28,8 @@ def connect_redis(redis: RedisSettings) -> ProjectionRedis:
 
 @dataclass(frozen=True, slots=True)
 class ProjectedTotal:
-    """One total as the projection stores it: ``score`` and ``member`` already encode rank order."""
+    """One total as the projection stores it: ``score`` and ``member`` already encode rank order;
+    an empty ``member`` removes the player (the version is still recorded)."""
 
     user_id: str
     version: int

@@ -276,6 +276,33 @@ class LifecycleSettings(BaseModel):
     )
 
 
+class WindowsSettings(BaseModel):
+    """Time windows (daily, weekly, monthly and rolling boards); see README, Time windows."""
+
+    grace_s: float = Field(
+        300.0,
+        ge=0,
+        description="How long after a period ends its awards are still accepted: the home region begins "
+        "closing the period (its cutoff markers, then the archive) once this has passed.",
+    )
+    max_future_s: float = Field(
+        300.0,
+        ge=0,
+        description="How far ahead of the intake's clock an award's occurredAt may be (game servers' "
+        "clocks drift); later is refused.",
+    )
+    clock_offset_s: float = Field(
+        0.0,
+        description="For tests only: added to the wall clock wherever time windows read it (the intake's "
+        "occurredAt rules, the lifecycle worker's rollovers and expiries, the gateway's current period), "
+        "so a test can reach a period's end; production mode refuses any other value than 0.",
+    )
+
+    def now_ms(self, wall_s: float) -> int:
+        """The time windows go by, from the wall clock's ``wall_s``."""
+        return int((wall_s + self.clock_offset_s) * 1000)
+
+
 class ReplicatorSettings(BaseModel):
     source_region: str = Field(
         "",
@@ -458,6 +485,7 @@ class Settings(BaseSettings):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     replicator: ReplicatorSettings = Field(default_factory=ReplicatorSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    windows: WindowsSettings = Field(default_factory=WindowsSettings)
 
     @property
     def marker_delay_ms(self) -> int:
@@ -497,6 +525,8 @@ class Settings(BaseSettings):
             )
         if self.processor.fault_forget_event_ids:
             problems.append("LB_PROCESSOR__FAULT_FORGET_EVENT_IDS is set: repeats would be counted again")
+        if self.windows.clock_offset_s:
+            problems.append("LB_WINDOWS__CLOCK_OFFSET_S is set: periods would roll over at the wrong time")
         c = self.cassandra
         for dc, replicas in c.datacenters.items() or [(c.local_dc, c.replication_factor)]:
             if replicas < 3:

@@ -306,14 +306,20 @@ def server_pids() -> dict[str, int]:
     return {p.stem: int(p.read_text()) for p in run.glob("*.pid")}
 
 
-async def main(args: argparse.Namespace) -> None:
-    tag = uuid.uuid4().hex[:8]
+def bench_settings(prefix: str) -> Settings:
+    """This environment's settings with topics and Redis keys of the run's own (``prefix``), free
+    ports, and no award rate limit."""
     base = load_settings()
-    settings = with_free_ports(base.model_copy(update={
-        "kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{tag}"}),
-        "redis": base.redis.model_copy(update={"key_prefix": f"bench{tag}"}),
+    return with_free_ports(base.model_copy(update={
+        "kafka": base.kafka.model_copy(update={"topic_prefix": prefix}),
+        "redis": base.redis.model_copy(update={"key_prefix": prefix}),
         "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
     }))  # fmt: skip
+
+
+async def main(args: argparse.Namespace) -> None:
+    tag = uuid.uuid4().hex[:8]
+    settings = bench_settings(f"bench{tag}")
     print(
         f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f}s at {args.rate}/s in batches of {args.batch}"
         f" from {args.generators or 'this'} generator process(es), audit cap {args.audit_rate or 'none'},"

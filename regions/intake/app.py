@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from regions.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.core.boards import Board, BoardStatus
+from regions.core.periods import InvalidWindow, WindowSpec, closed_rule
 from regions.core.rate_limit import TokenBuckets
 from regions.core.signing import AuthFailure, Denied, verify
 from regions.core.validation import (
@@ -27,6 +28,7 @@ from regions.core.validation import (
     FieldError,
     Invalid,
     check_against_board,
+    check_event_time,
     parse_request,
 )
 from regions.health import Health, health_routes
@@ -117,10 +119,13 @@ class Intake:
         return result
 
     async def _check_boards(
-        self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...]
+        self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...], now_ms: int
     ) -> dict[str, Board]:
         boards: dict[str, Board] = {}
         errors: list[FieldError] = []
+        closed: list[FieldError] = []
+        windows = self._settings.windows
+        window_now = windows.now_ms(now_ms / 1000)
         for award, prefix in zip(awards, prefixes, strict=True):
             try:
                 board = boards.get(award.leaderboard_id) or await self._boards.get(award.leaderboard_id)
@@ -137,9 +142,30 @@ class Intake:
                                 "more awards", (FieldError(prefix + "leaderboardId", "must name an open board"),))  # fmt: skip
             boards[board.id] = board
             errors += check_against_board(award, board, prefix)
+            errors += check_event_time(award, window_now, int(windows.max_future_s * 1000), prefix)
+            spec = self._window(board)
+            if spec is not None and not errors:
+                event_ms = award.occurred_at_ms if award.occurred_at_ms is not None else window_now
+                rule = closed_rule(spec, event_ms, window_now, int(windows.grace_s * 1000))
+                if rule is not None:
+                    closed.append(FieldError(prefix + "occurredAt", rule))
         if errors:
             raise Rejection(400, "invalid_field", "some fields are invalid", tuple(errors))
+        if closed:
+            raise Rejection(409, "period_closed", "some awards fall in periods that take no more awards",
+                            tuple(closed))  # fmt: skip
         return boards
+
+    @staticmethod
+    def _window(board: Board) -> WindowSpec | None:
+        try:
+            return board.window_spec
+        except InvalidWindow as exc:
+            raise Rejection(
+                503, "unsupported_window", f"leaderboard {board.id!r} has a time window this intake does not "
+                f"know ({exc}): it takes the board's awards once it runs the release that created the board",
+                retry_after=60,
+            ) from exc  # fmt: skip
 
     def _event(self, award: AwardInput, board: Board, now_ms: int) -> AwardEvent:
         return AwardEvent(
@@ -157,6 +183,7 @@ class Intake:
             sort_order=board.sort_order.value,
             tie_policy=board.tie_policy.value,
             home_region=board.home_region,
+            window=board.window or "",
         )
 
     async def accept(self, request: Request) -> Response:
@@ -179,12 +206,12 @@ class Intake:
             )  # fmt: skip
         if isinstance(parsed, Invalid):
             raise Rejection(400, "invalid_field", "some fields are invalid", parsed.errors)
-        boards = await self._check_boards(parsed.awards, parsed.field_prefixes)
+        now_ms = int(time.time() * 1000)
+        boards = await self._check_boards(parsed.awards, parsed.field_prefixes, now_ms)
         wait = self._buckets.take(key_id, len(parsed.awards), time.monotonic())
         if wait:
             raise Rejection(429, "rate_limited", f"key {key_id!r} is over its award rate",
                             (FieldError("X-Award-Key-Id", "is over its award rate"),), retry_after=wait)  # fmt: skip
-        now_ms = int(time.time() * 1000)
         events = [self._event(a, boards[a.leaderboard_id], now_ms) for a in parsed.awards]
         encode = msgspec.msgpack.encode
         try:
