@@ -9,6 +9,7 @@ import contextlib
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -239,6 +240,9 @@ async def _award(settings: Settings, args: argparse.Namespace) -> int:
     url = f"http://{settings.intake.host}:{settings.intake.port}"
     award = {"leaderboardId": args.board, "matchId": args.match or uuid.uuid4().hex, "userId": args.user,
              "awardType": args.type, "score" if args.score else "delta": args.amount}  # fmt: skip
+    occurred_at = args.occurred_at or (None if args.match else datetime.now(UTC).isoformat(timespec="milliseconds"))
+    if occurred_at is not None:
+        award["occurredAt"] = occurred_at
     client = AwardClient(url, key_id, keys[key_id].get_secret_value())
     try:
         response = await client.send(award)
@@ -320,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     award.add_argument("--score", action="store_true", help="send a score, for MAX and MIN boards")
     award.add_argument("--type", default="points", help="award type (default: points)")
     award.add_argument("--key-id", help="award key id (default: dev, or the first configured key)")
+    award.add_argument(
+        "--occurred-at",
+        help="the award's event time, RFC 3339 (default: now for a new award; with MATCH given, none, "
+        "so that sending it again is a repeat); boards with a time window need one",
+    )
     return parser
 
 

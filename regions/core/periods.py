@@ -213,14 +213,16 @@ def period_of(spec: WindowSpec, instant_ms: int) -> PeriodSpan:
 
 
 def next_period(spec: WindowSpec, span: PeriodSpan) -> PeriodSpan:
+    """The period that holds the instant ``span`` ends. Not simply the next calendar day: a zone
+    may skip a whole local day (Pacific/Kiritimati skipped 1994-12-31), which no instant belongs to."""
     _calendar(spec)
-    return _span(spec, _next_first_day(spec, _first_day_of_key(spec, span.key)))
+    return period_of(spec, span.end_ms)
 
 
 def previous_period(spec: WindowSpec, span: PeriodSpan) -> PeriodSpan:
+    """The period that holds the instant before ``span`` starts (see :func:`next_period`)."""
     _calendar(spec)
-    first = _first_day_of_key(spec, span.key)
-    return _span(spec, _first_day(spec, first - timedelta(days=1)))
+    return period_of(spec, span.start_ms - 1)
 
 
 def _fourth_day_of_week_one(spec: WindowSpec, year: int) -> date:

@@ -144,9 +144,8 @@ class Intake:
             errors += check_against_board(award, board, prefix)
             errors += check_event_time(award, window_now, int(windows.max_future_s * 1000), prefix)
             spec = self._window(board)
-            if spec is not None and not errors:
-                event_ms = award.occurred_at_ms if award.occurred_at_ms is not None else window_now
-                rule = closed_rule(spec, event_ms, window_now, int(windows.grace_s * 1000))
+            if spec is not None and not errors and award.occurred_at_ms is not None:
+                rule = closed_rule(spec, award.occurred_at_ms, window_now, int(windows.grace_s * 1000))
                 if rule is not None:
                     closed.append(FieldError(prefix + "occurredAt", rule))
         if errors:

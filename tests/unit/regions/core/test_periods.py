@@ -250,6 +250,21 @@ def test_a_clock_turned_back_across_midnight_does_not_take_time_back() -> None:
 
 
 @pytest.mark.parametrize(
+    ("zone", "before", "after"),
+    [
+        ("Pacific/Kiritimati", "1994-12-30", "1995-01-01"),  # from UTC-10 to UTC+14: no 1994-12-31
+        ("Pacific/Apia", "2011-12-29", "2011-12-31"),  # Samoa crossed the date line: no 2011-12-30
+    ],
+)
+def test_a_day_the_zone_skipped_is_no_period(zone: str, before: str, after: str) -> None:
+    spec = WindowSpec(Period.DAILY, time_zone=zone)
+    first = parse_key(spec, before)
+    second = next_period(spec, first)
+    assert (second.key, second.start_ms) == (after, first.end_ms)
+    assert period_of(spec, first.end_ms) == second and previous_period(spec, second) == first
+
+
+@pytest.mark.parametrize(
     ("spec", "instant", "key"),
     [
         (WindowSpec(Period.WEEKLY), "2026-11-30T00:00:00+00:00", "2026-W49"),
