@@ -13,6 +13,7 @@ from cassandra.cluster import Session
 from regions.cassandra_catalog import CassandraCatalog
 from regions.cassandra_corrections import CassandraCorrections
 from regions.cassandra_lifecycle import CassandraLifecycle
+from regions.cassandra_periods import CassandraPeriods
 from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_results import CassandraResults
 
@@ -24,9 +25,10 @@ class Stores:
     results: CassandraResults
     lifecycle: CassandraLifecycle
     corrections: CassandraCorrections
+    periods: CassandraPeriods
 
 
 def open_stores(session: Session) -> Stores:
     """Prepare every statement; blocks, so it runs in a worker thread."""
     return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session),
-                  CassandraLifecycle(session), CassandraCorrections(session))  # fmt: skip
+                  CassandraLifecycle(session), CassandraCorrections(session), CassandraPeriods(session))  # fmt: skip

@@ -38,6 +38,10 @@ class FeedUnavailable(Exception):
     """The hints feed of another region's projection cannot serve a subscriber now."""
 
 
+class FeedSilent(Exception):
+    """The upstream feed answered nothing, not even a PING: its connection is dead."""
+
+
 class Snapshots(Protocol):
     """Reads a board's top K and players' standing in one round trip (``gateway/redis_snapshot.py``)."""
 
@@ -295,17 +299,18 @@ class HintHub:
         while True:
             pubsub: PubSub | None = None
             try:
-                pubsub = await open_pubsub(self._redis)
-                await pubsub.psubscribe(self._pattern)
+                async with asyncio.timeout(
+                    2 * self._settings.hints_ping_interval_s
+                ):  # a server that never answers
+                    pubsub = await open_pubsub(self._redis)
+                    await pubsub.psubscribe(self._pattern)
                 if was_connected:
                     for feed in self._feeds.values():
                         feed.resync("upstream_reconnected")
                 self._set_connected(True)
                 was_connected, delay = True, 0.2
-                async for message in pubsub.listen():
-                    if message["type"] == "pmessage":
-                        self.receive(message["channel"], message["data"])
-            except (RedisError, OSError) as exc:
+                await self._follow(pubsub)
+            except (RedisError, OSError, FeedSilent) as exc:
                 log.warning("hints feed lost (%r); reconnecting in %.1fs", exc, delay)
             except Exception:
                 log.exception("hints feed failed; restarting in %.1fs", delay)
@@ -317,6 +322,23 @@ class HintHub:
                         await pubsub.aclose()  # type: ignore[no-untyped-call]
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+    async def _follow(self, pubsub: PubSub) -> None:
+        """Pass the feed's hints on until it fails. A feed silent for the ping interval is pinged;
+        silent for another interval, it is dead (a cut link, or a server that dropped the connection
+        during a partition while no word of it reached here) and ``FeedSilent`` ends it."""
+        interval, pinged = self._settings.hints_ping_interval_s, False
+        while True:
+            message = await pubsub.get_message(timeout=interval)
+            if message is None:
+                if pinged:
+                    raise FeedSilent(f"no answer to a PING within {interval:g} s")
+                await pubsub.ping()
+                pinged = True
+                continue
+            pinged = False
+            if message["type"] == "pmessage":
+                self.receive(message["channel"], message["data"])
 
     def _set_connected(self, connected: bool) -> None:
         self.connected = connected

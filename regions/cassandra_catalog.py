@@ -10,7 +10,8 @@ from cassandra import ConsistencyLevel
 from cassandra.cluster import Session
 
 from regions.cassandra_store import execute
-from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
+from regions.core.boards import Aggregation, Board, BoardStatus, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.ids import board_id_error
 
 _COLUMNS = "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative, shards"
 _READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
@@ -62,7 +63,11 @@ class CassandraCatalog:
         return None if row is None else _board(row)
 
     async def create(self, board: Board) -> bool:
-        """Create the board; False when a board with this id already exists (it is left unchanged)."""
+        """Create the board; False when a board with this id already exists (it is left unchanged).
+        A period's id (``<board>@<key>``) is never a board of its own: refused."""
+        problem = board_id_error(board.id)
+        if problem is not None:
+            raise InvalidBoardError(f"id {board.id!r}: {problem}")
         result = await execute(
             self._session,
             self._create,

@@ -9,6 +9,7 @@ import contextlib
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -31,7 +32,10 @@ from regions.core.boards import (
     TiePolicy,
 )
 from regions.core.corrections import parse_correction
+from regions.core.ids import board_id_error
+from regions.core.periods import InvalidWindow, Period, Weekday, WindowSpec
 from regions.core.profiles import InvalidProfileError, Profile
+from regions.core.windows import describe_window, encode_window
 from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
 from regions.lifecycle.close import CloseRefused
@@ -78,12 +82,34 @@ async def _bootstrap(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
+def _window(args: argparse.Namespace) -> str | None:
+    """The catalog string of the window asked for; None for an all-time board."""
+    if args.window is None:
+        for flag, given in (("--days", args.days), ("--time-zone", args.time_zone),
+                            ("--first-day-of-week", args.first_day_of_week)):  # fmt: skip
+            if given is not None:
+                raise InvalidBoardError(f"{flag}: only with --window")
+        return None
+    first = Weekday(args.first_day_of_week) if args.first_day_of_week else None
+    try:
+        return encode_window(WindowSpec(Period(args.window), args.days, args.time_zone or "UTC", first))
+    except InvalidWindow as exc:
+        option = {"window.days": "--days", "window.timeZone": "--time-zone"}.get(
+            exc.field, "--first-day-of-week"
+        )
+        raise InvalidBoardError(f"{option}: {exc.rule}") from exc
+
+
 async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
     try:
+        problem = board_id_error(args.id)
+        if problem is not None:
+            raise InvalidBoardError(f"id {args.id!r}: {problem}")
         board = Board(
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
-            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative, shards=args.shards,
+            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative, window=_window(args),
+            shards=args.shards,
         )  # fmt: skip
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -115,7 +141,7 @@ BOARD_COLUMNS = (
 def board_row(entry: CatalogEntry) -> tuple[str, ...]:
     b, created = entry.board, entry.created_at
     return (
-        b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, b.window or "none",
+        b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, describe_window(b.window_spec),
         ("allowed" if b.allow_negative else "refused") if b.aggregation is Aggregation.SUM else "-",
         str(b.shards),
         created.strftime("%Y-%m-%d %H:%M:%SZ") if created is not None else "-",
@@ -244,6 +270,11 @@ async def _award(settings: Settings, args: argparse.Namespace) -> int:
     url = f"http://{settings.intake.host}:{settings.intake.port}"
     award = {"leaderboardId": args.board, "matchId": args.match or uuid.uuid4().hex, "userId": args.user,
              "awardType": args.type, "score" if args.score else "delta": args.amount}  # fmt: skip
+    occurred_at = args.occurred_at or (
+        None if args.match else datetime.now(UTC).isoformat(timespec="milliseconds")
+    )
+    if occurred_at is not None:
+        award["occurredAt"] = occurred_at
     client = AwardClient(url, key_id, keys[key_id].get_secret_value())
     try:
         response = await client.send(award)
@@ -270,6 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--aggregation", choices=[a.value for a in Aggregation], default="SUM")
     create.add_argument("--tie-policy", choices=[t.value for t in TiePolicy], default="USER_ID")
     create.add_argument("--allow-negative", action="store_true", help="SUM boards: accept negative deltas")
+    create.add_argument(
+        "--window", choices=[p.value for p in Period], help="a time window (default: all-time)"
+    )
+    create.add_argument("--days", type=int, help="ROLLING: the number of days ranked (1..366)")
+    create.add_argument(
+        "--time-zone", help="IANA zone of the window's days (default UTC), e.g. Europe/Stockholm"
+    )
+    create.add_argument(
+        "--first-day-of-week", choices=[d.value for d in Weekday], help="WEEKLY (default MONDAY)"
+    )
     create.add_argument(
         "--shards",
         type=int,
@@ -328,6 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     award.add_argument("--score", action="store_true", help="send a score, for MAX and MIN boards")
     award.add_argument("--type", default="points", help="award type (default: points)")
     award.add_argument("--key-id", help="award key id (default: dev, or the first configured key)")
+    award.add_argument(
+        "--occurred-at",
+        help="the award's event time, RFC 3339 (default: now for a new award; with MATCH given, none, "
+        "so that sending it again is a repeat); boards with a time window need one",
+    )
     return parser
 
 

@@ -19,6 +19,7 @@ from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssigno
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from aiokafka.partitioner import DefaultPartitioner
 
+from regions.kafka_partitioner import KeyPartitioner
 from regions.kafka_security import connection_options
 from regions.settings import KafkaSettings, ProcessorSettings
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
@@ -131,6 +132,7 @@ def make_producer(
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
         max_batch_size=batch_bytes,
+        partitioner=KeyPartitioner(),
     )
 
 
@@ -247,6 +249,19 @@ async def assign_from_committed(consumer: AIOKafkaConsumer, tps: list[TopicParti
             await consumer.seek_to_beginning(tp)
         else:
             consumer.seek(tp, committed)
+
+
+async def committed_metadata(
+    kafka: KafkaSettings, group: str, tps: list[TopicPartition]
+) -> dict[TopicPartition, str]:
+    """The metadata of the group's committed offsets of ``tps`` (those it committed)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        found = await admin.list_consumer_group_offsets(group, partitions=tps)
+    finally:
+        await admin.close()
+    return {tp: committed.metadata or "" for tp, committed in found.items() if committed.offset >= 0}
 
 
 async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict[int, int]:

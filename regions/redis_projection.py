@@ -33,7 +33,8 @@ def connect_redis(redis: RedisSettings) -> ProjectionRedis:
 
 @dataclass(frozen=True, slots=True)
 class ProjectedTotal:
-    """One total as the projection stores it: ``score`` and ``member`` already encode rank order."""
+    """One total as the projection stores it: ``score`` and ``member`` already encode rank order;
+    an empty ``member`` removes the player (the version is still recorded)."""
 
     user_id: str
     version: int
@@ -308,7 +309,7 @@ class RedisProjection:
             pipe.zscore(layout.shard(self._prefix, shard_of(user, layout.shards)).ranking,
                         f"{reached}|{user}" if bar else user)  # fmt: skip
         scores = cast(list[float | None], await execute_pipeline(pipe))
-        return {
+        return {  # (a record "version|" is a player who left the ranking: no score, no member)
             user: None if record is None or score is None else total_of(sort_order, float(score))
             for user, record, score in zip(users, records, scores, strict=True)
         }

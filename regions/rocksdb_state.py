@@ -5,7 +5,11 @@ One database per task directory. Keys start with one byte naming what they hold:
 ``t`` + acceptance time (8 bytes, order-preserving) + event id -> nothing: the time index the purge
 walks, so forgetting old copies costs what is forgotten, not the whole memory; ``s`` + region ->
 source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed);
-``h`` + board -> the correction records held for the board (absent: none); ``m`` + name -> metadata (identity, changelog offsets, completeness bound).
+``e`` + board -> the newest expired day of a ROLLING board (4 bytes); ``x`` + ``board|`` + day (4 bytes)
++ user -> nothing: the day index an expiry walks, so it visits the players with points that day and
+no other; ``h`` + board -> the correction records held for the board (absent: none); ``m`` + name ->
+metadata (identity, format, changelog offsets, completeness bound). A player value is msgpack
+(total, version, tie key) or, on a ROLLING board, (total, version, tie key, buckets).
 
 Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
 included) and write buffers charged to it, both sized from settings. The write-ahead log is not
@@ -27,7 +31,7 @@ from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, Writ
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
-from regions.processor.state import CutoffKey, StateKey, StoreBatch, StoreIdentity
+from regions.processor.state import STORE_FORMAT, CutoffKey, DayEntry, StateKey, StoreBatch, StoreIdentity
 from schema.lifecycle import HeldCorrection
 from schema.records import pack_seen, unpack_seen
 
@@ -35,6 +39,7 @@ log = logging.getLogger(__name__)
 _IDENTITY = b"mid"
 _CHANGELOG = b"mcl"
 _COMPLETE = b"mcs"
+_FORMAT = b"mfv"
 _SIGN = 1 << 63
 
 
@@ -48,6 +53,23 @@ def _cutoff_key(key: CutoffKey) -> bytes:
 
 def _player_key(key: StateKey) -> bytes:
     return b"p" + f"{key[0]}|{key[1]}".encode()
+
+
+def _day_prefix(board: str, day: int) -> bytes:
+    return b"x" + board.encode() + b"|" + day.to_bytes(4, "big")
+
+
+def _day_key(entry: DayEntry) -> bytes:
+    return _day_prefix(entry[0], entry[1]) + entry[2].encode()
+
+
+class _Player(msgspec.Struct, array_like=True, omit_defaults=True):
+    """A player's value: (total, version, tie key), and on a ROLLING board its day buckets."""
+
+    total: int
+    version: int
+    reached: str
+    buckets: tuple[tuple[int, int, str], ...] = ()
 
 
 class _Meta(msgspec.Struct, array_like=True):
@@ -64,7 +86,7 @@ class RocksStore:
         path.mkdir(parents=True, exist_ok=True)
         self._db = Rdict(str(path), options)
         self._encode = msgspec.msgpack.Encoder().encode
-        self._player = msgspec.msgpack.Decoder(tuple[int, int, str]).decode
+        self._player = msgspec.msgpack.Decoder(_Player).decode
         self._source = msgspec.msgpack.Decoder(tuple[int, int, int, int]).decode
         self._meta = msgspec.msgpack.Decoder(_Meta).decode
         self._offsets = msgspec.msgpack.Decoder(dict[str, int]).decode
@@ -88,6 +110,7 @@ class RocksStore:
         batch.delete_range(b"\x00", b"\xff")
         meta = _Meta(identity.cluster_id, list(identity.changelogs), identity.partition)
         batch.put(_IDENTITY, self._encode(meta))
+        batch.put(_FORMAT, STORE_FORMAT.to_bytes(4, "big"))
         self._db.write(batch)
         self._db.compact_range(None, None)
 
@@ -97,7 +120,29 @@ class RocksStore:
 
     def player(self, key: StateKey) -> PlayerState | None:
         raw = self._get(_player_key(key))
-        return None if raw is None else PlayerState(*self._player(raw))
+        if raw is None:
+            return None
+        value = self._player(raw)
+        return PlayerState(value.total, value.version, value.reached, value.buckets)
+
+    def format(self) -> int:
+        """1 for a store written before formats were recorded."""
+        raw = self._get(_FORMAT)
+        return 1 if raw is None else int.from_bytes(raw, "big")
+
+    def expired_through(self, board: str) -> int | None:
+        raw = self._get(b"e" + board.encode())
+        return None if raw is None else int.from_bytes(raw, "big")
+
+    def players_of_days(self, board: str, after: int | None, through: int) -> list[DayEntry]:
+        start = _day_prefix(board, 0 if after is None else after + 1)
+        width = len(_day_prefix(board, 0))
+        return [
+            (board, int.from_bytes(key[width - 4 : width], "big"), key[width:].decode())
+            for key, _ in self._scan(
+                b"x" + board.encode() + b"|", start=start, end=_day_prefix(board, through + 1)
+            )
+        ]
 
     def seen(self, event_id: str) -> Seen | None:
         raw = self._get(b"d" + bytes.fromhex(event_id))
@@ -106,9 +151,11 @@ class RocksStore:
     def sources(self) -> dict[str, SourcePosition]:
         return {key[1:].decode(): SourcePosition(*self._source(value)) for key, value in self._scan(b"s")}
 
-    def _scan(self, prefix: bytes, end: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """Keys and values that start with ``prefix`` (and sort before ``end``), in key order."""
-        for key, value in cast(Iterator[tuple[bytes, bytes]], self._db.items(from_key=prefix)):
+    def _scan(
+        self, prefix: bytes, end: bytes | None = None, start: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Keys and values that start with ``prefix`` (from ``start``, before ``end``), in key order."""
+        for key, value in cast(Iterator[tuple[bytes, bytes]], self._db.items(from_key=start or prefix)):
             if not key.startswith(prefix) or (end is not None and key >= end):
                 return
             yield key, value
@@ -127,9 +174,14 @@ class RocksStore:
 
     def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
         out = WriteBatch(raw_mode=True)
+        for entry in batch.days_removed:  # before the puts: an entry removed and added again stays
+            out.delete(_day_key(entry))
         items = self._items(batch)
         for item, value in sorted(items) if bulk else items:  # a restore's big batches: in key order,
             out.put(item, value)  # the memtable takes them about a third faster
+        for board, day in batch.expired.items():
+            known = self.expired_through(board)
+            out.put(b"e" + board.encode(), max(day, day if known is None else known).to_bytes(4, "big"))
         for region, position in batch.sources.items():
             out.put(b"s" + region.encode(), self._encode(
                 (position.offset, position.accepted_at_ms, position.heartbeat_at_ms, position.gaps)
@@ -148,11 +200,13 @@ class RocksStore:
         self._db.write(out, self._bulk if bulk else self._normal)
 
     def _items(self, batch: StoreBatch) -> Iterator[tuple[bytes, bytes]]:
-        """The players' and the dedupe memory's keys and values. A replaced copy leaves its old
-        time in the index; the purge skips such entries."""
+        """The players', their days' and the dedupe memory's keys and values. A replaced copy
+        leaves its old time in the index; the purge skips such entries."""
         encode = self._encode
         for key, state in batch.players.items():
-            yield _player_key(key), encode((state.total, state.version, state.reached))
+            yield _player_key(key), encode(_Player(state.total, state.version, state.reached, state.buckets))
+        for entry in batch.days_added:
+            yield _day_key(entry), b""
         for event_id, copy in batch.seen.items():
             raw_id = bytes.fromhex(event_id)
             yield b"d" + raw_id, pack_seen(copy.digest, copy.at_ms)

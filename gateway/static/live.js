@@ -28,7 +28,7 @@ const UPDATES = `subscription Updates($board: ID!, $user: ID) {
     ... on RankChanged { oldRank newRank sequence }
     ... on TopKChanged { k sequence }
     ... on Resync { reason sequence }
-    ... on BoardStatusChanged { status resultVersion sequence }
+    ... on BoardStatusChanged { status resultVersion period sequence }
   }
 }`;
 

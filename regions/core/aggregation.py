@@ -30,6 +30,8 @@ class PlayerState:
     total: int
     version: int
     reached: str  # regions.core.ordering.reached_key of the award that reached the total
+    # ROLLING boards only: (day, the day's fold, its tie order key), oldest first (regions.core.rolling)
+    buckets: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

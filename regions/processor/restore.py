@@ -21,7 +21,7 @@ from regions.core.aggregation import PlayerState
 from regions.core.positions import SourcePosition
 from regions.kafka_clients import make_consumer, replay
 from regions.processor import metrics
-from regions.processor.state import StoreBatch, StoreIdentity, TaskStore
+from regions.processor.state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
 from regions.settings import KafkaSettings
 from schema.records import (
     EVENT_ID_BYTES,
@@ -29,6 +29,7 @@ from schema.records import (
     Codec,
     CorrectionsHeld,
     CutoffReached,
+    ExpiryReached,
     PlayerTotal,
     Watermark,
 )
@@ -67,6 +68,8 @@ def stale_reason(
         return "no local store"
     if found != identity:
         return f"the local store reflects {found}, not {identity}"
+    if store.format() != STORE_FORMAT:
+        return f"the local store is in format {store.format()}, this version keeps format {STORE_FORMAT}"
     at = store.changelog_positions()
     for topic in identity.changelogs:
         position = at.get(topic, 0)
@@ -117,8 +120,13 @@ class _Loader:
                 continue
             if isinstance(value, PlayerTotal):
                 batch.players[(value.board_id, value.user_id)] = PlayerState(
-                    value.total, value.version, value.reached
+                    value.total, value.version, value.reached, value.buckets
                 )
+                # The day index may keep days a later total no longer has: an expiry skips them.
+                batch.days_added.update((value.board_id, day, value.user_id) for day, _, _ in value.buckets)
+            elif isinstance(value, ExpiryReached):
+                known = batch.expired.get(value.board_id, value.expired_through)
+                batch.expired[value.board_id] = max(known, value.expired_through)
             elif isinstance(value, Watermark) and value.region:
                 self._watermark(batch, value)
             elif isinstance(value, CutoffReached):

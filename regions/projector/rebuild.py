@@ -52,7 +52,7 @@ from regions.projector.redis_control import (
     RebuildState,
 )
 from regions.projector.reshard import Reshard, ReshardRefused
-from regions.projector.totals import TotalsBatch
+from regions.projector.totals import TotalsBatch, of_board
 from regions.redis_layouts import Layout
 from regions.redis_projection import BoardTotals, Positions, RedisProjection
 from regions.settings import KafkaSettings, Settings
@@ -165,7 +165,7 @@ class _Into:
             batch.only(request.board)
         self.covered = merge_marks(self.covered, batch.marks)
         for board, reached in batch.cutoffs.items():
-            if not request.board or board == request.board:
+            if not request.board or of_board(board, request.board):
                 self.cutoffs.setdefault(board, {}).update(reached)
         self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
         self.ties.update((t.board_id, t.tie_policy) for t in batch.latest.values())
@@ -299,7 +299,9 @@ async def _run(
         await _catch_up_and_swap(kafka, tps, end, into, positions, pause)
     except ReshardRefused as exc:
         log.error("reshard %s refused: %s", request.id, exc)
-        await projection.layouts.discard(into.fresh[request.board])
+        for board, layout in into.fresh.items():
+            if board not in into.swapped:  # (a layout swapped in before a restart is the live one)
+                await projection.layouts.discard(layout)
         await progress.to(RebuildState.DONE, boards=0, records=records, error=str(exc))
         return RebuildReport(request.id, [], records, {})
     boards = into.boards
@@ -318,35 +320,42 @@ async def _catch_up_and_swap(
     pause: Pause | None,
 ) -> None:
     projection, progress = into.projection, into.progress
-    check = await _reshard_check(into)
+    checks = await _reshard_checks(into)
     if pause is None:  # nobody else writes: the replay holds everything the positions will claim
-        if check is not None:
+        for check in checks:
             await check.verify(progress, every=True)
         await _swap_in(projection, into, positions)
         return
     end = await replay(kafka, tps, into, start=end)
-    if check is not None:  # the whole layout before the pause, so that the pause stays short
+    for check in checks:  # the whole layout before the pause, so that the pause stays short
         await check.verify(progress, every=True)
     paused = time.monotonic()
     async with pause():
         await replay(kafka, tps, into, start=end)
-        if check is not None:
+        for check in checks:
             await check.verify(progress, every=False)  # those behind before: now caught up
         await progress.to(RebuildState.SWAPPING)
         await _swap_in(projection, into, positions)
     metrics.LIVE_PAUSE_SECONDS.observe(time.monotonic() - paused)
 
 
-async def _reshard_check(into: _Into) -> Reshard | None:
-    """The check a reshard makes before its swap (None for a rebuild, or a board with no players)."""
-    request = into.progress.request
-    if request.cause is not RebuildCause.RESHARD:
-        return None
-    fresh, old = into.fresh.get(request.board), await into.projection.layouts.live_one(request.board)
-    if fresh is None or old is None:
-        return None
-    strip = strip_of(into.ties.get(request.board, TiePolicy.USER_ID))
-    return Reshard(into.projection, into.prefix, old, fresh, strip)
+async def _reshard_checks(into: _Into) -> list[Reshard]:
+    """The checks a reshard makes before its swap: one per board laid out anew that had a layout
+    (the board, and the periods of a windowed one); none for a rebuild."""
+    if into.progress.request.cause is not RebuildCause.RESHARD:
+        return []
+    live = await into.projection.layouts.live(into.fresh)
+    return [
+        Reshard(
+            into.projection,
+            into.prefix,
+            old,
+            into.fresh[board],
+            strip_of(into.ties.get(board, TiePolicy.USER_ID)),
+        )
+        for board, old in live.items()
+        if old is not None and old != into.fresh[board]
+    ]
 
 
 async def _swap_in(projection: RedisProjection, into: _Into, positions: Positions) -> None:

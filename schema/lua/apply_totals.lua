@@ -8,9 +8,11 @@
 --          ('live' for the projector, 'building' for a rebuild's fresh keys), so a late write for a
 --          layout that was swapped out (rebuild, reshard) is refused, never applied out of order
 -- KEYS[3..] version buckets (hashes) of the players below: userId -> version, or "version|reached"
---          when the member is "reached|userId" (FIRST_REACHED). The total is the score itself.
+--          when the member is "reached|userId" (FIRST_REACHED), or "version|" once the player left
+--          the ranking (read as no score). The total is the score itself.
 -- ARGV[1]  the expected state; then groups of 5: userId, version, score, member, index in KEYS of
---          the player's bucket
+--          the player's bucket; an empty member removes the player from the ranking (a rolling
+--          window's player with no points left), its record keeping the version
 -- Returns  {1, userId of each applied total...}, or {0} when the layout is not in the expected state
 local zkey = KEYS[1]
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
@@ -24,14 +26,20 @@ for i = 2, #ARGV, 5 do
     local bar = string.find(current, '|', 1, true)
     newer = version > tonumber(bar and string.sub(current, 1, bar - 1) or current)
     if newer then
-      local old_member = bar and (string.sub(current, bar + 1) .. '|' .. user) or user
-      if old_member ~= member then redis.call('ZREM', zkey, old_member) end
+      local reached = bar and string.sub(current, bar + 1)  -- nil: the member is the user id
+      local old_member = (not bar and user) or (reached ~= '' and reached .. '|' .. user) or nil
+      if old_member and old_member ~= member then redis.call('ZREM', zkey, old_member) end
     end
   end
   if newer then
-    redis.call('ZADD', zkey, ARGV[i + 2], member)
-    local record = ARGV[i + 1]  -- the member is the user id, or the reached key, '|', the user id
-    if member ~= user then record = record .. '|' .. string.sub(member, 1, #member - #user - 1) end
+    local record = ARGV[i + 1]
+    if member == '' then
+      record = record .. '|'  -- removed: the version stays, no member
+    else
+      redis.call('ZADD', zkey, ARGV[i + 2], member)
+      -- the member is the user id, or the reached key, '|', the user id
+      if member ~= user then record = record .. '|' .. string.sub(member, 1, #member - #user - 1) end
+    end
     redis.call('HSET', bucket, user, record)
     result[#result + 1] = user
   end

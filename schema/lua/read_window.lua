@@ -53,6 +53,7 @@ elseif form == 'player' then
   local rec = record_of(user)
   if not rec then return {'none'} end
   local bar = string.find(rec, '|', 1, true)
+  if bar == #rec then return {'none'} end  -- "version|": the player left the ranking
   rank = redis.call('ZRANK', zkey, bar and (string.sub(rec, bar + 1) .. '|' .. user) or user)
   if not rank then return {'none'} end
   first, last = math.max(0, rank - n), rank + n

@@ -9,7 +9,8 @@ import pytest
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
-from regions.processor.state import MemoryStore, StoreBatch, StoreIdentity, TaskStore
+from regions.processor.restore import stale_reason
+from regions.processor.state import STORE_FORMAT, MemoryStore, StoreBatch, StoreIdentity, TaskStore
 from regions.rocksdb_state import RocksStore, store_options
 from schema.lifecycle import CorrectionRecord, HeldCorrection
 from schema.records import pack_seen
@@ -135,6 +136,25 @@ class TaskStoreContract:
         store.write(StoreBatch(complete_since_ms=5))
         assert store.complete_since_ms() == 10
 
+    def test_rolling_buckets_the_day_index_and_expired_days_read_back(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        assert store.format() == STORE_FORMAT and store.expired_through("r") is None
+        buckets = ((739_700, 5, "k1"), (739_702, -2, "k2"))
+        store.write(StoreBatch(
+            players={("r", "ann"): PlayerState(3, 2, "k2", buckets)},
+            days_added={("r", 739_700, "ann"), ("r", 739_702, "ann"), ("r", 739_701, "bob"), ("q", 739_700, "cy")},
+            expired={"r": 739_699},
+        ))  # fmt: skip
+        assert store.player(("r", "ann")) == PlayerState(3, 2, "k2", buckets)
+        assert store.players_of_days("r", None, 739_701) == [("r", 739_700, "ann"), ("r", 739_701, "bob")]
+        assert store.players_of_days("r", 739_700, 739_702) == [("r", 739_701, "bob"), ("r", 739_702, "ann")]
+        store.write(StoreBatch(days_removed={("r", 739_701, "bob")}, expired={"r": 739_701}))
+        store.write(StoreBatch(expired={"r": 739_700}))  # days only expire forward
+        assert store.expired_through("r") == 739_701 and store.expired_through("q") is None
+        assert store.players_of_days("r", None, 739_800) == [("r", 739_700, "ann"), ("r", 739_702, "ann")]
+        store.reset(IDENTITY)
+        assert store.players_of_days("r", None, 739_800) == [] and store.expired_through("r") is None
+
 
 class TestMemoryStore(TaskStoreContract):
     @pytest.fixture
@@ -176,3 +196,15 @@ class TestRocksStore(TaskStoreContract):
             assert again.held("b") == (HELD_1,)
         finally:
             again.close()
+
+    def test_a_store_of_an_older_format_is_restored_in_full(self, tmp_path: Path) -> None:
+        store = RocksStore(tmp_path / "p3", OPTIONS)
+        try:
+            store.reset(IDENTITY)
+            ends = dict.fromkeys(IDENTITY.changelogs, 0)
+            assert stale_reason(store, IDENTITY, ends, ends) == ""
+            store._db.delete(b"mfv")  # as written before formats were recorded
+            assert store.format() == 1
+            assert "format 1" in stale_reason(store, IDENTITY, ends, ends)
+        finally:
+            store.close()

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis, RedisCluster
 
-from regions.core.boards import Board
+from regions.core.boards import Board, TiePolicy
+from regions.core.ordering import encode, reached_position
 from regions.core.positions import SourcePosition
 from regions.projector.rebuild import begin_after_loss, rebuild_to_run
 from regions.projector.redis_control import (
@@ -259,3 +260,36 @@ async def test_boards_and_the_shards_of_a_board_spread_over_every_master(
         assert len(masters) > 1 and homes == masters and spread == masters and per_shard == {1}
     assert [await projection.count(w.board_id) for w in work] == [len(w.totals) for w in work]
     assert await projection.total_of("sharded", "u63") == 1
+
+
+@pytest.mark.parametrize(
+    ("tie", "shards"), [(TiePolicy.USER_ID, 1), (TiePolicy.FIRST_REACHED, 1), (TiePolicy.USER_ID, 3)]
+)
+async def test_a_removal_takes_the_player_off_the_board_only_when_newer(
+    settings: Settings, redis_client: Redis, tie: TiePolicy, shards: int
+) -> None:
+    prefix = settings.redis.key_prefix
+    projection = RedisProjection(redis_client, prefix)
+    board = Board("rolling-removal", "r", "local", tie_policy=tie, shards=shards)
+    reader = RankReader(projection, prefix, "local")
+
+    def total(user: str, version: int, points: int) -> ProjectedTotal:
+        score, member = encode(board.sort_order, tie, user, points, reached_position(version, 0, 0))
+        return ProjectedTotal(user, version, points, score, member)
+
+    await projection.apply(board.id, [total("ann", 3, 7), total("bob", 1, 5)], shards)
+
+    stale = await projection.apply(board.id, [ProjectedTotal("ann", 2, 0, 0.0, "")])  # an older removal
+    removed = await projection.apply(board.id, [ProjectedTotal("ann", 4, 0, 0.0, "")])
+    assert (stale.users, removed.users) == ([], ["ann"])
+    assert [e.user_id for e in (await reader.top(board, 10)).entries] == ["bob"]
+    assert (await reader.player(board, "ann"))[0] is None
+    assert await reader.context(board, "ann", 2) is None
+    assert await projection.count(board.id) == 1 and await projection.version_of(board.id, "ann") == 4
+    assert await projection.total_of(board.id, "ann") is None
+
+    older = await projection.apply(board.id, [total("ann", 4, 9)])  # not newer
+    back = await projection.apply(board.id, [total("ann", 5, 9)])
+    assert (older.users, back.users) == ([], ["ann"])
+    assert [e.user_id for e in (await reader.top(board, 10)).entries] == ["ann", "bob"]
+    assert await projection.total_of(board.id, "ann") == 9
