@@ -143,8 +143,11 @@ async def test_a_subscription_follows_the_current_period_and_says_when_it_rolls_
     today = period_of(spec, now)
     tomorrow = period_of(spec, today.end_ms)
     received: list[dict[str, Any]] = []
+    # Its own window settings: the test moves this gateway's clock, and nobody else's.
+    settings = settings.model_copy(update={"windows": settings.windows.model_copy()})
     async with serve_gateway(settings, redis_client, cassandra_session) as gw:
         windows = gw.services.settings.windows
+        assert windows is settings.windows
 
         def clock_at(target_ms: int) -> None:  # the gateway's window clock (a test-only setting)
             windows.clock_offset_s = (target_ms - time.time() * 1000) / 1000
