@@ -81,9 +81,6 @@ async def settings(
             "processor": base_settings.processor.model_copy(
                 update={"session_timeout_ms": 6000, "store_dir": str(tmp_path / "processor-state")}
             ),
-            # A section of its own: a test that moves a setting in place (the windows' clock) moves
-            # it for itself, not for every later test of the session.
-            "windows": base_settings.windows.model_copy(),
         }
     )
     yield chosen
