@@ -13,9 +13,7 @@ from regions.cassandra_store import execute
 from regions.core.boards import Aggregation, Board, BoardStatus, InvalidBoardError, SortOrder, TiePolicy
 from regions.core.ids import board_id_error
 
-_COLUMNS = (
-    "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative"
-)
+_COLUMNS = "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative, shards"
 _READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
 
 
@@ -30,6 +28,7 @@ def _board(row: Any) -> Board:
         window=row.time_window,
         status=BoardStatus(row.status),
         allow_negative=bool(row.allow_negative),
+        shards=row.shards or 1,
         cutoffs=tuple(sorted((row.cutoffs or {}).items())),
     )
 
@@ -52,10 +51,11 @@ class CassandraCatalog:
         self._session = session
         self._get = session.prepare(f"SELECT {_READ_COLUMNS} FROM boards WHERE board_id = ?")
         self._create = session.prepare(
-            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
+            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
             "IF NOT EXISTS"
         )
         self._create.serial_consistency_level = ConsistencyLevel.SERIAL
+        self._set_shards = session.prepare("UPDATE boards SET shards = ? WHERE board_id = ?")
 
     async def get(self, board_id: str) -> Board | None:
         rows = await execute(self._session, self._get, (board_id,))
@@ -81,9 +81,14 @@ class CassandraCatalog:
                 board.window,
                 board.status.value,
                 board.allow_negative,
+                board.shards,
             ),
         )
         return bool(result.was_applied)
+
+    async def set_shards(self, board_id: str, shards: int) -> None:
+        """Record the board's shard count: awards accepted from then on carry it to the projections."""
+        await execute(self._session, self._set_shards, (shards, board_id))
 
     async def all(self) -> list[Board]:
         return [entry.board for entry in await self.entries()]

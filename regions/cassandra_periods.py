@@ -97,7 +97,9 @@ class CassandraPeriods:
 
     async def windowed(self) -> list[WindowedBoard]:
         """Every board with a time window (a scan of the catalog, which holds boards, not players)."""
-        rows = await execute(self._session, f"SELECT {_READ_COLUMNS}, created_at, expired_through FROM boards")
+        rows = await execute(
+            self._session, f"SELECT {_READ_COLUMNS}, created_at, expired_through FROM boards"
+        )
         found = []
         for row in rows:
             if row.time_window:

@@ -22,7 +22,15 @@ from regions.bootstrap import bootstrap
 from regions.cassandra_catalog import CassandraCatalog, CatalogEntry
 from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable, connect, describe
-from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.boards import (
+    MAX_SHARDS,
+    Aggregation,
+    Board,
+    BoardStatus,
+    InvalidBoardError,
+    SortOrder,
+    TiePolicy,
+)
 from regions.core.corrections import parse_correction
 from regions.core.ids import board_id_error
 from regions.core.periods import InvalidWindow, Period, Weekday, WindowSpec
@@ -33,7 +41,7 @@ from regions.kafka_clients import TopicMissing
 from regions.lifecycle.close import CloseRefused
 from regions.lifecycle.command import close_command, correct_command, results_command
 from regions.lifecycle.correct import CorrectionRefused
-from regions.projector.command import rebuild_command
+from regions.projector.command import rebuild_command, reshard_command
 from regions.reconciliation import ReconciliationReader
 from regions.settings import Settings, UnknownSettingsError, load_settings
 
@@ -101,6 +109,7 @@ async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
             tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative, window=_window(args),
+            shards=args.shards,
         )  # fmt: skip
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -124,6 +133,7 @@ BOARD_COLUMNS = (
     "TIE POLICY",
     "WINDOW",
     "NEGATIVE",
+    "SHARDS",
     "CREATED",
 )
 
@@ -133,6 +143,7 @@ def board_row(entry: CatalogEntry) -> tuple[str, ...]:
     return (
         b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, describe_window(b.window_spec),
         ("allowed" if b.allow_negative else "refused") if b.aggregation is Aggregation.SUM else "-",
+        str(b.shards),
         created.strftime("%Y-%m-%d %H:%M:%SZ") if created is not None else "-",
     )  # fmt: skip
 
@@ -169,6 +180,25 @@ async def _put_profile(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
     return await rebuild_command(settings, args.board, lambda line: print(line, flush=True))
+
+
+async def _reshard(settings: Settings, args: argparse.Namespace) -> int:
+    if not 1 <= args.shards <= MAX_SHARDS:
+        print(f"error: --shards {args.shards}: must be 1..{MAX_SHARDS}", file=sys.stderr)
+        return 2
+    async with _cassandra(settings) as session:
+        catalog = CassandraCatalog(session)
+        board = await catalog.get(args.board)
+        if board is None:
+            raise CommandError(f"no board {args.board!r} in the catalog ('ops/lb boards' lists them)")
+        if board.status is not BoardStatus.OPEN:
+            raise CommandError(
+                f"board {board.id} is {board.status}: its projection is final, it is not resharded"
+            )
+        if board.shards != args.shards:  # awards accepted from now on say so: new projections follow it
+            await catalog.set_shards(board.id, args.shards)
+            print(f"catalog: board {board.id} has {args.shards} shard(s) (was {board.shards})", flush=True)
+    return await reshard_command(settings, board.id, args.shards, lambda line: print(line, flush=True))
 
 
 async def _reconciliation(settings: Settings, args: argparse.Namespace) -> int:
@@ -240,7 +270,9 @@ async def _award(settings: Settings, args: argparse.Namespace) -> int:
     url = f"http://{settings.intake.host}:{settings.intake.port}"
     award = {"leaderboardId": args.board, "matchId": args.match or uuid.uuid4().hex, "userId": args.user,
              "awardType": args.type, "score" if args.score else "delta": args.amount}  # fmt: skip
-    occurred_at = args.occurred_at or (None if args.match else datetime.now(UTC).isoformat(timespec="milliseconds"))
+    occurred_at = args.occurred_at or (
+        None if args.match else datetime.now(UTC).isoformat(timespec="milliseconds")
+    )
     if occurred_at is not None:
         award["occurredAt"] = occurred_at
     client = AwardClient(url, key_id, keys[key_id].get_secret_value())
@@ -279,6 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--first-day-of-week", choices=[d.value for d in Weekday], help="WEEKLY (default MONDAY)"
     )
+    create.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        help=f"spread the board's players over N shards (1..{MAX_SHARDS}, default 1)",
+    )
     commands.add_parser("boards", help="list the board catalog with every board's settings")
     profile = commands.add_parser("put-profile", help="create or replace a player's profile")
     profile.add_argument("user")
@@ -289,6 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
         "rebuild", help="rebuild the Redis projection from Kafka and swap it in"
     )
     rebuild_cmd.add_argument("--board", help="only this board (default: all boards)")
+    reshard = commands.add_parser(
+        "reshard", help="spread a board's players over another number of shards (this region's projection)"
+    )
+    reshard.add_argument("board")
+    reshard.add_argument(
+        "--shards", type=int, required=True, help=f"the new number of shards (1..{MAX_SHARDS})"
+    )
     reconciliation = commands.add_parser("reconciliation", help="what was not applied or audited, and why")
     reconciliation.add_argument("--board", help="only this board")
     reconciliation.add_argument(
@@ -338,6 +383,7 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
     "boards": _boards,
     "put-profile": _put_profile,
     "rebuild": _rebuild,
+    "reshard": _reshard,
     "reconciliation": _reconciliation,
     "close": _close,
     "correct": _correct,

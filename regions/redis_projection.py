@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import cast
 
 from regions import redis_connection
+from regions.core.boards import SortOrder
+from regions.core.ordering import total_of
 from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_connection import ProjectionRedis, call_scripts, execute_pipeline, publish_many
+from regions.redis_layouts import BUILDING, LIVE, Layout, LayoutMoved, Layouts
 from regions.settings import RedisSettings
 from schema.redis_keys import (
+    LAYOUT_FORMAT,
     POSITION_DETAILS,
-    BoardKeys,
+    ShardKeys,
     board_keys,
     hints_channel,
     position_field,
     positions_key,
+    shard_of,
 )
 from schema.resources import lua_script
 
@@ -55,6 +60,7 @@ class Positions:
     newest_accepted_ms: int | None
     rebuilding: bool = False
     sequence_base: int = 0  # added to every board's hint sequence in this epoch (see the projector)
+    layout: str = LAYOUT_FORMAT  # the key layout the projection was written in (schema.redis_keys)
 
     @property
     def offsets(self) -> dict[SourceKey, int]:
@@ -94,47 +100,126 @@ def parse_positions(raw: Mapping[str, str]) -> dict[SourceKey, SourcePosition]:
     return {key: SourcePosition(offset, **details.get(key, {})) for key, offset in offsets.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class BoardTotals:
+    """A board's totals to apply, with the shard count its newest awards carry: the layout of a
+    board that has none yet."""
+
+    board_id: str
+    shards: int
+    totals: Sequence[ProjectedTotal]
+
+
+def _by_shard(layout: Layout, totals: Sequence[ProjectedTotal]) -> list[list[ProjectedTotal]]:
+    shards: list[list[ProjectedTotal]] = [[] for _ in range(layout.shards)]
+    for t in totals:
+        shards[shard_of(t.user_id, layout.shards)].append(t)
+    return shards
+
+
+def _apply_call(
+    keys: ShardKeys, state: str, totals: Sequence[ProjectedTotal]
+) -> tuple[list[str], list[str | int | float]]:
+    """KEYS and ARGV of ``apply_totals`` for one shard's totals."""
+    buckets: dict[str, int] = {}
+    args: list[str | int | float] = [state]
+    for t in totals:
+        bucket = keys.bucket(t.user_id)
+        index = buckets.setdefault(bucket, len(buckets) + 3)  # KEYS[3..] (Lua counts from 1)
+        args += [t.user_id, t.version, t.score, t.member, index]
+    return [keys.ranking, keys.state, *buckets], args
+
+
 class RedisProjection:
     def __init__(self, redis: ProjectionRedis, key_prefix: str) -> None:
         self.redis = redis
         self._prefix = key_prefix
         self._positions = positions_key(key_prefix)
+        self.layouts = Layouts(redis, key_prefix)
         self._apply = redis.register_script(lua_script("apply_totals"))
         self._advance = redis.register_script(lua_script("advance_positions"))
         self._replace = redis.register_script(lua_script("replace_hash"))
-        self._rename = redis.register_script(lua_script("rename_keys"))
 
-    @staticmethod
-    def _args(totals: Sequence[ProjectedTotal]) -> list[str | int | float]:
-        args: list[str | int | float] = []
-        for t in totals:
-            args += [t.user_id, t.version, t.total, t.score, t.member]
-        return args
+    async def _apply_into(
+        self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal], str]]
+    ) -> list[list[str] | None]:
+        """Apply each layout's totals shard by shard, in one round trip (each shard atomically):
+        per layout the users applied, or None when a shard's layout was not in the state given."""
+        calls, owners = [], []
+        for i, (layout, totals, state) in enumerate(work):
+            for shard, part in enumerate(_by_shard(layout, totals)):
+                if part:
+                    keys, args = _apply_call(layout.shard(self._prefix, shard), state, part)
+                    calls.append((self._apply, keys, args))
+                    owners.append(i)
+        applied: list[list[str] | None] = [[] for _ in work]
+        for i, reply in zip(owners, await call_scripts(self.redis, calls), strict=True):
+            users = applied[i]
+            if int(reply[0]) == 0 or users is None:
+                applied[i] = None
+            else:
+                users += reply[1:]
+        return applied
 
-    @staticmethod
-    def _keys(keys: BoardKeys, sequenced: bool) -> list[str]:
-        return [keys.ranking, keys.records, keys.sequence] if sequenced else [keys.ranking, keys.records]
+    async def apply_live(self, work: Sequence[BoardTotals]) -> list[ApplyResult]:
+        """Apply boards' totals to their live layouts (a board without one gets its first, of the
+        shard count its totals carry), each shard atomically, newer versions only; then step each
+        changed board's hint sequence. A shard that answers ``moved`` (its layout was swapped out,
+        or lost with Redis's data) has its board's layout read again and the board's totals applied
+        there (the caller's epoch check finds a loss); LayoutMoved when it moves three times."""
+        applied: dict[str, list[str]] = {}
+        pending = list(work)
+        for _ in range(3):
+            layouts = await self.layouts.live(w.board_id for w in pending)
+            known = {b: layout for b, layout in layouts.items() if layout is not None}
+            fresh = [Layout.new(w.board_id, w.shards) for w in pending if layouts[w.board_id] is None]
+            if fresh:
+                await self.layouts.create(fresh)
+                known.update({layout.board_id: layout for layout in fresh})
+            replies = await self._apply_into([(known[w.board_id], w.totals, LIVE) for w in pending])
+            retry = []
+            for w, users in zip(pending, replies, strict=True):
+                if users is None:
+                    self.layouts.forget(w.board_id)
+                    retry.append(w)
+                applied.setdefault(w.board_id, []).extend(users or [])
+            if not retry:
+                break
+            pending = retry
+        else:
+            raise LayoutMoved(
+                f"the layout of {[w.board_id for w in pending]} kept changing under the projector"
+            )
+        changed = [w.board_id for w in work if applied[w.board_id]]
+        sequences = dict(zip(changed, await self.next_sequences(changed), strict=True))
+        return [ApplyResult(sequences.get(w.board_id, 0), applied[w.board_id]) for w in work]
 
-    async def apply(self, keys: BoardKeys, totals: Sequence[ProjectedTotal]) -> ApplyResult:
-        """Apply totals newer than the recorded versions, atomically."""
-        reply = await self._apply(keys=self._keys(keys, True), args=self._args(totals))
-        return ApplyResult(int(reply[0]), list(reply[1:]))
+    async def apply(self, board_id: str, totals: Sequence[ProjectedTotal], shards: int = 1) -> ApplyResult:
+        """Apply one board's totals to its live layout (see ``apply_live``)."""
+        return (await self.apply_live([BoardTotals(board_id, shards, totals)]))[0]
 
-    async def apply_many(
-        self, work: Sequence[tuple[BoardKeys, Sequence[ProjectedTotal]]], *, sequenced: bool = True
-    ) -> list[ApplyResult]:
-        """Apply several boards' totals in one round trip (each board atomically). Without
-        ``sequenced`` (a rebuild's fresh keys) the boards' hint sequences are left alone."""
-        replies = await call_scripts(
-            self.redis,
-            [(self._apply, self._keys(keys, sequenced), self._args(totals)) for keys, totals in work],
+    async def apply_fresh(
+        self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]], swapped: Set[str] = frozenset()
+    ) -> list[list[str]]:
+        """Apply totals to fresh layouts being built (see ``Layouts.prepare``), leaving hint
+        sequences alone: their writes are no news for subscribers. A layout of a board in
+        ``swapped`` is live already (a rebuild resumed after it swapped some boards in). LayoutMoved
+        when one is no longer in its state (swapped in or discarded meanwhile, or lost with Redis's
+        data)."""
+        replies = await self._apply_into(
+            [(layout, totals, LIVE if layout.board_id in swapped else BUILDING) for layout, totals in work]
         )
-        return [ApplyResult(int(r[0]), list(r[1:])) for r in replies]
+        for (layout, _), users in zip(work, replies, strict=True):
+            if users is None:
+                raise LayoutMoved(
+                    f"the fresh layout {layout.generation} of {layout.board_id} is no longer being built"
+                )
+        return [users or [] for users in replies]
 
     async def start_epoch(self, epoch: str, *, sequence_base: int = 0, rebuilding: bool = False) -> None:
         """Begin a new life of the projection, in one step: positions restart from nothing and,
         with ``rebuilding``, every read says stale until a rebuild completes."""
-        fields: list[str | int] = ["epoch", epoch, "sequence_base", sequence_base]
+        fields: list[str | int] = ["epoch", epoch, "sequence_base", sequence_base, "layout", LAYOUT_FORMAT]
         if rebuilding:
             fields += ["rebuilding", "1"]
         await self._replace(keys=[self._positions], args=fields)
@@ -157,50 +242,87 @@ class RedisProjection:
             int(accepted) if accepted else None,
             raw.get("rebuilding", "0") == "1",
             int(raw.get("sequence_base", "0")),
+            raw.get("layout", "1"),
         )
 
-    async def swap(self, fresh: BoardKeys, live: BoardKeys) -> None:
-        """Replace a board's live keys by a rebuild's fresh ones in one step (they share a hash tag)."""
-        await self._rename(keys=[fresh.ranking, live.ranking, fresh.records, live.records])
+    async def drop(self, board_ids: Sequence[str]) -> None:
+        """Delete boards' layouts whole (not their hint sequences): what a batch wrote into a Redis
+        that had lost the projection."""
+        layouts = [layout for layout in (await self.layouts.live(board_ids)).values() if layout is not None]
+        for board_id in board_ids:
+            self.layouts.forget(board_id)
+        if layouts:
+            await self.redis.delete(*(board_keys(self._prefix, layout.board_id).layout for layout in layouts))
+            for layout in layouts:
+                await self.layouts.discard(layout)
 
-    async def drop(self, boards: Sequence[BoardKeys]) -> None:
-        """Delete boards' rankings and records (not their hint sequences)."""
-        if boards:
-            await self.redis.delete(*(k for keys in boards for k in (keys.ranking, keys.records)))
-
-    async def next_sequences(self, boards: Sequence[BoardKeys]) -> list[int]:
-        """One more step of each board's hint sequence (for hints that are not a batch of totals)."""
+    async def next_sequences(self, board_ids: Sequence[str]) -> list[int]:
+        """One more step of each board's hint sequence."""
         pipe = self.redis.pipeline(transaction=False)
-        for keys in boards:
-            pipe.incr(keys.sequence)
-        return [int(n) for n in await execute_pipeline(pipe)] if boards else []
+        for board_id in board_ids:
+            pipe.incr(board_keys(self._prefix, board_id).sequence)
+        return [int(n) for n in await execute_pipeline(pipe)] if board_ids else []
 
     async def next_hint_sequence(self, board_id: str, attempts: int = 5) -> int:
         """The board's next hint sequence for a hint that is not a batch of totals (a status change):
         one more step of its counter plus the epoch's base, read on both sides of the step so that a
         new epoch beginning meanwhile (whose base is larger) is not mixed with the old base."""
-        keys = board_keys(self._prefix, board_id)
         for _ in range(attempts):
             before = await self.positions()
-            step = (await self.next_sequences([keys]))[0]
+            step = (await self.next_sequences([board_id]))[0]
             if (await self.positions()).epoch == before.epoch:
                 break
         return before.sequence_base + step
 
-    async def totals_of(self, keys: BoardKeys, users: Sequence[str]) -> dict[str, int | None]:
-        """The projection's total of each player (None when the player is absent)."""
-        records = cast(list[str | None], await self.redis.hmget(keys.records, list(users))) if users else []
-        return {
-            u: None if r is None else int(r.split("|", 2)[1]) for u, r in zip(users, records, strict=True)
+    async def count(self, board_id: str) -> int:
+        """Players on the board (every shard of its live layout)."""
+        layout = await self.layouts.live_one(board_id)
+        if layout is None:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for keys in layout.shard_keys(self._prefix):
+            pipe.zcard(keys.ranking)
+        return sum(int(n) for n in await execute_pipeline(pipe))
+
+    async def version_of(self, board_id: str, user_id: str) -> int | None:
+        """The recorded version of one player's total, or None when the player is absent."""
+        [record] = (await self._records(board_id, [user_id]))[1]
+        return None if record is None else int(record.split("|", 1)[0])
+
+    async def total_of(
+        self, board_id: str, user_id: str, sort_order: SortOrder = SortOrder.DESC
+    ) -> int | None:
+        """One player's projected total, or None when the player is absent."""
+        return (await self.totals_of(board_id, [user_id], sort_order))[user_id]
+
+    async def totals_of(
+        self, board_id: str, users: Sequence[str], sort_order: SortOrder = SortOrder.DESC
+    ) -> dict[str, int | None]:
+        """The projection's total of each player (None when the player is absent): the score of the
+        member its version record names, two round trips for any number of players."""
+        layout, records = await self._records(board_id, users)
+        if layout is None or not users:
+            return dict.fromkeys(users)
+        pipe = self.redis.pipeline(transaction=False)
+        for user, record in zip(users, records, strict=True):
+            _, bar, reached = (record or "").partition("|")
+            pipe.zscore(layout.shard(self._prefix, shard_of(user, layout.shards)).ranking,
+                        f"{reached}|{user}" if bar else user)  # fmt: skip
+        scores = cast(list[float | None], await execute_pipeline(pipe))
+        return {  # (a record "version|" is a player who left the ranking: no score, no member)
+            user: None if record is None or score is None else total_of(sort_order, float(score))
+            for user, record, score in zip(users, records, scores, strict=True)
         }
 
-    async def count(self, keys: BoardKeys) -> int:
-        return int(await self.redis.zcard(keys.ranking))
-
-    async def version_of(self, keys: BoardKeys, user_id: str) -> int | None:
-        """The recorded version of one player's total, or None when the player is absent."""
-        record = cast(str | None, await self.redis.hget(keys.records, user_id))
-        return None if record is None else int(record.split("|", 1)[0])
+    async def _records(self, board_id: str, users: Sequence[str]) -> tuple[Layout | None, list[str | None]]:
+        """The board's live layout and the version record of each player in it."""
+        layout = await self.layouts.live_one(board_id)
+        if layout is None or not users:
+            return layout, [None for _ in users]
+        pipe = self.redis.pipeline(transaction=False)
+        for user in users:
+            pipe.hget(layout.shard(self._prefix, shard_of(user, layout.shards)).bucket(user), user)
+        return layout, cast(list[str | None], await execute_pipeline(pipe))
 
     async def publish_hint(self, board_id: str, payload: bytes) -> None:
         await self.redis.publish(hints_channel(self._prefix, board_id), payload)

@@ -9,9 +9,12 @@ claim its cutoffs (``regions.core.reads.board_positions``): they come from its f
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import heapq
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from regions.core.boards import Board
 from regions.core.freshness import FreshnessRule
@@ -20,29 +23,59 @@ from regions.core.reads import (
     PlayerContext,
     RankedEntry,
     RankPage,
+    Row,
     Window,
     board_positions,
     context_of,
     entries_of,
     member_strip,
+    merged_context,
+    merged_top,
+    row_order,
 )
-from regions.redis_connection import call_scripts
+from regions.redis_connection import ScriptCall, call_scripts
+from regions.redis_layouts import Layout, LayoutMoved
 from regions.redis_projection import Positions, RedisProjection
-from schema.redis_keys import board_keys
+from schema.redis_keys import shard_of
 from schema.resources import lua_script
+
+T = TypeVar("T")
+
+
+MOVED_RETRIES = 5  # a board's layout is swapped at most once in a while: a read retries that often
+
+
+class _Moved(Exception):
+    """A shard answered that its layout is no longer live."""
 
 
 def window_of(reply: Any) -> Window | None:
-    """A ``read_window`` reply as a window; None when the player has no score."""
-    if not reply:
+    """A ``read_window`` reply as a window; None when the player has no score; _Moved when the
+    layout read was swapped out."""
+    if reply[0] == "moved":
+        raise _Moved
+    if reply[0] == "none":
         return None
-    rows = [(reply[i], reply[i + 1]) for i in range(3, len(reply), 2)]
-    return Window(int(reply[0]), int(reply[1]), int(reply[2]), rows)
+    rows = [(reply[i], reply[i + 1], reply[i + 2]) for i in range(4, len(reply), 3)]
+    return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows)
+
+
+def _window(reply: Any) -> Window:
+    window = window_of(reply)
+    if window is None:
+        raise ValueError("read_window answered 'none' to a read that always has an answer")
+    return window
+
+
+EMPTY = Window(-1, 0, 0, [])
 
 
 class RankReader:
     """Reads of one region's projection; ``region`` names it in every asOf. With ``freshness``,
-    each asOf also says how fresh the projection is for every region (``clock``: wall time, s)."""
+    each asOf also says how fresh the projection is for every region (``clock``: wall time, s).
+
+    A board of several shards is read with one script call per shard, in parallel, after the asOf:
+    each shard holds at least what the asOf covers, so the merged answer does too."""
 
     def __init__(
         self,
@@ -63,17 +96,53 @@ class RankReader:
     def region(self) -> str:
         return self._region
 
-    def _keys(self, board: Board) -> list[str]:
-        keys = board_keys(self._prefix, board.id)
-        return [keys.ranking, keys.records]
+    def _call(self, board: Board, layout: Layout, shard: int, *form: str | int) -> ScriptCall:
+        keys = layout.shard(self._prefix, shard)
+        return self._script, [keys.ranking, keys.state], [keys.buckets, member_strip(board), *form]
 
-    @staticmethod
-    def _top_args(board: Board, k: int) -> list[str | int]:
-        return ["top", k, member_strip(board)]
+    async def _calls(self, calls: list[ScriptCall]) -> list[Any]:
+        if len(calls) == 1:  # one script call needs no pipeline
+            script, keys, args = calls[0]
+            return [await script(keys=keys, args=args)]
+        return await call_scripts(self._projection.redis, calls)
 
-    @staticmethod
-    def _player_args(board: Board, user_id: str, around: int) -> list[str | int]:
-        return ["player", user_id, around, member_strip(board)]
+    async def _laid_out(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> T:
+        """``read`` on the board's live layout (``empty`` when it has none), again on the new
+        layout when the one read was swapped out meanwhile."""
+        layouts = self._projection.layouts
+        for _ in range(MOVED_RETRIES):
+            layout = await layouts.live_one(board.id)
+            if layout is None:
+                return empty
+            try:
+                return await read(layout)
+            except _Moved:
+                layouts.forget(board.id)
+        raise LayoutMoved(f"the layout of {board.id} changed {MOVED_RETRIES} times during one read")
+
+    async def _top(self, board: Board, layout: Layout, k: int) -> Window:
+        replies = await self._calls([self._call(board, layout, s, "top", k) for s in range(layout.shards)])
+        windows = [_window(r) for r in replies]
+        return windows[0] if layout.shards == 1 else merged_top(windows, k)
+
+    async def _others(self, board: Board, layout: Layout, user_id: str, owner: Window, around: int) -> Window:
+        """The player's window across every shard, from its own shard's ``owner`` window."""
+        if layout.shards == 1:
+            return owner
+        member, score, _ = owner.rows[owner.rank - owner.first]
+        mine = shard_of(user_id, layout.shards)
+        calls = [
+            self._call(board, layout, s, "around", score, member, around)
+            for s in range(layout.shards)
+            if s != mine
+        ]
+        return merged_context(owner, [_window(r) for r in await self._calls(calls)], around)
+
+    async def _player(self, board: Board, layout: Layout, user_id: str, around: int) -> Window | None:
+        mine = shard_of(user_id, layout.shards)
+        [reply] = await self._calls([self._call(board, layout, mine, "player", user_id, around)])
+        owner = window_of(reply)
+        return None if owner is None else await self._others(board, layout, user_id, owner, around)
 
     def _as_of(self, p: Positions, board: Board | None, *, stale: bool = False) -> AsOf:
         rule = self._freshness
@@ -97,14 +166,15 @@ class RankReader:
 
     async def top(self, board: Board, k: int) -> RankPage:
         before = await self._projection.positions()
-        window = window_of(await self._script(keys=self._keys(board), args=self._top_args(board, k)))
-        entries = [] if window is None else entries_of(board, window)
+        window = await self._laid_out(board, lambda layout: self._top(board, layout, k), EMPTY)
+        entries = entries_of(board, window)
         return RankPage(entries, await self._confirmed(before, board, not entries))
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
         before = await self._projection.positions()
-        reply = await self._script(keys=self._keys(board), args=self._player_args(board, user_id, around))
-        window = window_of(reply)
+        window = await self._laid_out(
+            board, lambda layout: self._player(board, layout, user_id, around), None
+        )
         as_of = await self._confirmed(before, board, window is None)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
@@ -118,17 +188,92 @@ class RankReader:
         return (None if context is None else context.player), as_of
 
     async def player_count(self, board: Board) -> int:
-        return await self._projection.count(board_keys(self._prefix, board.id))
+        return await self._projection.count(board.id)
 
     async def windows(
         self, board: Board, user_ids: Sequence[str], k: int
-    ) -> tuple[Window | None, list[Window | None]]:
-        """The top ``k`` and each player's own rank (no neighbours), in one round trip; read the
-        asOf before calling, as the other reads do."""
-        keys = self._keys(board)
-        replies = await call_scripts(
-            self._projection.redis,
-            [(self._script, keys, self._top_args(board, k))]
-            + [(self._script, keys, self._player_args(board, user, 0)) for user in user_ids],
+    ) -> tuple[Window, list[Window | None]]:
+        """The top ``k`` and each player's own rank (no neighbours): one round trip for a board of
+        one shard, two for a sharded one; read the asOf before calling, as the other reads do."""
+        none: list[Window | None] = [None for _ in user_ids]
+        return await self._laid_out(
+            board, lambda layout: self._windows(board, layout, user_ids, k), (EMPTY, none)
         )
-        return window_of(replies[0]), [window_of(r) for r in replies[1:]]
+
+    async def _windows(
+        self, board: Board, layout: Layout, user_ids: Sequence[str], k: int
+    ) -> tuple[Window, list[Window | None]]:
+        tops = [self._call(board, layout, s, "top", k) for s in range(layout.shards)]
+        players = [self._call(board, layout, shard_of(u, layout.shards), "player", u, 0) for u in user_ids]
+        replies = await call_scripts(self._projection.redis, tops + players)
+        windows = [_window(r) for r in replies[: layout.shards]]
+        top = windows[0] if layout.shards == 1 else merged_top(windows, k)
+        owners = [window_of(r) for r in replies[layout.shards :]]
+        found = [(u, w) for u, w in zip(user_ids, owners, strict=True) if w is not None]
+        merged = await asyncio.gather(*(self._others(board, layout, u, w, 0) for u, w in found))
+        by_user = dict(zip((u for u, _ in found), merged, strict=True))
+        return top, [by_user.get(u) for u in user_ids]
+
+    async def ranked_rows(self, board: Board, size: int) -> AsyncIterator[list[Row]]:
+        """The whole board in rank order, ``size`` rows at a time (the last part may be shorter),
+        each shard read ``size`` rows per call. For a board that no longer changes (closed): parts
+        read at different times are one answer only then. LayoutMoved when the board's layout is
+        swapped after the first part."""
+        none: list[_ShardRows] = []
+        shards = await self._laid_out(board, lambda layout: self._first_rows(board, layout, size), none)
+        try:
+            heads = [
+                (row_order(row), s) for s, shard in enumerate(shards) if (row := shard.head()) is not None
+            ]
+            heapq.heapify(heads)
+            part: list[Row] = []
+            while heads:
+                _, s = heapq.heappop(heads)
+                part.append(shards[s].take())
+                if not shards[s].buffered():
+                    await shards[s].fill()
+                head = shards[s].head()
+                if head is not None:
+                    heapq.heappush(heads, (row_order(head), s))
+                if len(part) == size:
+                    yield part
+                    part = []
+            if part:
+                yield part
+        except _Moved:
+            raise LayoutMoved(f"the layout of {board.id} changed while it was read whole") from None
+
+    async def _first_rows(self, board: Board, layout: Layout, size: int) -> list[_ShardRows]:
+        shards = [_ShardRows(self, board, layout, s, size) for s in range(layout.shards)]
+        await asyncio.gather(*(shard.fill() for shard in shards))
+        return shards
+
+    async def slice(self, board: Board, layout: Layout, shard: int, first: int, count: int) -> Window:
+        [reply] = await self._calls([self._call(board, layout, shard, "slice", first, count)])
+        return _window(reply)
+
+
+class _ShardRows:
+    """One shard's rows in rank order, read ``size`` at a time."""
+
+    def __init__(self, reader: RankReader, board: Board, layout: Layout, shard: int, size: int) -> None:
+        self._reader, self._board, self._layout, self._shard = reader, board, layout, shard
+        self._rows: collections.deque[Row] = collections.deque()
+        self._next, self._size, self._done = 0, size, False
+
+    async def fill(self) -> None:
+        if self._done:
+            return
+        rows = (await self._reader.slice(self._board, self._layout, self._shard, self._next, self._size)).rows
+        self._rows.extend(rows)
+        self._next += len(rows)
+        self._done = len(rows) < self._size
+
+    def head(self) -> Row | None:
+        return self._rows[0] if self._rows else None
+
+    def take(self) -> Row:
+        return self._rows.popleft()
+
+    def buffered(self) -> bool:
+        return bool(self._rows)

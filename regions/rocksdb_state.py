@@ -13,8 +13,9 @@ metadata (identity, format, changelog offsets, completeness bound). A player val
 
 Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
 included) and write buffers charged to it, both sized from settings. The write-ahead log is not
-synced: after a crash the store comes back as of some earlier batch, with the changelog offsets of
-that batch, and the task replays the changelogs' tail from there.
+synced (and a restore writes none, then flushes): after a crash the store comes back as of some
+earlier batch, with the changelog offsets of that batch, and the task replays the changelogs' tail
+from there.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import cast
 
 import msgspec
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager, WriteOptions
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
@@ -89,6 +90,9 @@ class RocksStore:
         self._source = msgspec.msgpack.Decoder(tuple[int, int, int, int]).decode
         self._meta = msgspec.msgpack.Decoder(_Meta).decode
         self._offsets = msgspec.msgpack.Decoder(dict[str, int]).decode
+        self._normal = WriteOptions()
+        self._bulk = WriteOptions()  # a restore's: no write-ahead log (the changelog is one), then flush
+        self._bulk.disable_wal = True  # type: ignore[method-assign,assignment]  # (a property; its stub says method)
         self._held = msgspec.msgpack.Decoder(tuple[HeldCorrection, ...]).decode
 
     def _get(self, key: bytes) -> bytes | None:
@@ -168,22 +172,16 @@ class RocksStore:
         raw = self._get(_COMPLETE)
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
 
-    def write(self, batch: StoreBatch) -> None:
+    def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
         out = WriteBatch(raw_mode=True)
-        for key, state in batch.players.items():
-            out.put(
-                _player_key(key),
-                self._encode(_Player(state.total, state.version, state.reached, state.buckets)),
-            )
+        for entry in batch.days_removed:  # before the puts: an entry removed and added again stays
+            out.delete(_day_key(entry))
+        items = self._items(batch)
+        for item, value in sorted(items) if bulk else items:  # a restore's big batches: in key order,
+            out.put(item, value)  # the memtable takes them about a third faster
         for board, day in batch.expired.items():
             known = self.expired_through(board)
             out.put(b"e" + board.encode(), max(day, day if known is None else known).to_bytes(4, "big"))
-        for entry in batch.days_removed:
-            out.delete(_day_key(entry))
-        for entry in batch.days_added:
-            out.put(_day_key(entry), b"")
-        if batch.seen:
-            self._write_seen(out, batch.seen)
         for region, position in batch.sources.items():
             out.put(b"s" + region.encode(), self._encode(
                 (position.offset, position.accepted_at_ms, position.heartbeat_at_ms, position.gaps)
@@ -199,15 +197,28 @@ class RocksStore:
         if batch.changelog:
             out.put(_CHANGELOG, self._encode(self.changelog_positions() | batch.changelog))
         self._put_complete_since(out, batch.complete_since_ms)
-        self._db.write(out)
+        self._db.write(out, self._bulk if bulk else self._normal)
 
-    @staticmethod
-    def _write_seen(out: WriteBatch, seen: dict[str, Seen]) -> None:
-        # A replaced copy leaves its old time in the index; the purge skips such entries.
-        for event_id, copy in seen.items():
+    def _items(self, batch: StoreBatch) -> Iterator[tuple[bytes, bytes]]:
+        """The players', their days' and the dedupe memory's keys and values. A replaced copy
+        leaves its old time in the index; the purge skips such entries."""
+        encode = self._encode
+        for key, state in batch.players.items():
+            yield _player_key(key), encode(_Player(state.total, state.version, state.reached, state.buckets))
+        for entry in batch.days_added:
+            yield _day_key(entry), b""
+        for event_id, copy in batch.seen.items():
             raw_id = bytes.fromhex(event_id)
-            out.put(b"d" + raw_id, pack_seen(copy.digest, copy.at_ms))
-            out.put(b"t" + _time(copy.at_ms) + raw_id, b"")
+            yield b"d" + raw_id, pack_seen(copy.digest, copy.at_ms)
+            yield b"t" + _time(copy.at_ms) + raw_id, b""
+        for raw_id, packed in batch.packed_seen.items():
+            yield b"d" + raw_id, packed
+            # The index key's time, order-preserving: the packed big-endian signed time with its
+            # sign bit flipped is exactly ``_time`` of it.
+            yield b"t" + bytes((packed[8] ^ 0x80,)) + packed[9:] + raw_id, b""
+
+    def flush(self) -> None:
+        self._db.flush(wait=True)
 
     def _put_complete_since(self, out: WriteBatch, since: int | None) -> None:
         current = self.complete_since_ms()

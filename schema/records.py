@@ -28,9 +28,10 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
 
     ``amount`` is the delta of a SUM board or the score of a MAX/MIN board. ``region`` accepted it;
     ``home_region`` is the board's home region when it was accepted, whose audit sink records it
-    (empty in awards accepted before it was stamped). ``window`` is the board's time window as the
-    catalog stores it (``regions.core.windows``; empty: all-time): the award counts in the period,
-    or the rolling day, that holds its event time, ``occurred_at_ms`` or else ``accepted_at_ms``.
+    (empty in awards accepted before it was stamped); ``shards`` its shard count then. ``window`` is
+    the board's time window as the catalog stores it (``regions.core.windows``; empty: all-time): the
+    award counts in the period, or the rolling day, that holds its event time, ``occurred_at_ms`` or
+    else ``accepted_at_ms``.
     """
 
     event_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
@@ -47,6 +48,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     sort_order: str
     tie_policy: str
     home_region: str = ""
+    shards: int = 1  # the board's shards in the catalog when it was accepted (1 in older awards)
     window: str = ""
 
     @property
@@ -56,6 +58,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 
 SEEN_BYTES = 16
+EVENT_ID_BYTES = 16  # a dedupe changelog key: the event id's 32 hex digits as bytes
 """Size of a dedupe changelog value: 8 bytes of payload digest (the binary form of its hex), then 8 of
 acceptance time in ms (big-endian, signed). The key is the event id's 16 bytes."""
 
@@ -99,6 +102,7 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     source_offset: int
     event_id: str
     source_region: str = ""
+    shards: int = 1  # the board's shards, from the award: the layout of a board not yet projected
     buckets: tuple[tuple[int, int, str], ...] = ()
     removed: bool = False
 

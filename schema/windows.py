@@ -32,6 +32,7 @@ class ExpiryMarker(msgspec.Struct, frozen=True, kw_only=True):
     tie_policy: str
     window: str
     written_at_ms: int
+    shards: int = 1  # the board's shards, for the totals it produces (like an award's)
 
 
 class ExpiryReached(msgspec.Struct, frozen=True, kw_only=True, tag="expiry"):

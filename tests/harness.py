@@ -17,20 +17,18 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 import httpx
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from regions.cassandra_catalog import CassandraCatalog
-from regions.core.boards import Board
+from regions.core.boards import Board, SortOrder
 from regions.intake.client import AwardClient
 from regions.kafka_clients import replay
 from regions.redis_projection import RedisProjection
 from regions.settings import KafkaSettings, Settings
 from schema.records import Codec, Reconciliation
-from schema.redis_keys import board_keys
 
 SERVICES = ("processor", "projector", "audit", "intake")
 
@@ -196,7 +194,9 @@ class Region:
             port = getattr(self.settings, name).health_port
         return f"http://127.0.0.1:{port}"
 
-    async def start(self, *names: str, until: str = "/readyz", overrides: dict[str, str] | None = None) -> None:
+    async def start(
+        self, *names: str, until: str = "/readyz", overrides: dict[str, str] | None = None
+    ) -> None:
         """Start the services or named extra instances (all services by default); wait until ready
         (``until="/healthz"``: only until they answer, for a process that starts unready). ``overrides``
         changes settings of these processes only (a clock offset, say)."""
@@ -255,11 +255,11 @@ class Region:
             raise RuntimeError(f"board {board.id} already exists")
 
     async def total_of(self, board_id: str, user_id: str) -> int | None:
-        keys = board_keys(self.settings.redis.key_prefix, board_id)
-        record = cast(str | None, await self.projection.redis.hget(keys.records, user_id))
-        if record is None or record.endswith("||"):  # none, or removed from a rolling board
-            return None
-        return int(record.split("|", 2)[1])
+        """The player's projected total (the board's layout read afresh: it may change)."""
+        board = await self.catalog.get(board_id)
+        order = SortOrder.DESC if board is None else board.sort_order
+        self.projection.layouts.forget(board_id)
+        return await self.projection.total_of(board_id, user_id, order)
 
     async def wait_for_total(self, board_id: str, user_id: str, total: int, within: float = 20) -> None:
         deadline = asyncio.get_running_loop().time() + within

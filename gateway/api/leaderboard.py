@@ -52,6 +52,10 @@ class Leaderboard:
     def tie_policy(self) -> TiePolicy:
         return self.board.tie_policy
 
+    @fields.field("How many shards the board's players are spread over (1: one sorted set).")
+    def shards(self) -> int:
+        return self.board.shards
+
     @fields.field("The board's time window; null for an all-time board.")
     def window(self) -> BoardWindow | None:
         return BoardWindow.of(self.board.window_spec)

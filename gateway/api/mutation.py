@@ -58,6 +58,11 @@ class CreateLeaderboardInput:
         description="Absent: an all-time board. DAILY, WEEKLY and MONTHLY rank each period on its own and "
         "close it when it ends; ROLLING ranks the last `days` days.",
     )
+    shards: int | None = strawberry.field(
+        default=1,
+        description=f"Spread the board's players over this many shards of the projection (1..{boards.MAX_SHARDS}), "
+        "for a board hotter or larger than one Redis node serves well.",
+    )
 
 
 def require_admin(info: Info[Context, None]) -> None:
@@ -82,6 +87,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[st
             sort_order=data.sort_order or SortOrder.DESC,
             aggregation=data.aggregation or Aggregation.SUM,
             tie_policy=data.tie_policy or TiePolicy.USER_ID,
+            shards=1 if data.shards is None else data.shards,
             window=window,
         )
     except boards.InvalidBoardError as exc:

@@ -9,7 +9,7 @@ On the same players, the same awards and the same machine, in one run:
   ``count(*)`` of the players ahead, context that count plus the four rows each side;
 - **ours**: the processor's pure fold (``regions.core.aggregation.apply_award``: dedupe by event id,
   versioned totals) in this process, then the projector's versioned Lua apply
-  (``RedisProjection.apply_many``), and the gateway's read path (``RankReader``: asOf positions,
+  (``RedisProjection.apply``), and the gateway's read path (``RankReader``: asOf positions,
   then the ``read_window`` script). Kafka, the intake and the gateway's HTTP layer are left out
   (``ops/bench/pipeline`` and ``ops/bench/reads`` measure them); what is compared is the store.
 
@@ -43,11 +43,12 @@ from redis.asyncio import Redis
 
 from regions.core.aggregation import Applied, DedupeMemory, PlayerState, Seen, apply_award
 from regions.core.boards import Board, SortOrder, TiePolicy
-from regions.core.ordering import encode
+from regions.core.ordering import encode, total_of
+from regions.core.positions import SourcePosition
+from regions.redis_layouts import Layout
 from regions.redis_projection import ProjectedTotal, RedisProjection, execute_pipeline
 from regions.redis_reads import RankReader
 from schema.records import AwardEvent
-from schema.redis_keys import board_keys
 from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -337,27 +338,30 @@ class Ours:
     def __post_init__(self) -> None:
         self.projection = RedisProjection(self.redis, PREFIX)
         self.reader = RankReader(self.projection, PREFIX, BOARD.home_region)
-        self.keys = board_keys(PREFIX, BOARD.id)
+        self.layout = Layout.new(BOARD.id, 1)
+        self.keys = self.layout.shard(PREFIX, 0)
         self.memory = DedupeMemory(horizon_ms=24 * 3600 * 1000)
 
     async def load(self, users: list[str], totals: list[int]) -> None:
         """Writes, in bulk, exactly what the versioned apply leaves for a first total (version 1):
-        the sorted set and the records hash. (Through the Lua apply the load takes about 3x as
+        the sorted set and the version buckets. (Through the Lua apply the load takes about 3x as
         long; a sample goes through it below, to check that both agree.)"""
 
         async def write(start: int, end: int) -> None:
             ranking: list[str | float] = []
-            records: list[str] = []
+            buckets: dict[str, list[str]] = {}
             for i in range(start, end):
                 score, member = encode(BOARD.sort_order, BOARD.tie_policy, users[i], totals[i], "")
                 ranking += (score, member)
-                records += (users[i], f"1|{totals[i]}|{member}")
+                buckets.setdefault(self.keys.bucket(users[i]), []).extend((users[i], "1"))
             pipe = self.redis.pipeline(transaction=False)
             pipe.execute_command("ZADD", self.keys.ranking, *ranking)
-            pipe.execute_command("HSET", self.keys.records, *records)
+            for bucket, records in buckets.items():
+                pipe.execute_command("HSET", bucket, *records)
             await execute_pipeline(pipe)
 
-        await bulk("ours (sorted set + records)", len(users), write)
+        await self.projection.layouts.create([self.layout])
+        await bulk("ours (sorted set + version buckets)", len(users), write)
         # The read path sees the bulk-written totals, and the Lua apply takes them as its own: the
         # same first totals sent through it again are already recorded.
         check = range(0, len(users), max(1, len(users) // 100))
@@ -368,10 +372,13 @@ class Ours:
                 raise RuntimeError(f"the bulk load of {users[i]} reads as {entry}")
             score, member = encode(BOARD.sort_order, BOARD.tie_policy, users[i], totals[i], "")
             again.append(ProjectedTotal(users[i], 1, totals[i], score, member))
-        if (await self.projection.apply_many([(self.keys, again)], sequenced=False))[0].users:
+        if (await self.projection.apply(BOARD.id, again)).users:
             raise RuntimeError("the versioned apply took totals the bulk load had already recorded")
         await self.projection.start_epoch("baselines")
-        await self.projection.advance("baselines", int(time.time() * 1000), {0: 0})
+        now_ms = int(time.time() * 1000)
+        await self.projection.advance(
+            "baselines", {(BOARD.home_region, 0): SourcePosition(0, now_ms, now_ms)}
+        )
 
     async def awards(self, batch: Sequence[Award]) -> None:
         changed: dict[int, PlayerState] = {}
@@ -393,7 +400,7 @@ class Ours:
             score, member = encode(BOARD.sort_order, BOARD.tie_policy, user_id(index), state.total, "")
             totals.append(ProjectedTotal(user_id(index), state.version, state.total, score, member))
         if totals:
-            await self.projection.apply_many([(self.keys, totals)])
+            await self.projection.apply(BOARD.id, totals)
             self.last_apply = totals
 
     async def rank(self, user: str) -> Any:
@@ -405,15 +412,19 @@ class Ours:
     async def totals(self, users: Sequence[int]) -> dict[int, int]:
         out: dict[int, int] = {}
         for part in chunks(users, 10_000):
-            records: list[str | None] = await self.redis.hmget(self.keys.records, [user_id(i) for i in part])  # type: ignore[assignment]
-            out.update({i: int(r.split("|")[1]) for i, r in zip(part, records, strict=True) if r is not None})
+            scores: list[float | None] = await self.redis.zmscore(
+                self.keys.ranking, [user_id(i) for i in part]
+            )  # type: ignore[assignment]
+            out.update(
+                {i: total_of(BOARD.sort_order, s) for i, s in zip(part, scores, strict=True) if s is not None}
+            )
         return out
 
     async def replay_last_apply(self) -> int:
         """Apply the last batch of totals again, as a projector retrying after a lost reply does;
         the number of totals Redis took (the versions make it 0)."""
-        applied = await self.projection.apply_many([(self.keys, self.last_apply)])
-        return len(applied[0].users)
+        applied = await self.projection.apply(BOARD.id, self.last_apply)
+        return len(applied.users)
 
 
 System = Naive | Postgres | Ours

@@ -34,15 +34,14 @@ from schema.redis_keys import board_keys
 FILL_BATCH = 5000
 
 
-async def fill(projection: RedisProjection, prefix: str, board: Board, players: int) -> None:
-    keys = board_keys(prefix, board.id)
+async def fill(projection: RedisProjection, board: Board, players: int) -> None:
     for first in range(0, players, FILL_BATCH):
         totals = []
         for i in range(first, min(first + FILL_BATCH, players)):
             user, total = f"player-{i:09d}", (i * 7919) % 1_000_003
             score, member = encode(board.sort_order, board.tie_policy, user, total, reached_position(0, 0, i))
             totals.append(ProjectedTotal(user, 1, total, score, member))
-        await projection.apply_many([(keys, totals)], sequenced=False)
+        await projection.apply(board.id, totals, board.shards)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -53,10 +52,11 @@ async def main(args: argparse.Namespace) -> None:
     apply_migrations(cassandra)
     cluster, session = connect(cassandra)
     redis = connect_redis(settings.redis)
-    board = Board("bench-close", "Close benchmark", settings.region)
+    board = Board("bench-close", "Close benchmark", settings.region, shards=args.shards)
     try:
         started = time.perf_counter()
-        await fill(RedisProjection(redis, prefix), prefix, board, args.players)
+        projection = RedisProjection(redis, prefix)
+        await fill(projection, board, args.players)
         print(f"filled the projection with {args.players:,} players in {time.perf_counter() - started:.1f} s")
         results = CassandraResults(session)
         started = time.perf_counter()
@@ -85,8 +85,9 @@ async def main(args: argparse.Namespace) -> None:
         print(f"archived again (a restarted worker): {again.chunks_written} chunks written in "
               f"{(time.perf_counter() - started) * 1000:.0f} ms")  # fmt: skip
     finally:
-        keys = board_keys(prefix, board.id)
-        await redis.delete(keys.ranking, keys.records, keys.sequence)
+        await projection.drop([board.id])
+        await projection.layouts.delete_retired()
+        await redis.delete(board_keys(prefix, board.id).sequence)
         await redis.aclose()
         session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
         cluster.shutdown()
@@ -96,6 +97,7 @@ def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=1_000_000, help="players on the board")
     parser.add_argument("--chunk-size", type=int, default=10_000, help="ranked entries per chunk")
+    parser.add_argument("--shards", type=int, default=1, help="the board's shards (default 1)")
     return parser.parse_args()
 
 

@@ -203,23 +203,28 @@ def still_waiting(
     return waiting
 
 
-def redis_benchmark(settings: Settings, requests: int) -> float:
-    """redis-benchmark calling the projection's Lua script (one total per call), pipelined."""
-    url = re.match(r"redis://([^:/]+):(\d+)", settings.redis.url)
-    host, port = (url.group(1), url.group(2)) if url else ("127.0.0.1", "6379")
-    sha = subprocess.run(["redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", lua_script("apply_totals")],
-                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+def redis_benchmark(ports: list[int], requests: int) -> float:
+    """redis-benchmark calling ``apply_totals`` with one total per call, pipelined: each call a new
+    version of a random player, in a version bucket of its own (the script's work per total). On a
+    cluster (several ``ports``), against the master that holds the keys' slot (they share a tag)."""
     tag = f"{{bench:{uuid.uuid4().hex[:6]}}}"
+    state = f"{tag}:state"
+    port = next(p for p in ports if _redis_cli(p, "SET", state, "live").strip() == "OK")  # the slot's master
+    sha = _redis_cli(port, "SCRIPT", "LOAD", lua_script("apply_totals")).strip()
     out = subprocess.run(
-        ["redis-benchmark", "-h", host, "-p", port, "-n", str(requests), "-P", "64", "-c", "4", "-r", "1000000", "-q",
-         "EVALSHA", sha, "3", f"{tag}:rank", f"{tag}:rec", f"{tag}:seq",
-         "u:__rand_int__", "1", "__rand_int__", "-__rand_int__", "u:__rand_int__"],
+        ["redis-benchmark", "-p", str(port), "-n", str(requests), "-P", "64", "-c", "4", "-r", "1000000", "-q",
+         "EVALSHA", sha, "3", f"{tag}:rank", state, f"{tag}:v:__rand_int__",
+         "live", "u:__rand_int__", "__rand_int__", "-__rand_int__", "u:__rand_int__", "3"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"([\d.]+) requests per second", out)
-    subprocess.run(["redis-cli", "-h", host, "-p", port, "DEL", f"{tag}:rank", f"{tag}:rec", f"{tag}:seq"],
+    subprocess.run(["sh", "-c", f"redis-cli -p {port} --scan --pattern '{tag}*' | xargs -r redis-cli -p {port} unlink"],
                    capture_output=True, check=False)  # fmt: skip
     return float(match.group(1)) if match else float("nan")
+
+
+def _redis_cli(port: int, *args: str) -> str:
+    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout
 
 
 def start_service(service: str, env: dict[str, str], logs: Path) -> subprocess.Popen[bytes]:
@@ -485,7 +490,10 @@ async def replay_vs_redis_benchmark(settings: Settings, projection: RedisProject
     replay_s = time.perf_counter() - started
     totals = report_.records
     replay_rate = totals / replay_s
-    reference = statistics.median(redis_benchmark(settings, 200_000) for _ in range(3))
+    url = re.match(r"redis://[^:/]+:(\d+)", settings.redis.url)
+    reference = statistics.median(
+        redis_benchmark([int(url.group(1)) if url else 6379], 200_000) for _ in range(3)
+    )
     print(
         f"projector replay       {replay_rate:10.0f} totals/s  ({totals} offsets in {replay_s:.1f} s, Kafka read included)"
     )

@@ -1,7 +1,7 @@
 """Read and fan-out benchmark of the GraphQL gateway (a script that prints figures, not a test).
 
 1. Seeds one board of N players (default 1,000,000) straight into Redis with
-   ``RedisProjection.apply_many``, and the board into the Cassandra catalog.
+   ``RedisProjection.apply``, and the board into the Cassandra catalog.
 2. Starts ``python -m gateway`` and the plain Starlette reference (``reads_reference.py``) as
    their own processes, both on uvloop + httptools, one worker each.
 3. For top-10, player and context queries (and the reference's top-10): a closed loop at fixed
@@ -70,19 +70,15 @@ def user_id(i: int) -> str:
 async def seed(settings: Settings, board: Board, players: int) -> None:
     redis = connect_redis(settings.redis)
     projection = RedisProjection(redis, settings.redis.key_prefix)
-    keys = board_keys(settings.redis.key_prefix, board.id)
     rng = random.Random(7)
     started, batch, per_round = time.perf_counter(), 5000, 4
     for first in range(0, players, batch * per_round):
-        work = []
-        for start in range(first, min(first + batch * per_round, players), batch):
-            totals = []
-            for i in range(start, min(start + batch, players)):
-                total = rng.randrange(0, 10_000_000)
-                score, member = encode(board.sort_order, board.tie_policy, user_id(i), total, "")
-                totals.append(ProjectedTotal(user_id(i), 1, total, score, member))
-            work.append((keys, totals))
-        await projection.apply_many(work)
+        totals = []
+        for i in range(first, min(first + batch * per_round, players)):
+            total = rng.randrange(0, 10_000_000)
+            score, member = encode(board.sort_order, board.tie_policy, user_id(i), total, "")
+            totals.append(ProjectedTotal(user_id(i), 1, total, score, member))
+        await projection.apply(board.id, totals, board.shards)
         done = min(first + batch * per_round, players)
         if done % 100_000 < batch * per_round or done == players:
             rate = done / (time.perf_counter() - started)
@@ -96,8 +92,12 @@ async def seed(settings: Settings, board: Board, players: int) -> None:
 
 async def drop(settings: Settings, board: Board) -> None:
     redis = connect_redis(settings.redis)
-    keys = board_keys(settings.redis.key_prefix, board.id)
-    await redis.unlink(keys.ranking, keys.records, keys.sequence, positions_key(settings.redis.key_prefix))
+    projection = RedisProjection(redis, settings.redis.key_prefix)
+    await projection.drop([board.id])
+    await projection.layouts.delete_retired()
+    await redis.unlink(
+        board_keys(settings.redis.key_prefix, board.id).sequence, positions_key(settings.redis.key_prefix)
+    )
     await redis.aclose()
 
 
@@ -326,14 +326,13 @@ async def fan_out(
 
     redis = connect_redis(settings.redis)
     projection = RedisProjection(redis, settings.redis.key_prefix)
-    keys = board_keys(settings.redis.key_prefix, board.id)
     published: dict[int, float] = {}
     cpu_before = gateway.cpu_s()
     for n in range(changes):
         champion = f"champion-{n:03d}"
         total = 20_000_000 + n
         score, member = encode(board.sort_order, board.tie_policy, champion, total, "")
-        applied = await projection.apply(keys, [ProjectedTotal(champion, 1, total, score, member)])
+        applied = await projection.apply(board.id, [ProjectedTotal(champion, 1, total, score, member)])
         hint = {"boardId": board.id, "sequence": applied.sequence, "positions": {f"{settings.region}:0": 2_000_000 + n},
                 "users": [{"userId": champion, "score": total, "version": 1}], "truncated": False}  # fmt: skip
         published[applied.sequence] = time.perf_counter()

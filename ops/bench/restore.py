@@ -6,7 +6,8 @@ taking the partition over does, restores the partition's RocksDB store:
 - cold: no local store (a new host): every changelog record is read and written to the store;
 - warm: the store of an earlier owner on this host, behind by ``--tail`` records written since.
 A plain read of the same records without decoding is the reference. Prints seconds, records/s,
-process RSS (bounded by the store's cache, whatever the number of players) and disk per player.
+CPU seconds (this process's, RocksDB's threads included), process RSS (bounded by the store's cache,
+whatever the number of players) and disk per player.
 
 Run through ``ops/bench/restore`` (it starts the servers). Options: ``--help``.
 """
@@ -77,8 +78,9 @@ async def fill(settings: Settings, players: int, recent: int, first: int = 0) ->
         await producer.stop()
 
 
-async def plain_read(settings: Settings) -> tuple[float, int]:
-    """Seconds to read both changelog partitions without decoding (the reference), and records read."""
+async def plain_read(settings: Settings) -> tuple[float, int, float]:
+    """Seconds to read both changelog partitions without decoding (the reference), records read, and
+    the CPU seconds this process spent on it."""
     tps = [TopicPartition(settings.kafka.topic(t), 0) for t in ("totals", "dedupe")]
     count = 0
 
@@ -86,14 +88,17 @@ async def plain_read(settings: Settings) -> tuple[float, int]:
         nonlocal count
         count += len(records)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await replay(settings.kafka, tps, handle)
-    return time.perf_counter() - started, count
+    return time.perf_counter() - started, count, time.process_time() - cpu
 
 
-async def takeover(processor: Processor, settings: Settings, store_path: Path) -> tuple[str, int, float]:
-    """Open the store at ``store_path`` and restore it, as a processor taking partition 0 over does."""
-    started = time.perf_counter()
+async def takeover(
+    processor: Processor, settings: Settings, store_path: Path
+) -> tuple[str, int, float, float]:
+    """Open the store at ``store_path`` and restore it, as a processor taking partition 0 over does;
+    mode, records, seconds and CPU seconds of this process (RocksDB's threads included)."""
+    started, cpu = time.perf_counter(), time.process_time()
     store = RocksStore(store_path, processor._store_options)
     try:
         done = await restore(
@@ -101,7 +106,7 @@ async def takeover(processor: Processor, settings: Settings, store_path: Path) -
         )
     finally:
         store.close()
-    return done.mode, done.records, time.perf_counter() - started
+    return done.mode, done.records, time.perf_counter() - started, time.process_time() - cpu
 
 
 def disk_bytes(path: Path) -> int:
@@ -123,12 +128,14 @@ async def main(args: argparse.Namespace) -> None:
         await fill(settings, args.players, args.recent)
         processor = Processor(settings, Health("processor"))
         await processor.prepare()
-        plain, cold, warm, records = [], [], [], 0
+        plain, cold, warm, records, cpu_plain, cpu_cold = [], [], [], 0, [], []
         for run in range(args.runs):
-            seconds, records = await plain_read(settings)
+            seconds, records, cpu = await plain_read(settings)
             plain.append(seconds)
+            cpu_plain.append(cpu)
             store = work / f"cold-{run}"
-            mode, read, seconds = await takeover(processor, settings, store)
+            mode, read, seconds, cpu = await takeover(processor, settings, store)
+            cpu_cold.append(cpu)
             if (mode, read) != ("full", records):
                 raise SystemExit(
                     f"cold takeover: {mode} restore of {read:,} records, expected full of {records:,}"
@@ -139,7 +146,7 @@ async def main(args: argparse.Namespace) -> None:
         await fill(settings, args.tail, args.recent, first=args.players)  # written by another owner meanwhile
         tail = args.tail * (1 + args.recent)
         for run in range(args.runs):
-            mode, read, seconds = await takeover(processor, settings, work / f"cold-{run}")
+            mode, read, seconds, _ = await takeover(processor, settings, work / f"cold-{run}")
             if (mode, read) != ("tail", tail):
                 raise SystemExit(
                     f"warm takeover: {mode} restore of {read:,} records, expected a tail of {tail:,}"
@@ -153,6 +160,9 @@ async def main(args: argparse.Namespace) -> None:
         print(
             f"cold: full restore         {records / c:12,.0f} records/s  ({c:.2f} s, {p / c:.2f}x the plain read)"
         )
+        cp, cc = statistics.median(cpu_plain), statistics.median(cpu_cold)
+        print(f"CPU of this process        plain read {cp:.2f} s, cold restore {cc:.2f} s ({cp / cc:.2f}x; on a "
+              "shared machine the wall-clock ratio follows the CPU others leave, this one does not)")  # fmt: skip
         print(f"warm: tail of {tail:,} records {w:12.2f} s")
         print(
             f"store on disk              {disk / 2**20:12,.0f} MiB  ({disk / args.players:,.0f} bytes per player)"

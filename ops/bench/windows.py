@@ -48,7 +48,6 @@ from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec, totals_key
-from schema.redis_keys import board_keys
 from schema.windows import ExpiryMarker, expiry_key
 from tests.harness import delete_topics, region_env
 
@@ -96,8 +95,8 @@ async def fill(producer: AIOKafkaProducer, settings: Settings, board: Board, arg
 
 async def wait_filled(redis: RedisProjection, board: Board, players: int, prefix: str) -> float:
     """Until the projection holds every player; returns the seconds it took."""
-    started, keys, last = time.monotonic(), board_keys(prefix, board.id), -1
-    while (count := await redis.count(keys)) < players:
+    started, last = time.monotonic(), -1
+    while (count := await redis.count(board.id)) < players:
         if count != last:
             print(f"\r  projected {count:,}/{players:,} players", end="", flush=True)
             last = count
@@ -112,7 +111,7 @@ async def expire(
     """The expiry markers of every day up to ``through``; returns each partition's marker offset."""
     marker = ExpiryMarker(board_id=board.id, region=settings.region, expired_through=through,
                           aggregation="SUM", sort_order="DESC", tie_policy="USER_ID", window=board.window or "",
-                          written_at_ms=int(time.time() * 1000))  # fmt: skip
+                          written_at_ms=int(time.time() * 1000), shards=board.shards)  # fmt: skip
     topic = settings.kafka.topic("awards")
     sent = await asyncio.gather(*(producer.send_and_wait(topic, CODEC.encode(marker), key=expiry_key(board.id),
                                                          partition=p) for p in range(settings.kafka.partitions)))  # fmt: skip

@@ -10,6 +10,10 @@ from regions.core.periods import WindowSpec
 from regions.core.windows import decode_window
 from schema.scoped import period_board_id, split_board_id
 
+MAX_SHARDS = 64
+"""The most shards a board may have: enough to spread one board over every master of a large Redis
+Cluster, few enough that a read (one script call per shard) stays one round trip wide."""
+
 
 class SortOrder(StrEnum):
     DESC = "DESC"
@@ -48,6 +52,7 @@ class Board:
     window: str | None = None
     status: BoardStatus = BoardStatus.OPEN
     allow_negative: bool = False  # SUM boards only: whether an award may lower a total
+    shards: int = 1  # players are spread over this many shards of the projection (1: one sorted set)
     # A CLOSED board's cutoffs, recorded when it closed: (``<region>:<partition>``, offset), sorted.
     cutoffs: tuple[tuple[str, int], ...] = ()
 
@@ -58,6 +63,8 @@ class Board:
             raise InvalidBoardError(f"id {self.id!r}: {problem}")
         if not 1 <= len(self.name) <= 200:
             raise InvalidBoardError(f"name: must be 1..200 characters, got {len(self.name)}")
+        if not 1 <= self.shards <= MAX_SHARDS:
+            raise InvalidBoardError(f"shards: must be 1..{MAX_SHARDS}, got {self.shards}")
         if self.allow_negative and self.aggregation is not Aggregation.SUM:
             raise InvalidBoardError(
                 f"allow_negative: only SUM boards take deltas; a {self.aggregation} board keeps any score"

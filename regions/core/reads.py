@@ -4,14 +4,16 @@ the asOf it reflects. Pure values and the rules that build them from one atomic 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from regions.core.boards import Board, BoardStatus, TiePolicy
 from regions.core.freshness import RegionStatus
 from regions.core.lifecycle import parse_position_name
-from regions.core.ordering import REACHED_WIDTH, user_of
+from regions.core.ordering import REACHED_WIDTH, total_of, user_of
 from regions.core.positions import SourceKey
 
 
@@ -56,15 +58,22 @@ class PlayerContext:
     as_of: AsOf
 
 
+Row = tuple[str, str, str | None]  # member, score, version (None: no version record)
+
+
 @dataclass(frozen=True, slots=True)
 class Window:
-    """One atomic read: ``rank`` (0-based, -1 for a top read), ``first`` rank, board size, and the
-    (member, record) pairs in rank order; a record is ``version|total|member``."""
+    """One atomic read (or several shards' reads merged): ``rank`` (0-based, -1 for a top read),
+    ``first`` rank, board size, and the (member, score, version) rows in rank order."""
 
     rank: int
     first: int
     count: int
-    rows: list[tuple[str, str]]
+    rows: list[Row]
+
+
+class BrokenProjection(Exception):
+    """A ranked member has no version record: the projection is not what its writer keeps."""
 
 
 def board_positions(board: Board, live: Mapping[SourceKey, int]) -> dict[SourceKey, int]:
@@ -83,18 +92,26 @@ def board_positions(board: Board, live: Mapping[SourceKey, int]) -> dict[SourceK
 
 def member_strip(board: Board) -> int:
     """Length of the sorted-set member's prefix before the user id (the tie prefix and its ``|``)."""
-    return REACHED_WIDTH + 1 if board.tie_policy is TiePolicy.FIRST_REACHED else 0
+    return strip_of(board.tie_policy)
+
+
+def strip_of(tie_policy: TiePolicy) -> int:
+    return REACHED_WIDTH + 1 if tie_policy is TiePolicy.FIRST_REACHED else 0
+
+
+def entry_of(board: Board, rank: int, row: Row) -> RankedEntry:
+    """A row as a ranked entry (``rank`` 1-based)."""
+    member, score, version = row
+    if version is None:
+        raise BrokenProjection(f"{board.id}: {member} is ranked but has no version record")
+    return RankedEntry(
+        rank, user_of(board.tie_policy, member), total_of(board.sort_order, float(score)), int(version)
+    )
 
 
 def entries_of(board: Board, window: Window) -> list[RankedEntry]:
     """Rows of a window as ranked entries."""
-    entries = []
-    for i, (member, record) in enumerate(window.rows):
-        version, total, _ = record.split("|", 2)
-        entries.append(
-            RankedEntry(window.first + i + 1, user_of(board.tie_policy, member), int(total), int(version))
-        )
-    return entries
+    return [entry_of(board, window.first + i + 1, row) for i, row in enumerate(window.rows)]
 
 
 def context_of(board: Board, window: Window, as_of: AsOf) -> PlayerContext:
@@ -102,3 +119,33 @@ def context_of(board: Board, window: Window, as_of: AsOf) -> PlayerContext:
     entries = entries_of(board, window)
     at = window.rank - window.first
     return PlayerContext(entries[at], entries[:at], entries[at + 1 :], as_of)
+
+
+# ---- a sharded board: each shard is read on its own, the answers are merged here
+
+
+def row_order(row: Row) -> tuple[float, str]:
+    """Redis's order of a row: score, then member (code points order as UTF-8 bytes do)."""
+    return float(row[1]), row[0]
+
+
+def merged_top(windows: Sequence[Window], k: int) -> Window:
+    """The best ``k`` of a board from each shard's best ``k``."""
+    rows = heapq.merge(*(w.rows for w in windows), key=row_order)
+    return Window(-1, 0, sum(w.count for w in windows), list(itertools.islice(rows, k)))
+
+
+def merged_context(owner: Window, others: Sequence[Window], around: int) -> Window:
+    """A player's window across shards: ``owner`` is the player's own shard's window (``around``
+    each side), ``others`` the other shards' ``around`` reads at the player's (score, member). The
+    player's rank is the sum of the entries ranked better in every shard; the nearest ``around``
+    each side are among the shards' nearest ``around``."""
+    at = owner.rank - owner.first
+    above = list(heapq.merge(owner.rows[:at], *(w.rows[: w.rank - w.first] for w in others), key=row_order))
+    below = list(
+        heapq.merge(owner.rows[at + 1 :], *(w.rows[w.rank - w.first :] for w in others), key=row_order)
+    )
+    rank = owner.rank + sum(w.rank for w in others)
+    above = above[max(0, len(above) - around) :]
+    rows = [*above, owner.rows[at], *below[:around]]
+    return Window(rank, rank - len(above), owner.count + sum(w.count for w in others), rows)

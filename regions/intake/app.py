@@ -182,6 +182,7 @@ class Intake:
             sort_order=board.sort_order.value,
             tie_policy=board.tie_policy.value,
             home_region=board.home_region,
+            shards=board.shards,
             window=board.window or "",
         )
 

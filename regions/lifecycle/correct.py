@@ -9,14 +9,12 @@ correction it recorded (with the same content) or is refused (with other content
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
 
 from regions.cassandra_corrections import CassandraCorrections, CorrectionEntry
 from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.core.boards import BoardStatus
 from regions.core.corrections import CorrectionRequest, next_result_version, not_in_result
 from regions.redis_projection import RedisProjection
-from schema.redis_keys import board_keys
 
 ATTEMPTS = 5  # versions claimed by concurrent corrections of one board before giving up
 
@@ -53,12 +51,8 @@ async def _check_players(
             "the board's projection is being rebuilt here, so its players cannot be checked; retry",
         )
     users = [a.user_id for a in request.adjustments]
-    found = cast(
-        list[str | None], await projection.redis.hmget(board_keys(prefix, request.board_id).records, users)
-    )
-    missing = not_in_result(
-        request.adjustments, {u: f is not None for u, f in zip(users, found, strict=True)}
-    )
+    found = await projection.totals_of(request.board_id, users)
+    missing = not_in_result(request.adjustments, {u: found[u] is not None for u in users})
     if missing:
         named = "; ".join(
             f"{at}adjustments[{i}].userId: {users[i]!r} is not in the result of {request.board_id!r}"

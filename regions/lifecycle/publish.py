@@ -38,7 +38,6 @@ from regions.settings import Settings
 from regions.throttled_log import ThrottledLog
 from schema.lifecycle import CorrectionRecord, LifecycleCodec, correction_key
 from schema.records import totals_key
-from schema.redis_keys import board_keys
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +68,7 @@ class CorrectionPublisher:
         positions = await self._projection.positions()
         reached = {position_name(r, p): mark.offset for (r, p), mark in positions.marks.items()}
         users = [a.user_id for a in entry.adjustments]
-        totals = await self._projection.totals_of(board_keys(self._prefix, board.id), users)
+        totals = await self._projection.totals_of(board.id, users, board.sort_order)
         step = correction_step(entry.written, reached, entry.adjustments, totals)
         if isinstance(step, WriteRecords):
             await self._write(record, entry, producer, partitions)

@@ -114,7 +114,7 @@ async def _expire(
     marker = ExpiryMarker(board_id=board.id, region=worker.region, expired_through=through,
                           aggregation=board.aggregation.value, sort_order=board.sort_order.value,
                           tie_policy=board.tie_policy.value, window=board.window or "",
-                          written_at_ms=worker.now_ms())  # fmt: skip
+                          written_at_ms=worker.now_ms(), shards=board.shards)  # fmt: skip
     topic, key, value = worker.awards_topic, expiry_key(board.id), _encode(marker)
     await asyncio.gather(*(producer.send_and_wait(topic, value, key=key, partition=p) for p in partitions))
     await periods.record_expiry(board.id, through)

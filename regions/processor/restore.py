@@ -9,6 +9,7 @@ were deleted) is wiped and restored in full.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -16,20 +17,21 @@ from dataclasses import dataclass
 import msgspec
 from aiokafka import ConsumerRecord, TopicPartition
 
-from regions.core.aggregation import PlayerState, Seen
+from regions.core.aggregation import PlayerState
 from regions.core.positions import SourcePosition
 from regions.kafka_clients import make_consumer, replay
 from regions.processor import metrics
 from regions.processor.state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
 from regions.settings import KafkaSettings
 from schema.records import (
+    EVENT_ID_BYTES,
+    SEEN_BYTES,
     Codec,
     CorrectionsHeld,
     CutoffReached,
     ExpiryReached,
     PlayerTotal,
     Watermark,
-    unpack_seen,
 )
 
 log = logging.getLogger(__name__)
@@ -79,10 +81,13 @@ def stale_reason(
 
 
 class _Loader:
-    """Applies changelog records to the store, one write batch per fetched batch."""
+    """Applies changelog records to the store, one write batch per fetched batch. A batch is
+    written on a worker thread (RocksDB lets go of the GIL) while the next one is fetched and
+    decoded; one write at a time, in order, so the store always holds a prefix of the changelogs."""
 
     def __init__(self, store: TaskStore, totals_topic: str) -> None:
         self._store, self._totals, self._codec = store, totals_topic, Codec()
+        self._writing: asyncio.Future[None] | None = None
         self.records = 0
 
     async def __call__(self, records: list[ConsumerRecord]) -> None:
@@ -93,8 +98,15 @@ class _Loader:
         else:
             self._dedupe_records(batch, records)
         batch.changelog[records[-1].topic] = records[-1].offset + 1
-        self._store.write(batch)
+        await self.written()
+        self._writing = asyncio.ensure_future(asyncio.to_thread(self._store.write, batch, bulk=True))
         self.records += len(records)
+
+    async def written(self) -> None:
+        """Until the batch being written is in the store."""
+        if self._writing is not None:
+            writing, self._writing = self._writing, None
+            await writing
 
     def _totals_records(self, batch: StoreBatch, records: list[ConsumerRecord]) -> None:
         decode = self._codec.totals
@@ -124,14 +136,20 @@ class _Loader:
 
     @staticmethod
     def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:
+        """Copied as they are: a dedupe record's key and value are what the store keeps."""
+        seen = batch.packed_seen
         for record in records:
-            try:
-                digest, at_ms = unpack_seen(record.value)
-                batch.seen[record.key.hex()] = Seen(digest, at_ms)
-            except (ValueError, TypeError, AttributeError) as exc:
-                log.error(
-                    "skipping an undecodable dedupe record at %s:%d: %s", record.topic, record.offset, exc
-                )
+            key, value = record.key, record.value
+            if (
+                key is not None
+                and value is not None
+                and len(key) == EVENT_ID_BYTES
+                and len(value) == SEEN_BYTES
+            ):
+                seen[key] = value
+            else:
+                log.error("skipping a dedupe record at %s:%d that is not an event id and its digest and time "
+                          "(%r: %r)", record.topic, record.offset, key, value)  # fmt: skip
 
     @staticmethod
     def _watermark(batch: StoreBatch, mark: Watermark) -> None:
@@ -152,12 +170,16 @@ async def restore(
         store.reset(identity)
         if any(begin[t] > 0 for t in identity.changelogs):
             # Retention deleted records: copies accepted before the retention window may be gone.
-            store.write(StoreBatch(complete_since_ms=int(time.time() * 1000) - retention_ms))
+            store.write(StoreBatch(complete_since_ms=int(time.time() * 1000) - retention_ms), bulk=True)
     at = store.changelog_positions()
     loader = _Loader(store, identity.changelogs[0])
     start = {tp: max(at.get(tp.topic, 0), begin[tp.topic]) for tp in tps}
-    ends = await replay(kafka, tps, loader, start=start)
-    store.write(StoreBatch(changelog={tp.topic: ends[tp] for tp in tps}))  # past trailing commit markers
+    try:
+        ends = await replay(kafka, tps, loader, start=start)
+    finally:
+        await loader.written()
+    store.write(StoreBatch(changelog={tp.topic: ends[tp] for tp in tps}), bulk=True)  # past trailing markers
+    await asyncio.to_thread(store.flush)  # durable before the task writes anything with the log on
     mode = "full" if reason else "tail"
     done = Restored(mode, reason, loader.records, time.perf_counter() - started)
     metrics.RESTORE_SECONDS.labels(mode).observe(done.seconds)

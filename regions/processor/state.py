@@ -20,6 +20,7 @@ from typing import Protocol
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
 from schema.lifecycle import HeldCorrection
+from schema.records import unpack_seen
 
 StateKey = tuple[str, str]
 CutoffKey = tuple[str, str]  # (board, accepting region)
@@ -44,6 +45,9 @@ class StoreBatch:
 
     players: dict[StateKey, PlayerState] = field(default_factory=dict)
     seen: dict[str, Seen] = field(default_factory=dict)
+    # Dedupe changelog records as they are (the event id's 16 bytes -> ``schema.records.pack_seen``),
+    # written without decoding: what a restore copies from the changelog.
+    packed_seen: dict[bytes, bytes] = field(default_factory=dict)
     sources: dict[str, SourcePosition] = field(default_factory=dict)
     cutoffs: dict[CutoffKey, int] = field(default_factory=dict)
     expired: dict[str, int] = field(default_factory=dict)  # board -> newest expired day (only forward)
@@ -54,8 +58,8 @@ class StoreBatch:
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
 
     def __bool__(self) -> bool:
-        return bool(self.players or self.seen or self.sources or self.cutoffs or self.held or self.changelog
-                    or self.expired or self.days_added or self.days_removed)  # fmt: skip
+        return bool(self.players or self.seen or self.packed_seen or self.sources or self.cutoffs or self.held
+                    or self.changelog or self.expired or self.days_added or self.days_removed)  # fmt: skip
 
 
 class TaskStore(Protocol):
@@ -95,7 +99,12 @@ class TaskStore(Protocol):
         """Index entries of the board's days ``after`` < day <= ``through``, in (day, user) order. An
         entry may outlive the bucket it names (the reader checks the player), never the reverse."""
 
-    def write(self, batch: StoreBatch) -> None: ...
+    def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
+        """With ``bulk`` (a restore), the write may stay in memory until ``flush``: after a crash
+        the store comes back as of an earlier batch, with that batch's changelog offsets."""
+
+    def flush(self) -> None:
+        """Make every write so far durable."""
 
     def purge_seen(self, before_ms: int) -> int:
         """Forget copies accepted before ``before_ms`` (and say so in ``complete_since_ms``); returns
@@ -161,9 +170,10 @@ class MemoryStore:
         low = -1 if after is None else after
         return sorted((board, day, user) for day, user in self._days.get(board, ()) if low < day <= through)
 
-    def write(self, batch: StoreBatch) -> None:
+    def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
         self._players.update(batch.players)
         self._seen.update(batch.seen)
+        self._seen.update((key.hex(), Seen(*unpack_seen(value))) for key, value in batch.packed_seen.items())
         self._sources.update(batch.sources)
         for key, offset in batch.cutoffs.items():
             self._cutoffs.setdefault(key, offset)  # the first marker stays the cutoff
@@ -191,6 +201,9 @@ class MemoryStore:
             del self._seen[event_id]
         self._raise_complete_since(before_ms)
         return len(old)
+
+    def flush(self) -> None:
+        pass
 
     def players_count(self) -> int:
         return len(self._players)

@@ -444,7 +444,7 @@ class Round:
             board_id=marker.board_id, user_id=user, total=changed.total, version=changed.version,
             reached=changed.reached, sort_order=marker.sort_order, tie_policy=marker.tie_policy,
             source_partition=self.partition, source_offset=offset, event_id="", source_region=region,
-            buckets=changed.buckets, removed=not changed.buckets,
+            buckets=changed.buckets, removed=not changed.buckets, shards=marker.shards,
         )  # fmt: skip
         self.out.append((self._kafka.topic("totals"), totals_key(*key), self._codec.encode(total)))
         self.counts["expired_players"] += 1
@@ -467,6 +467,7 @@ class Round:
             version=outcome.state.version, reached=outcome.state.reached, sort_order=award.sort_order,
             tie_policy=award.tie_policy, source_partition=self.partition, source_offset=offset,
             event_id=award.event_id, source_region=region, buckets=outcome.state.buckets,
+            shards=award.shards,
         )  # fmt: skip
         applied = AppliedAward(award=award, total=total.total, version=total.version,
                                source_partition=self.partition, source_offset=offset, source_region=region)  # fmt: skip

@@ -8,6 +8,7 @@ from redis.exceptions import RedisError
 from regions.health import Health, serve_health
 from regions.projector.loop import Projector
 from regions.projector.redis_control import LeaseLost, ProjectionControl
+from regions.redis_layouts import LayoutMoved
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import load_settings
 from regions.worker import run_process, run_until_stopped
@@ -20,7 +21,7 @@ async def amain() -> None:
     projector = Projector(settings, RedisProjection(redis, prefix), ProjectionControl(redis, prefix), health)
     health.checks["running"] = projector.running.is_set
     await serve_health(health, settings.intake.host, settings.projector.health_port)
-    await run_until_stopped("projector", projector.run, (KafkaError, RedisError, LeaseLost))
+    await run_until_stopped("projector", projector.run, (KafkaError, RedisError, LeaseLost, LayoutMoved))
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""``ops/lb rebuild [--board B]``: ask the running projector to rebuild, or rebuild here without one.
+"""``ops/lb rebuild [--board B]`` and ``ops/lb reshard B --shards N``: ask the running projector to
+rebuild (a reshard is a rebuild of one board into another number of shards), or do it here without one.
 
 The projector that holds the projection's write lease takes the request at its next tick and
 records its progress, which this command prints. When no projector holds the lease (or the one that
@@ -35,30 +36,56 @@ class ProgressPrinter:
         self._percent = -5
         self._state: RebuildState | None = None
         self._error = ""
+        self._verified = -10
 
     def show(self, request: RebuildRequest) -> None:
+        done = request.state is RebuildState.DONE
         if request.error != self._error:
             self._error = request.error
-            if request.error:
+            if request.error and done:
+                self._say(f"  refused: {request.error}")
+            elif request.error:
                 self._say(f"  the rebuild stopped ({request.error}); whoever holds the projection resumes it")
-        past_replay = request.state in (RebuildState.CATCHING_UP, RebuildState.SWAPPING, RebuildState.DONE)
-        if (request.state is RebuildState.REPLAYING and request.total) or past_replay:
+        past_replay = request.state in (RebuildState.CATCHING_UP, RebuildState.VERIFYING, RebuildState.SWAPPING,
+                                        RebuildState.DONE)  # fmt: skip
+        if (request.state is RebuildState.REPLAYING and request.total) or (
+            past_replay and self._percent < 100
+        ):
             percent = 100 * request.done // request.total if request.total else 100
-            if percent >= self._percent + 5 or (past_replay and self._percent < 100):
-                self._percent = percent
-                self._say(f"  replayed {request.done:,} of {request.total:,} totals offsets ({percent}%)")
+            if percent >= self._percent + 5 or past_replay:
+                self._percent = 100 if past_replay else percent
+                shown = request.records if past_replay and request.records else request.done
+                total = request.records if past_replay and request.records else request.total
+                self._say(f"  replayed {shown:,} of {total:,} totals offsets ({self._percent}%)")
+        if request.state is RebuildState.VERIFYING:
+            percent = 100 * request.done // max(request.total, 1)
+            if percent >= self._verified + 10:
+                self._verified = percent
+                self._say(
+                    f"  verified the versions of {request.done:,} of {request.total:,} players ({percent}%)"
+                )
         if request.state is self._state:
             return
         self._state = request.state
         if request.state is RebuildState.CATCHING_UP:
             self._say("  catching up with the newest totals, then swapping the fresh keys in")
-        elif request.state is RebuildState.DONE:
-            self._say(
-                f"rebuilt {request.boards} board(s) from {request.records:,} offsets of totals and swapped them in"
-            )
+        elif request.state is RebuildState.SWAPPING and request.cause is RebuildCause.RESHARD:
+            self._say("  every version is in the new layout: switching the board to it")
+        elif done and not request.error:
+            line = f"rebuilt {request.boards} board(s) from {request.records:,} offsets of totals and swapped them in"
+            if request.cause is RebuildCause.RESHARD:
+                line += (f" ({request.board} now has {request.shards} shard(s); {request.verified:,} player(s) "
+                         "verified at their version or newer)")  # fmt: skip
+            self._say(line)
 
 
 async def rebuild_command(settings: Settings, board: str | None, say: Callable[[str], None]) -> int:
+    return await run_request(settings, RebuildRequest.new(RebuildCause.REQUESTED, board), say)
+
+
+async def run_request(settings: Settings, wanted: RebuildRequest, say: Callable[[str], None]) -> int:
+    """Have ``wanted`` run (by the projector, or here); 0 once it is done, 1 when it was refused or
+    another one ran instead (the message says what to do)."""
     redis = connect_redis(settings.redis)
     prefix = settings.redis.key_prefix
     projection, control = RedisProjection(redis, prefix), ProjectionControl(redis, prefix)
@@ -68,22 +95,35 @@ async def rebuild_command(settings: Settings, board: str | None, say: Callable[[
     printer = ProgressPrinter(say)
     try:
         if not await lease.try_acquire():
-            asked = await control.ask_rebuild(RebuildRequest.new(RebuildCause.REQUESTED, board))
+            asked = await control.ask_rebuild(wanted)
             say(
                 f"asked {await control.lease_holder()} to rebuild (request {asked.id}); following its progress"
             )
             if await _follow(control, lease, asked, printer, say):
-                return 0
+                return _outcome(await control.rebuild(), wanted, say)
             if not lease.held:
                 return 1
             say("no projector holds the projection any more: rebuilding here")
         else:
             say("no projector is running: rebuilding here (a projector that starts meanwhile waits)")
-        await rebuild(settings, projection, board, show=printer.show)
-        return 0
+        report = await rebuild(settings, projection, wanted.board or None, show=printer.show, wanted=wanted)
+        if report.request != wanted.id and wanted.cause is RebuildCause.RESHARD:
+            say("an earlier rebuild was in progress and is done: now the reshard")
+            await rebuild(settings, projection, wanted.board or None, show=printer.show, wanted=wanted)
+        return _outcome(await control.rebuild(), wanted, say)
     finally:
         await lease.release()
         await redis.aclose()
+
+
+def _outcome(done: RebuildRequest | None, wanted: RebuildRequest, say: Callable[[str], None]) -> int:
+    """A rebuild is done when the one in progress is; a reshard only when it ran itself."""
+    if done is None:
+        return 1
+    if done.id != wanted.id and wanted.cause is RebuildCause.RESHARD:
+        say("error: another rebuild was in progress and ran instead of the reshard; run the command again")
+        return 1
+    return 1 if done.error else 0
 
 
 async def _follow(
@@ -111,3 +151,19 @@ async def _follow(
         if await lease.try_acquire():
             return False
         await asyncio.sleep(FOLLOW_EVERY_S)
+
+
+async def reshard_command(settings: Settings, board_id: str, shards: int, say: Callable[[str], None]) -> int:
+    """Lay one board out in ``shards`` shards in this region's projection (the catalog says so
+    already): a rebuild of the board into the new layout, verified and switched in one step."""
+    redis = connect_redis(settings.redis)
+    try:
+        layout = await RedisProjection(redis, settings.redis.key_prefix).layouts.live_one(board_id)
+    finally:
+        await redis.aclose()
+    if layout is not None and layout.shards == shards:
+        say(f"board {board_id} is laid out in {shards} shard(s) already: nothing to do")
+        return 0
+    now = "no players projected yet" if layout is None else f"{layout.shards} shard(s) now"
+    say(f"resharding board {board_id} into {shards} shard(s) ({now})")
+    return await run_request(settings, RebuildRequest.new(RebuildCause.RESHARD, board_id, shards), say)

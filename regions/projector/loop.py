@@ -46,12 +46,14 @@ from regions.projector.rebuild import (
 )
 from regions.projector.redis_control import Lease, ProjectionControl, RebuildRequest
 from regions.projector.totals import TotalsBatch, Unprojectable
+from regions.redis_layouts import listpack_advice
 from regions.redis_projection import ApplyResult, Positions, RedisProjection
 from regions.settings import Settings
 from schema.records import Reconciliation
 
 log = logging.getLogger(__name__)
 TICK_S = 2.0  # lag report, epoch check (Redis may lose data while idle) and rebuild requests
+DELETE_PAUSE_S = 0.002  # between two commands deleting a retired layout's keys
 
 
 class Projector:
@@ -70,6 +72,7 @@ class Projector:
         self._visible: dict[SourceKey, SourcePosition] = {}  # positions this projector knows to be visible
         self._live = asyncio.Lock()  # held for each batch; a rebuild holds it to catch up and swap
         self._rebuild: asyncio.Task[RebuildReport] | None = None
+        self._deleting: asyncio.Task[None] | None = None  # of layouts swapped out (rebuilds, reshards)
         self._fetched_at_ms: int | None = None  # write time of the oldest record fetched, not yet visible
         metrics.OLDEST_UNPROJECTED.set_function(self._oldest_unprojected_s)
         self.running = asyncio.Event()
@@ -86,6 +89,8 @@ class Projector:
         ):
             return
         metrics.LEASE_HELD.set(1)
+        for advice in await listpack_advice(self._projection.redis):
+            log.warning("the projection's version buckets need compact hashes: %s", advice)
         consumer = make_consumer(self._kafka, group_id=self._group)
         producer = make_producer(self._kafka)
         try:
@@ -106,6 +111,10 @@ class Projector:
         finally:
             self.running.clear()
             await self._cancel_rebuild()
+            if self._deleting is not None:
+                self._deleting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._deleting
             await consumer.stop()
             await producer.stop()
             await lease.release()
@@ -139,6 +148,8 @@ class Projector:
 
     async def _tick(self, consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> None:
         self._health.report_lag(self._kafka.topic("totals"), await consumer_lag(consumer, tps))
+        if self._deleting is None or self._deleting.done():
+            self._deleting = asyncio.create_task(self._delete_retired())
         if (await self._projection.positions()).epoch != self._positions.epoch:
             await self._lost()  # Redis lost data while this projector was idle
         elif self._rebuild is None:
@@ -173,17 +184,17 @@ class Projector:
     async def _apply(self, batch: TotalsBatch) -> bool:
         """Apply, advance, then publish hints; False when Redis lost the epoch meanwhile (what this
         batch wrote into the emptied Redis is removed again: only a rebuild may fill it)."""
-        work = batch.by_board(self._prefix)
-        results = await self._projection.apply_many([(keys, t) for _, keys, t in work]) if work else []
+        work = batch.by_board()
+        results = await self._projection.apply_live(work) if work else []
         epoch = self._positions.epoch or ""
         if (work or batch.marks) and not await self._projection.advance(epoch, batch.marks):
-            await self._projection.drop([keys for _, keys, _ in work])
+            await self._projection.drop([w.board_id for w in work])
             return False
         if batch.cutoffs:  # after the totals before them: a board with every cutoff reached is final
             await record_cutoffs(self._projection.redis, self._prefix, batch.cutoffs)
         self._observe_freshness(batch)
         metrics.TOTALS_APPLIED.inc(sum(len(r.users) for r in results))
-        await self._publish_hints(batch, [b for b, _, _ in work], results)
+        await self._publish_hints(batch, [w.board_id for w in work], results)
         return True
 
     def _observe_freshness(self, batch: TotalsBatch) -> None:
@@ -233,9 +244,20 @@ class Projector:
         """Redis no longer holds this projector's epoch: begin a new one and rebuild every board."""
         log.warning("the projection has no epoch (new or lost Redis data): rebuilding every board")
         await self._cancel_rebuild()
+        self._projection.layouts.forget()
         self._positions, request = await begin_after_loss(self._projection, self._control)
         self._visible = {}
         self._start_rebuild(request)
+
+    async def _delete_retired(self) -> None:
+        """Delete the keys of layouts swapped out, a few at a time, next to the live loop."""
+        try:
+            deleted = await self._projection.layouts.delete_retired(pause_s=DELETE_PAUSE_S)
+        except Exception as exc:  # (a cluster's errors are not all RedisErrors) the next tick tries again
+            log.warning("could not delete the keys of layouts swapped out (%r); trying again", exc)
+            return
+        if deleted:
+            log.info("deleted the keys of %d layout(s) swapped out", deleted)
 
     def _start_rebuild(self, request: RebuildRequest) -> None:
         log.info("rebuild %s (%s, %s) starts", request.id, request.cause, request.board or "every board")

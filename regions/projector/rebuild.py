@@ -10,11 +10,16 @@ or ``ops/lb rebuild`` when no projector runs (see ``redis_control``).
    hide a record from the replay: a record is removed only for a newer one with the same key that
    is older than ``min.compaction.lag.ms``, a minute, so that newer one was written before the end
    the replay reads to, as long as each catch-up takes less than a minute.)
-3. Swap each board's keys in one MULTI (its keys share a hash tag). A whole rebuild then moves the
-   positions up to what the replay covered; after a loss, that same step clears ``rebuilding``, so
-   a reader sees either a stale projection or the swapped boards with positions they cover.
+3. Swap each board's layout in one step: its layout pointer names the fresh keys, and the old
+   layout's scripts refuse from then on (``regions.redis_layouts``); its keys are deleted in the
+   background. A whole rebuild then moves the positions up to what the replay covered; after a
+   loss, that same step clears ``rebuilding``, so a reader sees either a stale projection or the
+   swapped boards with positions they cover.
 4. Send each swapped board one ``resync`` hint. The live projector resumes where it paused: what it
    applies again is a no-op, and it still meets every record it must send to reconciliation.
+
+A reshard is a rebuild of one board into a layout of another shard count; before its swap it
+verifies that the new layout holds every version the old one holds (``reshard``).
 
 A rebuild that is restarted (crash, lease taken over) writes into the same generation: applying only
 newer versions makes the replay idempotent, so it resumes without orphaning keys.
@@ -30,9 +35,12 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
+import msgspec
 from aiokafka import ConsumerRecord, TopicPartition
 
+from regions.core.boards import TiePolicy
 from regions.core.positions import SourceKey, SourcePosition, merge_marks
+from regions.core.reads import strip_of
 from regions.kafka_clients import partitions_of, replay
 from regions.projector import metrics
 from regions.projector.cutoffs import record_cutoffs
@@ -43,10 +51,12 @@ from regions.projector.redis_control import (
     RebuildRequest,
     RebuildState,
 )
+from regions.projector.reshard import Reshard, ReshardRefused
 from regions.projector.totals import TotalsBatch, of_board
-from regions.redis_projection import Positions, RedisProjection
-from regions.settings import Settings
-from schema.redis_keys import board_keys
+from regions.redis_layouts import Layout
+from regions.redis_projection import BoardTotals, Positions, RedisProjection
+from regions.settings import KafkaSettings, Settings
+from schema.redis_keys import LAYOUT_FORMAT
 
 log = logging.getLogger(__name__)
 Pause = Callable[[], AbstractAsyncContextManager[object]]
@@ -59,6 +69,7 @@ class ProjectionLost(Exception):
 
 @dataclass(frozen=True, slots=True)
 class RebuildReport:
+    request: str  # the request's id
     boards: list[str]
     records: int  # totals offsets replayed from the beginning
     covered: dict[SourceKey, SourcePosition]  # positions made visible (none when it rebuilt one board)
@@ -94,6 +105,10 @@ async def rebuild_to_run(
         return await _start_epoch(projection, rebuilding=False), None
     if positions.epoch is None:
         return await begin_after_loss(projection, control)
+    if positions.layout != LAYOUT_FORMAT:
+        log.warning("the projection is in key layout %s, this release reads layout %s: it rebuilds every "
+                    "board into the new layout (reads say stale until it is done)", positions.layout, LAYOUT_FORMAT)  # fmt: skip
+        return await begin_after_loss(projection, control)
     request = await control.rebuild()
     if positions.rebuilding and (
         request is None or not request.active or request.cause is not RebuildCause.LOST
@@ -105,7 +120,10 @@ async def rebuild_to_run(
 
 @dataclass(slots=True)
 class _Into:
-    """Applies replayed totals to the fresh keys and remembers what the replay covers."""
+    """Applies replayed totals to each board's fresh layout and remembers what the replay covers.
+
+    A board's fresh layout has the request's shard count when the request reshards it, else the
+    shard count of its live layout, else (a new board, or after a loss) the one its totals carry."""
 
     projection: RedisProjection
     prefix: str
@@ -113,8 +131,31 @@ class _Into:
     progress: _Progress
     covered: dict[SourceKey, SourcePosition] = field(default_factory=dict)
     cutoffs: dict[str, dict[str, int]] = field(default_factory=dict)  # close cutoffs the replay reached
-    boards: set[str] = field(default_factory=set)
+    fresh: dict[str, Layout] = field(default_factory=dict)  # board -> the layout being built
+    swapped: set[str] = field(default_factory=set)  # boards whose fresh layout is live already
+    ties: dict[str, TiePolicy] = field(default_factory=dict)  # board -> its tie policy (from its totals)
+    offsets: dict[int, int] = field(default_factory=dict)  # totals partition -> next offset to replay
     skipped: int = 0
+
+    def checkpoint(self) -> str:
+        """Where the replay is, with what it found so far: a rebuild resumed from here loses nothing."""
+        covered = [
+            (r, p, m.offset, m.accepted_at_ms, m.heartbeat_at_ms, m.gaps)
+            for (r, p), m in self.covered.items()
+        ]
+        boards = {b: (layout.shards, self.ties.get(b, TiePolicy.USER_ID)) for b, layout in self.fresh.items()}
+        return _encode_checkpoint(_Checkpoint(self.offsets, covered, self.cutoffs, boards)).decode()
+
+    def resume(self, raw: str) -> dict[int, int]:
+        """Take up a checkpoint; the offsets to replay from."""
+        found = _decode_checkpoint(raw)
+        self.covered = {(r, p): SourcePosition(o, a, h, g) for r, p, o, a, h, g in found.covered}
+        self.cutoffs = found.cutoffs
+        request = self.progress.request
+        self.fresh = {b: Layout(b, f"{request.generation}x{n}", n) for b, (n, _) in found.boards.items()}
+        self.ties = {b: tie for b, (_, tie) in found.boards.items()}
+        self.offsets = dict(found.offsets)
+        return self.offsets
 
     async def __call__(self, records: list[ConsumerRecord]) -> None:
         request = self.progress.request
@@ -127,11 +168,48 @@ class _Into:
             if not request.board or of_board(board, request.board):
                 self.cutoffs.setdefault(board, {}).update(reached)
         self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
-        work = batch.by_board(self.prefix, request.generation)
-        self.boards.update(b for b, _, _ in work)
+        self.ties.update((t.board_id, t.tie_policy) for t in batch.latest.values())
+        work = batch.by_board()
+        await self._lay_out(work)
         if work:
-            await self.projection.apply_many([(keys, t) for _, keys, t in work], sequenced=False)
-        await self.progress.flush()
+            await self.projection.apply_fresh(
+                [(self.fresh[w.board_id], w.totals) for w in work], self.swapped
+            )
+        self.offsets[records[-1].partition] = records[-1].offset + 1  # (replay hands one partition's)
+        await self.progress.flush(self.checkpoint)
+
+    async def _lay_out(self, work: list[BoardTotals]) -> None:
+        new = [w for w in work if w.board_id not in self.fresh]
+        if not new:
+            return
+        request = self.progress.request
+        live = await self.projection.layouts.live(w.board_id for w in new)
+        layouts = []
+        for w in new:
+            current = live[w.board_id]
+            shards = request.shards or (current.shards if current is not None else w.shards)
+            # The shard count is part of the generation: a resumed rebuild that lays a board out
+            # otherwise (after a loss, from other totals) never mixes two layouts in one set of keys.
+            layouts.append(Layout(w.board_id, f"{request.generation}x{shards}", shards))
+            if current == layouts[-1]:  # a rebuild that swapped it in, then stopped: it is live
+                self.swapped.add(w.board_id)
+        await self.projection.layouts.prepare(layouts)
+        self.fresh.update({layout.board_id: layout for layout in layouts})
+
+    @property
+    def boards(self) -> list[str]:
+        return sorted(self.fresh)
+
+
+class _Checkpoint(msgspec.Struct, array_like=True):
+    offsets: dict[int, int]
+    covered: list[tuple[str, int, int, int, int, int]]  # region, partition, offset, accepted, heartbeat, gaps
+    cutoffs: dict[str, dict[str, int]]
+    boards: dict[str, tuple[int, TiePolicy]]  # board -> its fresh layout's shard count, its tie policy
+
+
+_encode_checkpoint = msgspec.json.Encoder().encode
+_decode_checkpoint = msgspec.json.Decoder(_Checkpoint).decode
 
 
 class _Progress:
@@ -151,15 +229,18 @@ class _Progress:
         await self._control.put_rebuild(self.request)
         self._show(self.request)
 
+    async def verifying(self, done: int, total: int) -> None:
+        await self.to(RebuildState.VERIFYING, done=done, total=total, verified=done)
+
     def replayed(self, done: int, total: int) -> None:
         self._replayed = (done, total)
         metrics.REBUILD_PROGRESS.set(done / max(total, 1))
 
-    async def flush(self) -> None:
+    async def flush(self, checkpoint: Callable[[], str]) -> None:
         done, total = self._replayed
         if self.request.state is RebuildState.REPLAYING and time.monotonic() >= self._next:
             self._next = time.monotonic() + PROGRESS_EVERY_S
-            await self.to(RebuildState.REPLAYING, done=done, total=total)
+            await self.to(RebuildState.REPLAYING, done=done, total=total, resume=checkpoint())
 
 
 async def run_rebuild(
@@ -205,35 +286,85 @@ async def _run(
     into = _Into(projection, settings.redis.key_prefix, settings.region, progress)
     topic = kafka.topic("totals")
     tps = [TopicPartition(topic, p) for p in await partitions_of(kafka, topic)]
+    start = None
+    if request.state is RebuildState.REPLAYING and request.resume:  # interrupted: go on from there
+        offsets = into.resume(request.resume)
+        start = {tp: offsets[tp.partition] for tp in tps if tp.partition in offsets}
+        log.info("rebuild %s resumes its replay at %s", request.id, sorted(offsets.items()))
     await progress.to(RebuildState.REPLAYING, done=0, total=0, error="")  # (re)started
-    end = await replay(kafka, tps, into, progress=progress.replayed)
+    end = await replay(kafka, tps, into, start=start, progress=progress.replayed)
     records = sum(end.values())
     await progress.to(RebuildState.CATCHING_UP, done=records, total=records)
-    if pause is None:  # nobody else writes: the replay holds everything the positions will claim
-        await _swap_in(projection, into, positions)
-    else:
-        end = await replay(kafka, tps, into, start=end)
-        paused = time.monotonic()
-        async with pause():
-            await replay(kafka, tps, into, start=end)
-            await progress.to(RebuildState.SWAPPING)
-            await _swap_in(projection, into, positions)
-        metrics.LIVE_PAUSE_SECONDS.observe(time.monotonic() - paused)
-    boards = sorted(into.boards)
+    try:
+        await _catch_up_and_swap(kafka, tps, end, into, positions, pause)
+    except ReshardRefused as exc:
+        log.error("reshard %s refused: %s", request.id, exc)
+        for board, layout in into.fresh.items():
+            if board not in into.swapped:  # (a layout swapped in before a restart is the live one)
+                await projection.layouts.discard(layout)
+        await progress.to(RebuildState.DONE, boards=0, records=records, error=str(exc))
+        return RebuildReport(request.id, [], records, {})
+    boards = into.boards
     if into.skipped:
         log.warning("rebuild %s skipped %d unprojectable totals records", request.id, into.skipped)
     await progress.to(RebuildState.DONE, boards=len(boards), records=records)
-    return RebuildReport(boards, records, {} if request.board else dict(into.covered))
+    return RebuildReport(request.id, boards, records, {} if request.board else dict(into.covered))
+
+
+async def _catch_up_and_swap(
+    kafka: KafkaSettings,
+    tps: list[TopicPartition],
+    end: dict[TopicPartition, int],
+    into: _Into,
+    positions: Positions,
+    pause: Pause | None,
+) -> None:
+    projection, progress = into.projection, into.progress
+    checks = await _reshard_checks(into)
+    if pause is None:  # nobody else writes: the replay holds everything the positions will claim
+        for check in checks:
+            await check.verify(progress, every=True)
+        await _swap_in(projection, into, positions)
+        return
+    end = await replay(kafka, tps, into, start=end)
+    for check in checks:  # the whole layout before the pause, so that the pause stays short
+        await check.verify(progress, every=True)
+    paused = time.monotonic()
+    async with pause():
+        await replay(kafka, tps, into, start=end)
+        for check in checks:
+            await check.verify(progress, every=False)  # those behind before: now caught up
+        await progress.to(RebuildState.SWAPPING)
+        await _swap_in(projection, into, positions)
+    metrics.LIVE_PAUSE_SECONDS.observe(time.monotonic() - paused)
+
+
+async def _reshard_checks(into: _Into) -> list[Reshard]:
+    """The checks a reshard makes before its swap: one per board laid out anew that had a layout
+    (the board, and the periods of a windowed one); none for a rebuild."""
+    if into.progress.request.cause is not RebuildCause.RESHARD:
+        return []
+    live = await into.projection.layouts.live(into.fresh)
+    return [
+        Reshard(
+            into.projection,
+            into.prefix,
+            old,
+            into.fresh[board],
+            strip_of(into.ties.get(board, TiePolicy.USER_ID)),
+        )
+        for board, old in live.items()
+        if old is not None and old != into.fresh[board]
+    ]
 
 
 async def _swap_in(projection: RedisProjection, into: _Into, positions: Positions) -> None:
     request, epoch = into.progress.request, positions.epoch or ""
     if (await projection.positions()).epoch != epoch:
         raise ProjectionLost(f"the projection's epoch changed during rebuild {request.id}")
-    boards = sorted(into.boards)
-    live = [board_keys(into.prefix, b) for b in boards]
-    for board, keys in zip(boards, live, strict=True):
-        await projection.swap(board_keys(into.prefix, board, request.generation), keys)
+    boards = into.boards
+    for board in boards:
+        await projection.layouts.swap(into.fresh[board])  # the old layout is deleted in the background
     whole = not request.board
     if (whole or request.cause is RebuildCause.LOST) and not await projection.advance(
         epoch, into.covered if whole else {}, completes_rebuild=request.cause is RebuildCause.LOST
@@ -241,7 +372,7 @@ async def _swap_in(projection: RedisProjection, into: _Into, positions: Position
         raise ProjectionLost(f"the projection's epoch changed while rebuild {request.id} swapped")
     if into.cutoffs:  # what the swapped boards hold reaches these cutoffs (a lost Redis lost them too)
         await record_cutoffs(projection.redis, into.prefix, into.cutoffs)
-    sequences = await projection.next_sequences(live)
+    sequences = await projection.next_sequences(boards)
     await projection.publish_hints(
         [(b, resync_hint(b, positions.sequence_base + s)) for b, s in zip(boards, sequences, strict=True)]
     )
@@ -252,12 +383,16 @@ async def rebuild(
     projection: RedisProjection,
     only_board: str | None = None,
     show: Callable[[RebuildRequest], None] = lambda request: None,
+    *,
+    wanted: RebuildRequest | None = None,
 ) -> RebuildReport:
     """Rebuild here, with no live projector: the caller holds the write lease, or knows that no
-    projector runs. A rebuild in progress is resumed first; after a loss every board is rebuilt."""
+    projector runs. A rebuild in progress is resumed first; after a loss every board is rebuilt.
+    ``wanted``: the request to run when none is in progress (default: a rebuild of ``only_board``,
+    or of every board)."""
     control = ProjectionControl(projection.redis, settings.redis.key_prefix)
     positions, request = await rebuild_to_run(projection, control)
     if request is None:
-        request = RebuildRequest.new(RebuildCause.REQUESTED, only_board)
+        request = wanted or RebuildRequest.new(RebuildCause.REQUESTED, only_board)
         await control.put_rebuild(request)
     return await run_rebuild(settings, projection, control, request, positions, show=show)

@@ -30,12 +30,14 @@ log = logging.getLogger(__name__)
 class RebuildCause(StrEnum):
     LOST = "lost"  # Redis lost the projection: every read is stale until the rebuild completes
     REQUESTED = "requested"  # an operator asked; the live keys keep answering meanwhile
+    RESHARD = "reshard"  # an operator asked for one board in another number of shards (a rebuild of it)
 
 
 class RebuildState(StrEnum):
     PENDING = "pending"
     REPLAYING = "replaying"
     CATCHING_UP = "catching_up"
+    VERIFYING = "verifying"  # a reshard compares every version of the old layout with the new one
     SWAPPING = "swapping"
     DONE = "done"
 
@@ -43,7 +45,8 @@ class RebuildState(StrEnum):
 @dataclass(frozen=True, slots=True)
 class RebuildRequest:
     """A rebuild and its progress. ``board`` empty: every board. The fresh keys are named by
-    ``generation``; a rebuild resumed after a crash writes into the same ones."""
+    ``generation``; a rebuild resumed after a crash writes into the same ones. A reshard (cause
+    RESHARD) rebuilds ``board`` into ``shards`` shards."""
 
     id: str
     cause: RebuildCause
@@ -55,10 +58,13 @@ class RebuildRequest:
     boards: int = 0
     records: int = 0
     error: str = ""
+    shards: int = 0  # a reshard's shard count (0: each board keeps its own)
+    resume: str = ""  # while replaying: where the replay is, to resume an interrupted rebuild there
+    verified: int = 0  # a reshard: the players of the old layout found at their version in the new one
 
     @classmethod
-    def new(cls, cause: RebuildCause, board: str | None = None) -> RebuildRequest:
-        return cls(uuid.uuid4().hex[:12], cause, board or "", uuid.uuid4().hex[:12])
+    def new(cls, cause: RebuildCause, board: str | None = None, shards: int = 0) -> RebuildRequest:
+        return cls(uuid.uuid4().hex[:12], cause, board or "", uuid.uuid4().hex[:12], shards=shards)
 
     @property
     def active(self) -> bool:
@@ -78,7 +84,7 @@ class RebuildRequest:
             return cls(
                 raw["id"], RebuildCause(raw["cause"]), raw["board"], raw["generation"],
                 RebuildState(raw["state"]), int(raw["done"]), int(raw["total"]), int(raw["boards"]),
-                int(raw["records"]), raw["error"],
+                int(raw["records"]), raw["error"], int(raw.get("shards", "0")), raw.get("resume", ""), int(raw.get("verified", "0")),
             )  # fmt: skip
         except (KeyError, ValueError):
             return None

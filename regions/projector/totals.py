@@ -15,13 +15,12 @@ from typing import Annotated
 import msgspec
 from aiokafka import ConsumerRecord
 
-from regions.core.boards import SortOrder, TiePolicy
+from regions.core.boards import MAX_SHARDS, SortOrder, TiePolicy
 from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
-from regions.redis_projection import ProjectedTotal
+from regions.redis_projection import BoardTotals, ProjectedTotal
 from schema.records import CorrectionsHeld, CutoffReached, ExpiryReached, Watermark
-from schema.redis_keys import BoardKeys, board_keys
 from schema.scoped import split_board_id
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
@@ -38,6 +37,7 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     reached: str
     sort_order: SortOrder
     tie_policy: TiePolicy
+    shards: Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)] = 1
     removed: bool = False  # a ROLLING board's player with no points left in the window
 
 
@@ -123,10 +123,11 @@ class TotalsBatch:
         """Keep the totals of one board, with those of its periods (the watermarks stay)."""
         self.latest = {k: v for k, v in self.latest.items() if of_board(k[0], board_id)}
 
-    def by_board(
-        self, prefix: str, generation: str = ""
-    ) -> list[tuple[str, BoardKeys, list[ProjectedTotal]]]:
+    def by_board(self) -> list[BoardTotals]:
+        """The batch's totals per board, encoded for the projection, with the shard count the
+        board's awards carry (the most any of them does: what the catalog said last)."""
         boards: dict[str, list[ProjectedTotal]] = {}
+        shards: dict[str, int] = {}
         for t in self.latest.values():
             score, member = encode(t.sort_order, t.tie_policy, t.user_id, t.total, t.reached)
             if t.removed:  # leaves the board: no member, the version is still recorded
@@ -134,4 +135,5 @@ class TotalsBatch:
             boards.setdefault(t.board_id, []).append(
                 ProjectedTotal(t.user_id, t.version, t.total, score, member)
             )
-        return [(b, board_keys(prefix, b, generation), totals) for b, totals in boards.items()]
+            shards[t.board_id] = max(shards.get(t.board_id, 1), t.shards)
+        return [BoardTotals(b, shards[b], totals) for b, totals in boards.items()]

@@ -1,40 +1,47 @@
--- Applies versioned absolute totals to one board's projection, atomically.
+-- Applies versioned absolute totals to one shard of a board's projection, atomically.
 -- The only rule here is the one that must be atomic: a total is applied only when its version is
 -- newer than the recorded one, together with that record. Rank order is decided by the caller's
 -- encoding of score and member.
 --
 -- KEYS[1]  sorted set: member -> score (ascending order is rank order)
--- KEYS[2]  hash: userId -> "version|total|member"
--- KEYS[3]  the board's hint sequence (incremented when anything was applied); absent for a
---          rebuild's fresh keys, whose writes are not news for subscribers
--- ARGV     groups of 5: userId, version, total, score, member; an empty member removes the player
---          from the ranking (its record keeps the version: "version||", read as no score)
--- Returns  {sequence or 0, userId of each applied total...}
-local zkey, rkey = KEYS[1], KEYS[2]
-local result = {0}
-for i = 1, #ARGV, 5 do
-  local user, version = ARGV[i], tonumber(ARGV[i + 1])
-  local member = ARGV[i + 4]
-  local current = redis.call('HGET', rkey, user)
+-- KEYS[2]  the state of this shard's layout generation: nothing is written unless it equals ARGV[1]
+--          ('live' for the projector, 'building' for a rebuild's fresh keys), so a late write for a
+--          layout that was swapped out (rebuild, reshard) is refused, never applied out of order
+-- KEYS[3..] version buckets (hashes) of the players below: userId -> version, or "version|reached"
+--          when the member is "reached|userId" (FIRST_REACHED), or "version|" once the player left
+--          the ranking (read as no score). The total is the score itself.
+-- ARGV[1]  the expected state; then groups of 5: userId, version, score, member, index in KEYS of
+--          the player's bucket; an empty member removes the player from the ranking (a rolling
+--          window's player with no points left), its record keeping the version
+-- Returns  {1, userId of each applied total...}, or {0} when the layout is not in the expected state
+local zkey = KEYS[1]
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
+local result = {1}
+for i = 2, #ARGV, 5 do
+  local user, version, member = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 3]
+  local bucket = KEYS[tonumber(ARGV[i + 4])]
+  local current = redis.call('HGET', bucket, user)
   local newer = true
   if current then
     local bar = string.find(current, '|', 1, true)
-    newer = version > tonumber(string.sub(current, 1, bar - 1))
+    newer = version > tonumber(bar and string.sub(current, 1, bar - 1) or current)
     if newer then
-      local rest = string.sub(current, bar + 1)
-      local old_member = string.sub(rest, string.find(rest, '|', 1, true) + 1)
-      if old_member ~= member then redis.call('ZREM', zkey, old_member) end
+      local reached = bar and string.sub(current, bar + 1)  -- nil: the member is the user id
+      local old_member = (not bar and user) or (reached ~= '' and reached .. '|' .. user) or nil
+      if old_member and old_member ~= member then redis.call('ZREM', zkey, old_member) end
     end
   end
   if newer then
-    if member ~= '' then
-      redis.call('ZADD', zkey, ARGV[i + 3], member)
-      redis.call('HSET', rkey, user, ARGV[i + 1] .. '|' .. ARGV[i + 2] .. '|' .. member)
+    local record = ARGV[i + 1]
+    if member == '' then
+      record = record .. '|'  -- removed: the version stays, no member
     else
-      redis.call('HSET', rkey, user, ARGV[i + 1] .. '||')
+      redis.call('ZADD', zkey, ARGV[i + 2], member)
+      -- the member is the user id, or the reached key, '|', the user id
+      if member ~= user then record = record .. '|' .. string.sub(member, 1, #member - #user - 1) end
     end
+    redis.call('HSET', bucket, user, record)
     result[#result + 1] = user
   end
 end
-if #result > 1 and KEYS[3] then result[1] = redis.call('INCR', KEYS[3]) end
 return result

@@ -13,6 +13,7 @@ from regions.processor.restore import stale_reason
 from regions.processor.state import STORE_FORMAT, MemoryStore, StoreBatch, StoreIdentity, TaskStore
 from regions.rocksdb_state import RocksStore, store_options
 from schema.lifecycle import CorrectionRecord, HeldCorrection
+from schema.records import pack_seen
 
 OPTIONS = store_options(cache_mib=8, write_buffer_mib=4)
 
@@ -104,6 +105,19 @@ class TaskStoreContract:
         store.reset(IDENTITY)
         assert store.cutoff(("b", "eu")) is None
 
+    def test_packed_dedupe_records_read_back_like_decoded_ones_and_purge_alike(
+        self, store: TaskStore
+    ) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(packed_seen={bytes.fromhex(EVENT): pack_seen("00112233aabbccdd", -7),
+                                            bytes.fromhex(OTHER): pack_seen("ffeeddccbbaa9988", 2**40)}),
+                    bulk=True)  # fmt: skip
+        store.flush()
+        assert store.seen(EVENT) == Seen("00112233aabbccdd", -7)
+        assert store.seen(OTHER) == Seen("ffeeddccbbaa9988", 2**40)
+        assert store.purge_seen(0) == 1  # the index orders by time: a negative one too
+        assert store.seen(EVENT) is None and store.seen(OTHER) is not None
+
     def test_held_corrections_are_replaced_whole_and_an_empty_list_removes_them(
         self, store: TaskStore
     ) -> None:
@@ -154,6 +168,20 @@ class TestRocksStore(TaskStoreContract):
         store = RocksStore(tmp_path / "p3", OPTIONS)
         yield store
         store.close()
+
+    def test_a_flushed_bulk_write_survives_a_reopen(self, tmp_path: Path) -> None:
+        store = RocksStore(tmp_path / "p3", OPTIONS)
+        store.reset(IDENTITY)
+        store.write(StoreBatch(players={("b", "u"): PlayerState(4, 2, "r")}, changelog={"t": 9}), bulk=True)
+        store.flush()
+        store.close()
+        again = RocksStore(tmp_path / "p3", OPTIONS)
+        try:
+            assert again.changelog_positions() == {"t": 9} and again.player(("b", "u")) == PlayerState(
+                4, 2, "r"
+            )
+        finally:
+            again.close()
 
     def test_state_survives_a_reopen(self, tmp_path: Path) -> None:
         store = RocksStore(tmp_path / "p3", OPTIONS)

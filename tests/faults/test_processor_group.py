@@ -17,7 +17,6 @@ import signal
 import httpx
 
 from regions.core.boards import Board
-from schema.redis_keys import board_keys
 from tests.faults.history import History
 from tests.faults.test_region_faults import PLAYERS, _board, _converge, _load
 from tests.harness import Region
@@ -38,10 +37,9 @@ async def _wait_owned(region: Region, name: str, partitions: set[int]) -> None:
 
 
 async def _assert_versions_count_distinct_awards(region: Region, history: History, board_id: str) -> None:
-    keys = board_keys(region.settings.redis.key_prefix, board_id)
     for user in PLAYERS:
         applied = sum(1 for (_, u, _) in history.distinct("ok") if u == user)
-        version = await region.projection.version_of(keys, user)
+        version = await region.projection.version_of(board_id, user)
         assert (version or 0) == applied, f"{user}: version {version} after {applied} distinct awards"
 
 

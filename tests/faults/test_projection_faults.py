@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from regions.core.boards import Board
+from regions.redis_layouts import Layout
 from regions.settings import Settings
 from tests.conftest import RegionFactory
 from tests.e2e.gateway.conftest import GatewayProcess, start_gateway
@@ -169,12 +170,14 @@ async def _warm(traffic: Traffic) -> None:
 
 @contextlib.asynccontextmanager
 async def _under_load(
-    region_factory: RegionFactory, tmp_path: Path
+    region_factory: RegionFactory, tmp_path: Path, shards: int = 1
 ) -> AsyncIterator[tuple[Region, str, Traffic]]:
     """A region, its gateway (answers never cached) and warmed-up traffic on one board. At the end
     the awards stop, the reads converge, and every answer and update is checked."""
     region = await region_factory(services=("processor", "projector", "intake"))
-    board = Board(f"pf-{uuid.uuid4().hex[:8]}", "Projection fault board", region.settings.region)
+    board = Board(
+        f"pf-{uuid.uuid4().hex[:8]}", "Projection fault board", region.settings.region, shards=shards
+    )
     await region.create_board(board)
     async with (
         start_gateway(region.env, tmp_path / "gateway.log", LB_GATEWAY__TOP_CACHE_TTL_S="0") as gateway,
@@ -212,6 +215,45 @@ async def test_operator_rebuilds_under_load_keep_reads_honest_and_versions_monot
             await _rebuild_under_load(region, traffic, args)
 
     assert traffic.history.stale_between(warm, time.monotonic()) == 0  # the live keys answered all along
+
+
+async def _reshard_under_load(region: Region, traffic: Traffic, board: str, shards: int) -> None:
+    asked = time.monotonic()
+    output = await _cli(region, ["reshard", board, "--shards", str(shards)])
+    assert "asked projector" in output and f"{board} now has {shards} shard(s)" in output, output
+    assert "; 0 player(s) verified" not in output and "player(s) verified at their version" in output, output
+    assert (await _layout(region, board)).shards == shards
+    await traffic.wait(lambda: "rebuilt" in _resyncs(traffic.history, asked), "a Resync after the reshard")
+
+
+async def test_resharding_under_load_keeps_reads_honest_and_totals_exact(
+    region_factory: RegionFactory, tmp_path: Path
+) -> None:
+    async with _under_load(region_factory, tmp_path, shards=2) as (region, board, traffic):
+        warm = time.monotonic()
+        assert (await _layout(region, board)).shards == 2
+        for shards in (3, 1, 4):
+            await _reshard_under_load(region, traffic, board, shards)
+        again = await _cli(region, ["reshard", board, "--shards", "4"])
+        assert "nothing to do" in again, again
+
+    assert traffic.history.stale_between(warm, time.monotonic()) == 0  # the live keys answered all along
+    oracle: dict[str, int] = {}
+    for award in traffic.history.acked:
+        oracle[award.user] = oracle.get(award.user, 0) + award.amount
+    assert {user: await region.total_of(board, user) for user in oracle} == oracle
+    await region.wait_until(lambda: _no_retired(region), within=60, what="the swapped-out layouts deleted")
+
+
+async def _layout(region: Region, board: str) -> Layout:
+    region.projection.layouts.forget(board)
+    layout = await region.projection.layouts.live_one(board)
+    assert layout is not None
+    return layout
+
+
+async def _no_retired(region: Region) -> bool:
+    return await region.projection.layouts.retired() == []
 
 
 async def _cli(region: Region, args: list[str]) -> str:

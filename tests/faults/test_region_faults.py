@@ -13,10 +13,12 @@ from cassandra.cluster import Session
 
 from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Board
+from regions.core.reads import Row
 from regions.kafka_clients import make_consumer
+from regions.redis_reads import RankReader
 from regions.settings import Settings
 from schema.event_id import event_id
-from schema.redis_keys import board_keys
+from schema.redis_keys import shard_of
 from tests.conftest import RegionFactory
 from tests.faults.history import History, check_totals
 from tests.harness import Region
@@ -78,10 +80,10 @@ async def _converge(region: Region, history: History, board: Board, within: floa
         raise AssertionError("\n".join(await problems())) from None
 
 
-async def _snapshot(region: Region, board: Board) -> tuple[object, object]:
-    keys = board_keys(region.settings.redis.key_prefix, board.id)
-    redis = region.projection.redis
-    return await redis.zrange(keys.ranking, 0, -1, withscores=True), await redis.hgetall(keys.records)
+async def _snapshot(region: Region, board: Board) -> list[Row]:
+    """Every (member, score, version) of the board's projection, in rank order."""
+    reader = RankReader(region.projection, region.settings.redis.key_prefix, region.settings.region)
+    return [row async for part in reader.ranked_rows(board, 1000) for row in part]
 
 
 async def test_processor_killed_mid_stream_ends_with_exact_totals(region: Region) -> None:
@@ -98,9 +100,7 @@ async def test_processor_killed_mid_stream_ends_with_exact_totals(region: Region
 
     assert history.every_award_acknowledged()  # so versions are exact
     for _board_id, user in history.expected_totals():
-        version = await region.projection.version_of(
-            board_keys(region.settings.redis.key_prefix, board.id), user
-        )
+        version = await region.projection.version_of(board.id, user)
         applied = sum(1 for (b, u, _) in history.distinct("ok") if u == user)
         assert version == applied, f"{user}: version {version} after {applied} distinct awards"
 
@@ -119,7 +119,7 @@ async def test_restarted_processor_still_remembers_event_ids(region: Region) -> 
     await _converge(region, history, board)
 
 
-async def _loaded(region: Region, count: int, seed: int) -> tuple[Board, History, tuple[object, object]]:
+async def _loaded(region: Region, count: int, seed: int) -> tuple[Board, History, list[Row]]:
     """A board with ``count`` submissions applied, its history, and a snapshot of its projection."""
     board, history = await _board(region), History()
     await _load(region, history, board, count, random.Random(seed))
@@ -132,9 +132,11 @@ async def test_projector_replayed_from_the_beginning_is_identical(region: Region
     await region.stop("projector")
     positions = await region.projection.positions()
     await _rewind_projector(region)
-    await region.projection.redis.hdel(
-        board_keys(region.settings.redis.key_prefix, board.id).records, *PLAYERS[:10]
-    )
+    layout = await region.projection.layouts.live_one(board.id)
+    assert layout is not None
+    for user in PLAYERS[:10]:  # versions the projection lost: the replay must bring them back
+        keys = layout.shard(region.settings.redis.key_prefix, shard_of(user, layout.shards))
+        await region.projection.redis.hdel(keys.bucket(user), user)
 
     await region.start("projector")
     await _converge(region, history, board)

@@ -13,7 +13,6 @@ from regions.cassandra_audit import AuditRow, CassandraAudit
 from regions.kafka_clients import make_consumer, make_producer
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
-from schema.redis_keys import board_keys
 
 
 async def _read_all(settings: Settings, topic: str, expected: int) -> list[bytes]:
@@ -58,16 +57,14 @@ async def test_kafka_read_committed_sees_committed_transaction_and_not_aborted(
 
 async def test_redis_lua_applies_only_newer_versions(settings: Settings, redis_client: Redis) -> None:
     projection = RedisProjection(redis_client, settings.redis.key_prefix)
-    keys = board_keys(settings.redis.key_prefix, "smoke-board")
-
-    first = await projection.apply(keys, [ProjectedTotal("alice", 2, 50, -50.0, "alice")])
-    stale = await projection.apply(keys, [ProjectedTotal("alice", 1, 10, -10.0, "alice")])
-    same = await projection.apply(keys, [ProjectedTotal("alice", 2, 99, -99.0, "alice")])
+    first = await projection.apply("smoke-board", [ProjectedTotal("alice", 2, 50, -50.0, "alice")])
+    stale = await projection.apply("smoke-board", [ProjectedTotal("alice", 1, 10, -10.0, "alice")])
+    same = await projection.apply("smoke-board", [ProjectedTotal("alice", 2, 99, -99.0, "alice")])
 
     assert (first.users, stale.users, same.users) == (["alice"], [], [])
     assert (first.sequence, stale.sequence) == (1, 0)
-    assert await redis_client.zscore(keys.ranking, "alice") == -50.0
-    assert await projection.version_of(keys, "alice") == 2
+    assert await projection.total_of("smoke-board", "alice") == 50
+    assert await projection.version_of("smoke-board", "alice") == 2
 
 
 def _row(i: int = 0, **changes: object) -> AuditRow:

@@ -32,7 +32,7 @@ from regions.core.ordering import encode, reached_position
 from regions.core.positions import SourcePosition
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
-from schema.redis_keys import board_keys
+from schema.redis_keys import board_tag
 from tests.harness import Region, free_port
 
 
@@ -134,12 +134,32 @@ class Boards:
     versions: dict[tuple[str, str], int]
 
     async def create(
-        self, tie_policy: TiePolicy = TiePolicy.USER_ID, sort_order: SortOrder = SortOrder.DESC
+        self,
+        tie_policy: TiePolicy = TiePolicy.USER_ID,
+        sort_order: SortOrder = SortOrder.DESC,
+        shards: int = 1,
     ) -> Board:
         board = Board(f"gw-{uuid.uuid4().hex[:12]}", "Gateway test board", self.settings.region,
-                      sort_order=sort_order, tie_policy=tie_policy)  # fmt: skip
+                      sort_order=sort_order, tie_policy=tie_policy, shards=shards)  # fmt: skip
         assert await self.catalog.create(board)
         return board
+
+    async def wipe(self, board: Board) -> None:
+        """What a Redis that lost its data did to the board: every key of every shard gone."""
+        prefix = self.settings.redis.key_prefix
+        redis = self.projection.redis
+        for tag in (board_tag(prefix, board.id), f"{prefix}:{{{prefix}:{board.id}#"):
+            async for key in redis.scan_iter(match=tag + "*", count=1000):
+                await redis.delete(key)
+
+    async def corrupt(self, board: Board) -> None:
+        """A board whose ranking is not a sorted set: a projection no writer of ours leaves."""
+        await self.set_totals(board, [("ann", 1)])
+        layout = await self.projection.layouts.live_one(board.id)
+        assert layout is not None
+        await self.projection.redis.set(
+            layout.shard(self.settings.redis.key_prefix, 0).ranking, "not a sorted set"
+        )
 
     async def set_totals(self, board: Board, totals: Sequence[tuple[str, int]], hint: bool = False) -> int:
         """Apply absolute totals with the next versions; with ``hint``, publish it as the projector does."""
@@ -149,7 +169,7 @@ class Boards:
             reached = reached_position(1_700_000_000_000 + version, 0, i)
             score, member = encode(board.sort_order, board.tie_policy, user, total, reached)
             projected.append(ProjectedTotal(user, version, total, score, member))
-        result = await self.projection.apply(board_keys(self.settings.redis.key_prefix, board.id), projected)
+        result = await self.projection.apply(board.id, projected, board.shards)
         if hint and result.sequence:
             await self.publish_hint(board, result.sequence, totals)
         return result.sequence

@@ -131,3 +131,23 @@ async def test_duplicate_and_invalid_boards_are_user_errors(gateway: Gateway) ->
     assert again["errors"][0]["extensions"]["code"] == "ALREADY_EXISTS"
     assert bad_id["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
     assert bad_id["errors"][0]["message"].startswith("input.id: ")
+
+
+async def test_a_board_may_be_sharded_within_the_bound(gateway: Gateway, cassandra_session: Session) -> None:
+    board_id, create = (
+        new_id(),
+        "mutation($input: CreateLeaderboardInput!) { createLeaderboard(input: $input) { id shards } }",
+    )
+
+    made = await gateway.query(create, {"input": {"id": board_id, "name": "Hot", "shards": 4}}, headers=ADMIN)
+    too_many = await gateway.query(
+        create, {"input": {"id": new_id(), "name": "Hot", "shards": 65}}, headers=ADMIN
+    )
+    default = await gateway.query(create, {"input": {"id": new_id(), "name": "Calm"}}, headers=ADMIN)
+
+    assert made["data"]["createLeaderboard"] == {"id": board_id, "shards": 4}
+    stored = await CassandraCatalog(cassandra_session).get(board_id)
+    assert stored is not None and stored.shards == 4
+    assert too_many["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "shards: must be 1..64, got 65" in too_many["errors"][0]["message"]
+    assert default["data"]["createLeaderboard"]["shards"] == 1

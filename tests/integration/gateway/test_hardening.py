@@ -14,7 +14,6 @@ from redis.asyncio import Redis
 from websockets.asyncio.client import connect
 
 from regions.settings import Mode, Settings
-from schema.redis_keys import board_keys
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
 
@@ -52,9 +51,7 @@ async def test_introspection_can_be_switched_off(gateway_factory: GatewayFactory
 
 async def test_internal_errors_are_masked(gateway: Gateway, boards: Boards, redis_client: Redis) -> None:
     board = await boards.create()
-    await redis_client.set(
-        board_keys(gateway.settings.redis.key_prefix, board.id).ranking, "not a sorted set"
-    )
+    await boards.corrupt(board)
 
     body = await gateway.query("query($id: ID!) { leaderboard(id: $id) { playerCount } }", {"id": board.id})
 
@@ -230,9 +227,7 @@ async def _count_operations(
     gateway: Gateway, boards: Boards, redis_client: Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
     board, broken = await boards.create(), await boards.create()
-    await redis_client.set(
-        board_keys(gateway.settings.redis.key_prefix, broken.id).ranking, "not a sorted set"
-    )
+    await boards.corrupt(broken)
     base = gateway.url.removesuffix("/graphql")
     name = "lb_gateway_operation_seconds_count"
     before = (await gateway.http.get(base + "/metrics")).text

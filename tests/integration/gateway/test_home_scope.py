@@ -25,7 +25,6 @@ from regions.core.boards import Board
 from regions.core.ordering import encode
 from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
 from regions.settings import RegionEndpoint, Settings
-from schema.redis_keys import board_keys
 from tests.harness import free_port
 from tests.integration.gateway.conftest import Gateway, eventually, serve_gateway
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
@@ -63,7 +62,7 @@ async def us_redis(settings: Settings) -> AsyncIterator[Redis]:
 
 async def _totals(projection: RedisProjection, prefix: str, board: Board, totals: dict[str, int]) -> None:
     projected = [_total(board, user, total) for user, total in totals.items()]
-    await projection.apply(board_keys(prefix, board.id), projected)
+    await projection.apply(board.id, projected)
 
 
 def _top(answer: dict[str, Any]) -> tuple[str, list[tuple[str, int]], int]:
@@ -149,7 +148,7 @@ async def test_home_updates_come_from_the_home_regions_projection_or_fail_clearl
                 _first_message(gw, {"board": board.id, "user": "ann", "scope": "HOME"})
             )
             await eventually(lambda: _following(gw, "us", board.id))
-            applied = await home.apply(board_keys(prefix, board.id), [_total(board, "ann", 9, version=2)])
+            applied = await home.apply(board.id, [_total(board, "ann", 9, version=2)])
             hint = {"boardId": board.id, "sequence": applied.sequence, "positions": {"us:0": 1},
                     "users": [{"userId": "ann", "score": 9, "version": 2}], "truncated": False}  # fmt: skip
             await home.publish_hint(board.id, msgspec.json.encode(hint))
@@ -217,7 +216,7 @@ async def test_a_home_feed_cut_off_silently_is_reconnected_and_its_subscribers_r
                 assert resync["payload"]["data"]["leaderboardUpdates"]["__typename"] == "Resync", resync
 
                 await eventually(lambda: _following(gw, "us", board.id))
-                applied = await home.apply(board_keys(prefix, board.id), [_total(board, "ann", 9, version=2)])
+                applied = await home.apply(board.id, [_total(board, "ann", 9, version=2)])
                 hint = {"boardId": board.id, "sequence": applied.sequence, "positions": {"us:0": 1},
                         "users": [{"userId": "ann", "score": 9, "version": 2}], "truncated": False}  # fmt: skip
                 await home.publish_hint(board.id, msgspec.json.encode(hint))

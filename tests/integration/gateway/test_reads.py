@@ -10,7 +10,6 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from regions.core.boards import SortOrder, TiePolicy
-from schema.redis_keys import board_keys
 from schema.resources import lua_script
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually
 
@@ -213,16 +212,37 @@ async def test_regional_and_home_scope_read_this_region(gateway: Gateway, boards
 
 @pytest.mark.parametrize(
     "args",
-    [["player", "", 0, 0], ["", 10, 0], ["top", 0, 0], ["player", "ann", -1, 0], ["rank", "ann", 0, 0]],
-    ids=["empty-user", "old-top-form", "top-zero", "negative-range", "unknown-form"],
+    [
+        ["player", "", 0],
+        [10, 0],
+        ["top", 0],
+        ["player", "ann", -1],
+        ["rank", "ann", 0],
+        ["around", "x", "ann", 1],
+        ["around", -3, "ann", -1],
+        ["slice", 0, 100001],
+    ],
+    ids=[
+        "empty-user",
+        "old-top-form",
+        "top-zero",
+        "negative-range",
+        "unknown-form",
+        "around-no-score",
+        "around-negative-range",
+        "slice-too-long",
+    ],
 )
 async def test_the_window_script_refuses_a_malformed_read_instead_of_walking_the_board(
     redis_client: Redis, boards: Boards, args: list[str | int]
 ) -> None:
     board = await boards.create()
     await boards.set_totals(board, [("ann", 3), ("bob", 2)])
-    keys = board_keys(boards.settings.redis.key_prefix, board.id)
+    layout = await boards.projection.layouts.live_one(board.id)
+    assert layout is not None
+    keys = layout.shard(boards.settings.redis.key_prefix, 0)
     script = redis_client.register_script(lua_script("read_window"))
+    assert (await script(keys=[keys.ranking, keys.state], args=[keys.buckets, 0, "top", 1]))[0] == "ok"
 
     with pytest.raises(ResponseError, match="read_window"):
-        await script(keys=[keys.ranking, keys.records], args=args)
+        await script(keys=[keys.ranking, keys.state], args=[keys.buckets, 0, *args])

@@ -129,7 +129,10 @@ async def test_slow_subscriber_gets_resync_and_stays_bounded(
 
 
 def _is_resync(message: dict[str, Any]) -> bool:
-    return message["type"] == "next" and message["payload"]["data"]["leaderboardUpdates"]["__typename"] == "Resync"
+    return (
+        message["type"] == "next"
+        and message["payload"]["data"]["leaderboardUpdates"]["__typename"] == "Resync"
+    )
 
 
 async def _subscribed(depths: list[int]) -> bool:

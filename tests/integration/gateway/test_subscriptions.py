@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from websockets.asyncio.client import connect
 from websockets.protocol import State
 
-from schema.redis_keys import board_keys, positions_key
+from schema.redis_keys import positions_key
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually
 
 UPDATES = """subscription($board: ID!, $user: ID) {
@@ -237,12 +237,11 @@ async def test_a_projection_being_rebuilt_reads_stale_and_subscribers_resync_nev
     )
     await eventually(lambda: _subscribed(gateway, board.id, 1))
     prefix = gateway.settings.redis.key_prefix
-    keys = board_keys(prefix, board.id)
 
     first = await boards.set_totals(board, [("bob", 60)], hint=True)  # bob moves to #1
     await eventually(lambda: _received(received, 3))
     await redis_client.hset(positions_key(prefix), "rebuilding", "1")  # Redis lost the board: rebuilding
-    await redis_client.delete(keys.ranking, keys.records)
+    await boards.wipe(board)
     await boards.publish_hint(board, first + 1, [])
     await eventually(lambda: _received(received, 4))
     read_while_rebuilding = await gateway.query(

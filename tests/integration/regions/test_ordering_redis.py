@@ -12,7 +12,6 @@ from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, rank_key, reached_position
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.redis_reads import RankReader
-from schema.redis_keys import board_keys
 
 users = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=8
@@ -41,11 +40,11 @@ async def test_real_redis_ranks_like_the_core(
         score, member = encode(sort_order, tie, user, total, reached)
         totals.append(ProjectedTotal(user, 1, total, score, member))
         expected.append((rank_key(sort_order, tie, user, total, reached), user, total))
-    await projection.apply(board_keys(prefix, board.id), totals)
+    await projection.apply(board.id, totals)
 
     page = await RankReader(projection, prefix, "local").top(board, len(players))
 
     assert [(e.user_id, e.score) for e in page.entries] == [(u, t) for _, u, t in sorted(expected)]
     assert [e.rank for e in page.entries] == list(range(1, len(players) + 1))
-    keys = board_keys(prefix, board.id)
-    await redis_client.delete(keys.ranking, keys.records, keys.sequence)
+    async for key in redis_client.scan_iter(match=f"{prefix}:*", count=1000):
+        await redis_client.delete(key)

@@ -13,7 +13,6 @@ from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Aggregation, Board, SortOrder, TiePolicy
 from regions.redis_reads import RankReader
 from schema.event_id import event_id
-from schema.redis_keys import board_keys
 from tests.harness import Region
 
 
@@ -99,10 +98,9 @@ async def test_ties_follow_first_reached_policy(region: Region) -> None:
         await asyncio.sleep(0.01)
     # A lower score leaves the best at 10: mia keeps her first-reached time.
     assert (await region.client.send(award(board.id, "mia", 3, field="score"))).status_code == 202
-    keys = board_keys(region.settings.redis.key_prefix, board.id)
 
     async def applied() -> bool:
-        return await region.projection.version_of(keys, "mia") == 2
+        return await region.projection.version_of(board.id, "mia") == 2
 
     await region.wait_until(applied, what="mia's second award applied")
     page = await _reader(region).top(board, 10)

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis, RedisCluster
 
-from regions.core.boards import Board
+from regions.core.boards import Board, TiePolicy
+from regions.core.ordering import encode, reached_position
 from regions.core.positions import SourcePosition
 from regions.projector.rebuild import begin_after_loss, rebuild_to_run
 from regions.projector.redis_control import (
@@ -18,7 +19,8 @@ from regions.projector.redis_control import (
     RebuildRequest,
     RebuildState,
 )
-from regions.redis_projection import ProjectedTotal, RedisProjection
+from regions.redis_layouts import Layout, LayoutMoved
+from regions.redis_projection import BoardTotals, ProjectedTotal, RedisProjection
 from regions.redis_reads import RankReader
 from regions.settings import Settings
 from schema.redis_keys import board_keys
@@ -79,37 +81,75 @@ async def test_hint_sequences_never_go_backwards_across_a_loss(
 ) -> None:
     prefix = settings.redis.key_prefix
     projection, control = RedisProjection(redis_client, prefix), ProjectionControl(redis_client, prefix)
-    keys = board_keys(prefix, "seq-board")
     published = []
     for round_ in range(3):
         positions, _ = await begin_after_loss(projection, control)
         for version in range(1, 4):
-            result = await projection.apply(keys, [ProjectedTotal("u", version + 10 * round_, 1, -1.0, "u")])
+            result = await projection.apply(
+                "seq-board", [ProjectedTotal("u", version + 10 * round_, 1, -1.0, "u")]
+            )
             published.append(positions.sequence_base + result.sequence)
         await _forget_everything(redis_client, prefix)
 
     assert published == sorted(published) and len(set(published)) == len(published)
 
 
-async def test_fresh_keys_leave_the_live_sequence_alone_and_swap_in_whole(
+async def test_a_fresh_layout_leaves_the_live_sequence_alone_and_swaps_in_whole(
     settings: Settings, redis_client: Redis
 ) -> None:
     prefix = settings.redis.key_prefix
     projection = RedisProjection(redis_client, prefix)
-    live, fresh = board_keys(prefix, "swap-board"), board_keys(prefix, "swap-board", "g1")
-    await projection.apply(live, [ProjectedTotal("old", 1, 1, -1.0, "old")])
+    await projection.apply("swap-board", [ProjectedTotal("old", 1, 1, -1.0, "old")])
+    live = await projection.layouts.live_one("swap-board")
+    fresh = Layout("swap-board", "g1", 3)
+    await projection.layouts.prepare([fresh])
 
-    [result] = await projection.apply_many(
-        [(fresh, [ProjectedTotal("new", 2, 5, -5.0, "new")])], sequenced=False
+    assert await projection.apply_fresh(
+        [(fresh, [ProjectedTotal(f"new{i}", 2, i, -i, f"new{i}") for i in range(9)])]
     )
-    assert (result.sequence, result.users) == (0, ["new"])
-    assert await redis_client.get(live.sequence) == "1"
-    await projection.swap(fresh, live)
+    assert await redis_client.get(board_keys(prefix, "swap-board").sequence) == "1"
+    assert await projection.count("swap-board") == 1  # the live layout answers until the swap
+    assert await projection.layouts.swap(fresh) == live
 
-    assert await redis_client.zrange(live.ranking, 0, -1) == ["new"]
-    assert await projection.version_of(live, "new") == 2 and await projection.version_of(live, "old") is None
-    assert await redis_client.exists(fresh.ranking, fresh.records) == 0
-    assert await projection.next_sequences([live]) == [2]
+    assert await projection.count("swap-board") == 9
+    assert await projection.version_of("swap-board", "new4") == 2
+    assert await projection.version_of("swap-board", "old") is None
+    assert await projection.next_sequences(["swap-board"]) == [2]
+    assert live is not None and await projection.layouts.retired() == [live]
+    old = live.shard(prefix, 0)
+    assert await redis_client.exists(old.ranking, old.bucket("old")) == 2
+    assert await projection.layouts.delete_retired() == 1
+    assert await redis_client.exists(old.ranking, old.bucket("old")) == 0
+    assert await projection.layouts.retired() == []
+
+
+async def test_a_write_for_a_layout_swapped_out_is_refused_and_goes_to_the_new_one(
+    settings: Settings, redis_client: Redis
+) -> None:
+    prefix = settings.redis.key_prefix
+    writer, late = RedisProjection(redis_client, prefix), RedisProjection(redis_client, prefix)
+    await writer.apply("late-board", [ProjectedTotal("ann", 1, 1, -1.0, "ann")])
+    old = await late.layouts.live_one("late-board")  # a writer that knows the first layout
+    fresh = Layout("late-board", "g2", 2)
+    await writer.layouts.prepare([fresh])
+    await writer.apply_fresh([(fresh, [ProjectedTotal("ann", 1, 1, -1.0, "ann")])])
+    await writer.layouts.swap(fresh)
+    assert old is not None
+
+    with pytest.raises(LayoutMoved):  # the old layout's scripts refuse: nothing applied there
+        await late.apply_fresh([(old, [ProjectedTotal("ann", 5, 50, -50.0, "ann")])])
+    [result] = await late.apply_live(
+        [BoardTotals("late-board", 1, [ProjectedTotal("ann", 2, 20, -20.0, "ann")])]
+    )
+
+    assert result.users == ["ann"]  # applied to the layout that is live now, found again
+    assert await late.layouts.live_one("late-board") == fresh
+    assert (await writer.total_of("late-board", "ann"), await writer.version_of("late-board", "ann")) == (
+        20,
+        2,
+    )
+    old_keys = old.shard(prefix, 0)
+    assert await redis_client.zscore(old_keys.ranking, "ann") == -1.0  # the old keys took nothing
 
 
 async def test_one_lease_holder_at_a_time(settings: Settings, redis_client: Redis) -> None:
@@ -170,7 +210,7 @@ async def test_an_answer_read_across_a_loss_says_stale(settings: Settings, redis
     projection, board = RedisProjection(redis_client, prefix), Board("race-board", "Race", settings.region)
     for step in range(2):
         await projection.start_epoch("e1")
-        await projection.apply(board_keys(prefix, board.id), [ProjectedTotal("u", 1 + step, 5, -5.0, "u")])
+        await projection.apply(board.id, [ProjectedTotal("u", 1 + step, 5, -5.0, "u")])
         assert await projection.advance("e1", {(settings.region, 0): SourcePosition(10, accepted_at_ms=1)})
         reader = _LostBeforeTheBoard(projection, prefix, settings.region)
         if step == 0:
@@ -194,48 +234,62 @@ async def test_a_projection_in_its_first_life_starts_fresh_instead_of_rebuilding
     assert stored == positions and stored.epoch and not stored.rebuilding and stored.offsets == {}
 
 
-async def test_boards_spread_over_every_master(settings: Settings, redis_client: Redis) -> None:
-    """Each board's keys share one slot; different boards land on different masters of a cluster (on
-    one server, the one server holds them all)."""
+async def test_boards_and_the_shards_of_a_board_spread_over_every_master(
+    settings: Settings, redis_client: Redis
+) -> None:
+    """Each shard's keys share one slot; different boards, and the shards of one board, land on
+    different masters of a cluster (on one server, the one server holds them all)."""
     prefix = settings.redis.key_prefix
     projection = RedisProjection(redis_client, prefix)
-    boards = [board_keys(prefix, f"spread-{i}") for i in range(40)]
-    await projection.apply_many([(keys, [ProjectedTotal("u", 1, 1, -1.0, "u")]) for keys in boards])
+    users = [f"u{i}" for i in range(64)]
+    work = [BoardTotals(f"spread-{i}", 1, [ProjectedTotal("u", 1, 1, -1.0, "u")]) for i in range(40)]
+    work.append(BoardTotals("sharded", 12, [ProjectedTotal(u, 1, 1, -1.0, u) for u in users]))
+    await projection.apply_live(work)
+    layouts = await projection.layouts.live(w.board_id for w in work)
+    shards = [(layout, s) for layout in layouts.values() if layout is not None for s in range(layout.shards)]
 
     if isinstance(redis_client, RedisCluster):
-        masters = {node.name for node in redis_client.get_primaries()}
-        homes = {
-            redis_client.get_node_from_key(k).name for keys in boards for k in (keys.ranking, keys.records)
+        node = lambda key: redis_client.get_node_from_key(key).name  # noqa: E731
+        masters = {n.name for n in redis_client.get_primaries()}
+        homes = {node(layout.shard(prefix, s).ranking) for layout, s in shards if layout.shards == 1}
+        spread = {node(layout.shard(prefix, s).ranking) for layout, s in shards if layout.shards == 12}
+        per_shard = {
+            len({node(k.ranking), node(k.state), node(k.bucket("u")), node(k.bucket("x"))})
+            for k in (layout.shard(prefix, s) for layout, s in shards)
         }
-        per_board = {
-            len({redis_client.get_node_from_key(k).name for k in (keys.ranking, keys.records, keys.sequence)})
-            for keys in boards
-        }
-        assert len(masters) > 1 and homes == masters and per_board == {1}
-    for keys in boards:
-        assert await redis_client.zrange(keys.ranking, 0, -1) == ["u"]
+        assert len(masters) > 1 and homes == masters and spread == masters and per_shard == {1}
+    assert [await projection.count(w.board_id) for w in work] == [len(w.totals) for w in work]
+    assert await projection.total_of("sharded", "u63") == 1
 
 
+@pytest.mark.parametrize(
+    ("tie", "shards"), [(TiePolicy.USER_ID, 1), (TiePolicy.FIRST_REACHED, 1), (TiePolicy.USER_ID, 3)]
+)
 async def test_a_removal_takes_the_player_off_the_board_only_when_newer(
-    settings: Settings, redis_client: Redis
+    settings: Settings, redis_client: Redis, tie: TiePolicy, shards: int
 ) -> None:
     prefix = settings.redis.key_prefix
     projection = RedisProjection(redis_client, prefix)
-    board = Board("rolling-removal", "r", "local")
-    keys = board_keys(prefix, board.id)
+    board = Board("rolling-removal", "r", "local", tie_policy=tie, shards=shards)
     reader = RankReader(projection, prefix, "local")
-    await projection.apply(
-        keys, [ProjectedTotal("ann", 3, 7, -7.0, "ann"), ProjectedTotal("bob", 1, 5, -5.0, "bob")]
-    )
 
-    stale = await projection.apply(keys, [ProjectedTotal("ann", 2, 0, 0.0, "")])  # an older removal
-    removed = await projection.apply(keys, [ProjectedTotal("ann", 4, 0, 0.0, "")])
+    def total(user: str, version: int, points: int) -> ProjectedTotal:
+        score, member = encode(board.sort_order, tie, user, points, reached_position(version, 0, 0))
+        return ProjectedTotal(user, version, points, score, member)
+
+    await projection.apply(board.id, [total("ann", 3, 7), total("bob", 1, 5)], shards)
+
+    stale = await projection.apply(board.id, [ProjectedTotal("ann", 2, 0, 0.0, "")])  # an older removal
+    removed = await projection.apply(board.id, [ProjectedTotal("ann", 4, 0, 0.0, "")])
     assert (stale.users, removed.users) == ([], ["ann"])
     assert [e.user_id for e in (await reader.top(board, 10)).entries] == ["bob"]
     assert (await reader.player(board, "ann"))[0] is None
-    assert await projection.count(keys) == 1 and await projection.version_of(keys, "ann") == 4
+    assert await reader.context(board, "ann", 2) is None
+    assert await projection.count(board.id) == 1 and await projection.version_of(board.id, "ann") == 4
+    assert await projection.total_of(board.id, "ann") is None
 
-    older = await projection.apply(keys, [ProjectedTotal("ann", 4, 9, -9.0, "ann")])  # not newer
-    back = await projection.apply(keys, [ProjectedTotal("ann", 5, 9, -9.0, "ann")])
+    older = await projection.apply(board.id, [total("ann", 4, 9)])  # not newer
+    back = await projection.apply(board.id, [total("ann", 5, 9)])
     assert (older.users, back.users) == ([], ["ann"])
     assert [e.user_id for e in (await reader.top(board, 10)).entries] == ["ann", "bob"]
+    assert await projection.total_of(board.id, "ann") == 9

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import cast
 
 from cassandra.cluster import Session
 
@@ -20,8 +21,9 @@ from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import Period, WindowSpec, day_of, day_start_of, period_of
 from regions.core.windows import encode_window
+from regions.redis_reads import RankReader
 from regions.settings import Settings
-from schema.redis_keys import board_keys
+from schema.redis_keys import shard_of
 from tests.clusters import Replicators
 from tests.conftest import RegionFactory
 from tests.harness import Region
@@ -50,8 +52,19 @@ async def _send(region: Region, board: Board, user: str, amount: int, at_ms: int
 
 
 async def _ranked(region: Region, board_id: str) -> list[tuple[str, float]]:
-    keys = board_keys(region.settings.redis.key_prefix, board_id)
-    return [(m, s) for m, s in await region.projection.redis.zrange(keys.ranking, 0, -1, withscores=True)]
+    """(member, score) of the board's projection in rank order."""
+    region.projection.layouts.forget(board_id)
+    reader = RankReader(region.projection, region.settings.redis.key_prefix, region.settings.region)
+    board = Board(board_id, board_id, region.settings.region)  # (the rows do not depend on its rules)
+    return [(m, float(s)) async for part in reader.ranked_rows(board, 1000) for m, s, _ in part]
+
+
+async def _record(region: Region, board_id: str, user: str) -> str | None:
+    """The player's version record in the board's projection."""
+    layout = await region.projection.layouts.live_one(board_id)
+    assert layout is not None
+    keys = layout.shard(region.settings.redis.key_prefix, shard_of(user, layout.shards))
+    return cast(str | None, await region.projection.redis.hget(keys.bucket(user), user))
 
 
 async def _windowed(
@@ -133,8 +146,7 @@ async def test_rolling_expiry_removes_exactly_the_points_of_the_day_that_left(
     await region.wait_for_total(board.id, "alice", 15)
     await region.wait_for_total(board.id, "bob", 7)
     await region.wait_for_total(board.id, "carol", 3)
-    keys = board_keys(region.settings.redis.key_prefix, board.id)
-    carol_before = await region.projection.redis.hget(keys.records, "carol")
+    carol_before = await _record(region, board.id, "carol")
 
     # the worker's clock: tomorrow has begun, so yesterday has left the two-day window
     await region.start("lifecycle", overrides=_clock_offset(day_start_of(spec, today + 1) + 1_000))
@@ -142,9 +154,9 @@ async def test_rolling_expiry_removes_exactly_the_points_of_the_day_that_left(
     await region.wait_until(lambda: _absent(region, board.id, "bob"), what="bob leaves the board")
 
     assert sorted(m for m, _ in await _ranked(region, board.id)) == ["alice", "carol"]
-    assert await region.projection.redis.hget(keys.records, "carol") == carol_before  # not visited
-    bob = await region.projection.redis.hget(keys.records, "bob")
-    assert bob == "2||"  # removed at a newer version than its last total
+    assert await _record(region, board.id, "carol") == carol_before  # not visited
+    bob = await _record(region, board.id, "bob")
+    assert bob == "2|"  # removed at a newer version than its last total
     # yesterday's award, accepted by an intake whose clock has not passed midnight yet, is late
     assert await _send(region, board, "dave", 4, yesterday_at) == 202
     assert await _send(region, board, "carol", 1, now) == 202

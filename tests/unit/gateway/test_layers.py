@@ -10,7 +10,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 CORES = ("gateway/core", "regions/core")
 PROJECT = ("gateway", "regions", "replicator", "schema")
-ALLOWED = ("gateway.core", "regions.core", "schema.records", "schema.lifecycle", "schema.event_id", "schema.scoped")
+ALLOWED = (
+    "gateway.core",
+    "regions.core",
+    "schema.records",
+    "schema.lifecycle",
+    "schema.event_id",
+    "schema.scoped",
+)
 
 
 def _project_imports(path: Path) -> list[str]:

@@ -51,9 +51,10 @@ def test_batch_keeps_the_newest_version_and_the_furthest_watermark_of_each_regio
         ("us", 0): SourcePosition(2, 8, 0, 1),
         ("eu", 1): SourcePosition(3, 4, 0, 0),
     }
-    [(board, _, totals)] = batch.by_board("lb")
-    assert (board, [(t.user_id, t.version, t.score, t.member) for t in totals]) == (
+    [work] = batch.by_board()
+    assert (work.board_id, work.shards, [(t.user_id, t.version, t.score, t.member) for t in work.totals]) == (
         "b",
+        1,
         [("u", 2, -20.0, "u")],
     )
     assert batch.unprojectable == []
@@ -85,7 +86,7 @@ def test_records_the_projection_cannot_use_are_set_aside_with_position_and_reaso
     details = [u.detail for u in batch.unprojectable]
     assert details[0] == "Invalid enum value 'SIDEWAYS' - at `$.sort_order`"
     assert "$.tie_policy" in details[1] and "$.total" in details[2] and "$.user_id" in details[3]
-    assert [b for b, _, _ in batch.by_board("lb")] == ["b"]  # what is left encodes without raising
+    assert [w.board_id for w in batch.by_board()] == ["b"]  # what is left encodes without raising
 
 
 def test_only_keeps_one_board_and_every_watermark() -> None:
@@ -111,6 +112,6 @@ def test_a_board_rebuilt_alone_keeps_its_periods_and_removals_leave_no_member() 
     ])  # fmt: skip
     batch.only("b")
     assert sorted(batch.latest) == [("b", "v"), ("b@2026-11-30", "u")]
-    [(_, _, removed)] = [w for w in batch.by_board("p") if w[0] == "b"]
-    assert [(t.user_id, t.version, t.member) for t in removed] == [("v", 3, "")]
+    [removed] = [w for w in batch.by_board() if w.board_id == "b"]
+    assert [(t.user_id, t.version, t.member) for t in removed.totals] == [("v", 3, "")]
     assert batch.unprojectable == []
