@@ -240,7 +240,7 @@ class HintHub:
         except Exception:
             await self._leave(feed, mailbox)
             raise
-        metrics.SUBSCRIPTIONS.inc()
+        told = False  # counted once it is told updates: its baseline and player are read
         try:
             try:
                 async with asyncio.timeout(self._ready_within_s):
@@ -252,9 +252,12 @@ class HintHub:
                     f"the board's home projection was not read within {self._ready_within_s:g} s "
                     f"({type(exc).__name__})"
                 ) from exc
+            metrics.SUBSCRIPTIONS.inc()
+            told = True
             yield mailbox
         finally:
-            metrics.SUBSCRIPTIONS.dec()
+            if told:
+                metrics.SUBSCRIPTIONS.dec()
             await self._leave(feed, mailbox)
 
     def _open(self, board: Board) -> BoardFeed:
