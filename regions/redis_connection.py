@@ -8,14 +8,16 @@ replica may lag behind the positions its master already shows, and asOf would cl
 
 A cluster pipeline cannot load a script a node is missing: there several script calls run as one
 pipeline of EVALSHA (one round trip per node), and when a node answers NOSCRIPT the scripts are
-loaded on every master and the pipeline runs once more.
+loaded on every master and the pipeline runs once more. Reads that end with a look at the positions
+run the same way on one server, so that they take a single round trip (a pipeline that loads its
+scripts first asks the server whether it has them).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -96,25 +98,46 @@ async def call_scripts(redis: ProjectionRedis, calls: Sequence[ScriptCall]) -> l
     if not calls:
         return []
     if isinstance(redis, RedisCluster):
-        return await _cluster_scripts(redis, calls)
+        return await _evalsha_pipeline(redis, calls)
     pipe = redis.pipeline(transaction=False)
     for script, keys, args in calls:
         await script(keys=keys, args=args, client=pipe)
     return await execute_pipeline(pipe)
 
 
-async def _cluster_scripts(redis: RedisCluster, calls: Sequence[ScriptCall]) -> list[Any]:
+async def call_scripts_then_hget(
+    redis: ProjectionRedis, calls: Sequence[ScriptCall], key: str, field: str
+) -> tuple[list[Any], str | None]:
+    """Run script calls, then ``HGET key field`` once they have run (to learn whether something
+    changed while they ran): the calls' replies in call order, and the field's value. One server runs
+    a connection's commands in order, so there it is one pipeline; a cluster runs each node's part of
+    a pipeline concurrently, so there the HGET follows the calls."""
+    if isinstance(redis, RedisCluster):
+        replies = await call_scripts(redis, calls)
+        return replies, cast(str | None, await redis.hget(key, field))
+    *replies, value = await _evalsha_pipeline(redis, calls, then_hget=(key, field))
+    return replies, cast(str | None, value)
+
+
+async def _evalsha_pipeline(
+    redis: ProjectionRedis, calls: Sequence[ScriptCall], then_hget: tuple[str, str] | None = None
+) -> list[Any]:
+    """Script calls as one pipeline of EVALSHA (evalsha() is refused in a cluster pipeline), with an
+    ``HGET`` at its end if asked; a server missing a script answers NOSCRIPT, and then the scripts
+    are loaded (on every master of a cluster) and the pipeline runs once more."""
     for attempt in range(2):
-        pipe = redis.pipeline()
+        pipe = redis.pipeline() if isinstance(redis, RedisCluster) else redis.pipeline(transaction=False)
         for script, keys, args in calls:
-            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)  # evalsha() is refused
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        if then_hget is not None:
+            pipe.hget(*then_hget)
         try:
             return await execute_pipeline(pipe)
         except NoScriptError:
             if attempt:
                 raise
             for source in {script.script for script, _, _ in calls}:
-                await redis.script_load(source)  # on every master
+                await redis.script_load(source)
     raise AssertionError("unreachable")
 
 

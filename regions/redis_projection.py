@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from regions import redis_connection
 from regions.core.positions import SourceKey, SourcePosition
-from regions.redis_connection import ProjectionRedis, call_scripts, execute_pipeline, publish_many
+from regions.redis_connection import (
+    ProjectionRedis,
+    ScriptCall,
+    call_scripts,
+    call_scripts_then_hget,
+    execute_pipeline,
+    publish_many,
+)
 from regions.settings import RedisSettings
 from schema.redis_keys import POSITION_DETAILS, BoardKeys, hints_channel, position_field, positions_key
 from schema.resources import lua_script
@@ -150,6 +157,11 @@ class RedisProjection:
             raw.get("rebuilding", "0") == "1",
             int(raw.get("sequence_base", "0")),
         )
+
+    async def epoch_after(self, calls: Sequence[ScriptCall]) -> tuple[list[Any], str | None]:
+        """The replies of script ``calls`` (reads of boards' keys), and the epoch as read after they
+        ran: when it is not the epoch read before them, Redis lost the projection meanwhile."""
+        return await call_scripts_then_hget(self.redis, calls, self._positions, "epoch")
 
     async def swap(self, fresh: BoardKeys, live: BoardKeys) -> None:
         """Replace a board's live keys by a rebuild's fresh ones in one step (they share a hash tag)."""

@@ -4,6 +4,13 @@ each with asOf.
 asOf is read before the board's keys. Positions only move forward after the totals they cover are
 applied, so every award at or before a reported position is in the response (it may hold more).
 A projection without an epoch (lost) or marked rebuilding answers ``stale``.
+
+The epoch is read again after the board's keys, in the same round trip on one server. Redis may
+lose the projection between the two reads, and a Redis that lost it need not be empty when the
+board is read: the projector's batch in flight at that moment writes its totals into it before it
+finds the epoch gone (and then removes them). Such an answer holds a few players while the
+positions read before claim the whole board, so an answer read across a change of epoch is stale,
+whatever it holds.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from regions.core.reads import (
     entries_of,
     member_strip,
 )
-from regions.redis_connection import call_scripts
+from regions.redis_connection import ScriptCall
 from regions.redis_projection import Positions, RedisProjection
 from schema.redis_keys import board_keys
 from schema.resources import lua_script
@@ -82,26 +89,22 @@ class RankReader:
     async def as_of(self) -> AsOf:
         return self._as_of(await self._projection.positions())
 
-    async def _confirmed(self, before: Positions, empty: bool) -> AsOf:
-        """The asOf of an answer read after ``before``. An empty answer may come from a Redis that
-        lost the projection after ``before`` was read, and ``before`` would claim what it lacks:
-        then the positions are read again, and a changed epoch makes the answer stale."""
-        as_of = self._as_of(before)
-        if empty and not as_of.stale and (await self._projection.positions()).epoch != before.epoch:
-            return self._as_of(before, stale=True)
-        return as_of
+    async def _read(self, calls: Sequence[ScriptCall]) -> tuple[AsOf, list[Any]]:
+        """Run read scripts on boards' keys: their replies, with the asOf read before them; stale
+        when the epoch read after them is another (see the module's note)."""
+        before = await self._projection.positions()
+        replies, epoch = await self._projection.epoch_after(calls)
+        return self._as_of(before, stale=epoch != before.epoch), replies
 
     async def top(self, board: Board, k: int) -> RankPage:
-        before = await self._projection.positions()
-        window = window_of(await self._script(keys=self._keys(board), args=self._top_args(board, k)))
-        entries = [] if window is None else entries_of(board, window)
-        return RankPage(entries, await self._confirmed(before, not entries))
+        as_of, (reply,) = await self._read([(self._script, self._keys(board), self._top_args(board, k))])
+        window = window_of(reply)
+        return RankPage([] if window is None else entries_of(board, window), as_of)
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
-        before = await self._projection.positions()
-        reply = await self._script(keys=self._keys(board), args=self._player_args(board, user_id, around))
+        call = (self._script, self._keys(board), self._player_args(board, user_id, around))
+        as_of, (reply,) = await self._read([call])
         window = window_of(reply)
-        as_of = await self._confirmed(before, window is None)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
     async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:
@@ -118,13 +121,11 @@ class RankReader:
 
     async def windows(
         self, board: Board, user_ids: Sequence[str], k: int
-    ) -> tuple[Window | None, list[Window | None]]:
-        """The top ``k`` and each player's own rank (no neighbours), in one round trip; read the
-        asOf before calling, as the other reads do."""
+    ) -> tuple[AsOf, Window | None, list[Window | None]]:
+        """The top ``k`` and each player's own rank (no neighbours) in one read, with its asOf."""
         keys = self._keys(board)
-        replies = await call_scripts(
-            self._projection.redis,
+        as_of, replies = await self._read(
             [(self._script, keys, self._top_args(board, k))]
-            + [(self._script, keys, self._player_args(board, user, 0)) for user in user_ids],
+            + [(self._script, keys, self._player_args(board, user, 0)) for user in user_ids]
         )
-        return window_of(replies[0]), [window_of(r) for r in replies[1:]]
+        return as_of, window_of(replies[0]), [window_of(r) for r in replies[1:]]
