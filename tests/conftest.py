@@ -29,6 +29,8 @@ from tests.harness import Region, delete_topics, with_free_ports
 hypothesis_settings.register_profile("project", deadline=None, print_blob=True)
 hypothesis_settings.load_profile("project")
 
+DROP_KEYSPACE_TIMEOUT_S = 120.0
+
 
 def _require(name: str, host: str, port: int) -> None:
     try:
@@ -131,7 +133,9 @@ def cassandra_session(base_settings: Settings, session_tag: str, cassandra_ready
     try:
         yield session
     finally:
-        session.execute(f"DROP KEYSPACE IF EXISTS {cfg.keyspace}")
+        # Dropping a keyspace waits for the schema change to settle: on a busy Cassandra that takes
+        # longer than the services' per-request timeout.
+        session.execute(f"DROP KEYSPACE IF EXISTS {cfg.keyspace}", timeout=DROP_KEYSPACE_TIMEOUT_S)
         cluster.shutdown()
 
 
