@@ -1,6 +1,10 @@
 """Board definitions for reads, cached by :class:`regions.cached_boards.CachedBoards`: reads do not
 wait on Cassandra for a known board, unknown ids are remembered in bounded number, and a catalog
 outage serves the last answer; with none, the caller gets ``CassandraUnavailable``.
+
+A board's status is told fresh: the process that closed a board answers it CLOSING from then on
+(``learned``), and every process forgets a board when a status hint for it arrives (``forget``), so
+others see the change within the lifecycle worker's poll, at worst within ``board_cache_ttl_s``.
 """
 
 from __future__ import annotations
@@ -70,8 +74,16 @@ class BoardDirectory:
                 "created; retry (a board that exists answers ALREADY_EXISTS)"
             ) from exc
         if created:
-            self._boards.created(board)
+            self._boards.learned(board)
         return created
+
+    def learned(self, board: Board) -> None:
+        """This process changed the board (closed it): later reads here answer it as it is now."""
+        self._boards.learned(board)
+
+    def forget(self, board_id: str) -> None:
+        """A hint said the board's status changed: the next read here asks the catalog."""
+        self._boards.forget(board_id)
 
     def unknown_ids(self) -> int:
         """Unknown board ids remembered now (bounded by ``gateway.max_unknown_boards``)."""

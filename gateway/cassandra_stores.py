@@ -1,6 +1,6 @@
-"""The gateway's Cassandra stores (board catalog, profiles, archived results, board lifecycle), built
-on one session that :class:`regions.cassandra_store.CassandraConnection` opens in the background: the
-gateway starts and serves Redis reads while Cassandra is down, its stores answer
+"""The gateway's Cassandra stores (board catalog, profiles, archived results, board lifecycle and
+corrections), built on one session that :class:`regions.cassandra_store.CassandraConnection` opens in
+the background: the gateway starts and serves Redis reads while Cassandra is down, its stores answer
 ``CassandraUnavailable`` until the first connection, and the driver reconnects after an outage.
 """
 
@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from cassandra.cluster import Session
 
 from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_corrections import CassandraCorrections
 from regions.cassandra_lifecycle import CassandraLifecycle
+from regions.cassandra_periods import CassandraPeriods
 from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_results import CassandraResults
 
@@ -22,9 +24,11 @@ class Stores:
     profiles: CassandraProfiles
     results: CassandraResults
     lifecycle: CassandraLifecycle
+    corrections: CassandraCorrections
+    periods: CassandraPeriods
 
 
 def open_stores(session: Session) -> Stores:
     """Prepare every statement; blocks, so it runs in a worker thread."""
     return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session),
-                  CassandraLifecycle(session))  # fmt: skip
+                  CassandraLifecycle(session), CassandraCorrections(session), CassandraPeriods(session))  # fmt: skip

@@ -38,6 +38,10 @@ class FeedUnavailable(Exception):
     """The hints feed of another region's projection cannot serve a subscriber now."""
 
 
+class FeedSilent(Exception):
+    """The upstream feed answered nothing, not even a PING: its connection is dead."""
+
+
 class Snapshots(Protocol):
     """Reads a board's top K and players' standing in one round trip (``gateway/redis_snapshot.py``)."""
 
@@ -148,7 +152,10 @@ class BoardFeed:
         self._wake.set()
 
     def depths(self) -> list[int]:
-        """Pending updates of each ready subscriber (each is at most one per kind of update)."""
+        """Pending updates of each ready subscriber (each is at most one per kind of update); none
+        before the board's baseline top K is read, since only then are changes told."""
+        if not self._started.is_set():
+            return []
         return [len(m) for m in self.state.ready_members()]
 
     def _deliver(self, deliveries: list[Delivery]) -> None:
@@ -180,6 +187,8 @@ class BoardFeed:
         step = self.state.take()
         if step.resync is not None:
             self._deliver([(None, step.resync)])
+        if step.status is not None:
+            self._deliver([(None, step.status)])
         if step.hint is not None:
             snapshot = await self._snapshots.read(self.board, step.users, TOP_K)
             self._deliver(self.state.observe(snapshot, step))
@@ -200,14 +209,17 @@ class HintHub:
         settings: GatewaySettings,
         on_change: Callable[[str], None] = lambda board_id: None,
         restart_pause_s: float = 1.0,
+        on_status: Callable[[str], None] = lambda board_id: None,
         ready_within_s: float | None = None,
     ) -> None:
         """``ready_within_s``: the hub follows another region's projection; a subscription is refused
-        (``FeedUnavailable``) unless its feed is connected and the board is read within this time."""
+        (``FeedUnavailable``) unless its feed is connected and the board is read within this time.
+        ``on_change`` hears of every hint, ``on_status`` of every status hint, by board."""
         self._redis = redis
         self._ready_within_s = ready_within_s
         self._restart_pause_s = restart_pause_s
         self._on_change = on_change
+        self._on_status = on_status
         self._pattern = hints_channel(key_prefix, "*")
         self._channel_prefix = hints_channel(key_prefix, "")
         self._snapshots = snapshots
@@ -273,6 +285,9 @@ class HintHub:
         metrics.HINTS_IN.inc()
         board_id = channel[len(self._channel_prefix) :]
         self._on_change(board_id)
+        text = data.decode(errors="replace") if isinstance(data, bytes) else data
+        if '"status":{' in text:  # a status hint
+            self._on_status(board_id)
         feed = self._feeds.get(board_id)
         if feed is not None:
             feed.hint_received(data)
@@ -284,17 +299,18 @@ class HintHub:
         while True:
             pubsub: PubSub | None = None
             try:
-                pubsub = await open_pubsub(self._redis)
-                await pubsub.psubscribe(self._pattern)
+                async with asyncio.timeout(
+                    2 * self._settings.hints_ping_interval_s
+                ):  # a server that never answers
+                    pubsub = await open_pubsub(self._redis)
+                    await pubsub.psubscribe(self._pattern)
                 if was_connected:
                     for feed in self._feeds.values():
                         feed.resync("upstream_reconnected")
                 self._set_connected(True)
                 was_connected, delay = True, 0.2
-                async for message in pubsub.listen():
-                    if message["type"] == "pmessage":
-                        self.receive(message["channel"], message["data"])
-            except (RedisError, OSError) as exc:
+                await self._follow(pubsub)
+            except (RedisError, OSError, FeedSilent) as exc:
                 log.warning("hints feed lost (%r); reconnecting in %.1fs", exc, delay)
             except Exception:
                 log.exception("hints feed failed; restarting in %.1fs", delay)
@@ -306,6 +322,23 @@ class HintHub:
                         await pubsub.aclose()  # type: ignore[no-untyped-call]
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+    async def _follow(self, pubsub: PubSub) -> None:
+        """Pass the feed's hints on until it fails. A feed silent for the ping interval is pinged;
+        silent for another interval, it is dead (a cut link, or a server that dropped the connection
+        during a partition while no word of it reached here) and ``FeedSilent`` ends it."""
+        interval, pinged = self._settings.hints_ping_interval_s, False
+        while True:
+            message = await pubsub.get_message(timeout=interval)
+            if message is None:
+                if pinged:
+                    raise FeedSilent(f"no answer to a PING within {interval:g} s")
+                await pubsub.ping()
+                pinged = True
+                continue
+            pinged = False
+            if message["type"] == "pmessage":
+                self.receive(message["channel"], message["data"])
 
     def _set_connected(self, connected: bool) -> None:
         self.connected = connected

@@ -12,6 +12,7 @@ from gateway.hub import HintHub
 from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
 from regions.cassandra_store import CassandraConnection
+from regions.redis_projection import RedisProjection
 from regions.settings import Settings
 
 
@@ -19,6 +20,7 @@ from regions.settings import Settings
 class Services:
     settings: Settings
     boards: BoardDirectory
+    projection: RedisProjection  # this region's (admin checks against its frozen boards)
     projections: Projections
     profiles: GuardedProfiles
     hub: HintHub  # this region's projection's hints

@@ -93,15 +93,17 @@ def build_services(
         gw.profile_cache_entries,
     )
     cassandra.when_up(profiles.store_is_back)
-    hub = HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed)
+    boards = BoardDirectory(lambda: cassandra.adapter.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards)
+    hub = HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed, on_status=boards.forget)
     hubs = {settings.region: hub} | {
         home.region: HintHub(home.feed, prefix, SnapshotReader(home_readers[home.region]), gw,
-                             projections.changed, ready_within_s=gw.home_timeout_s)
+                             projections.changed, ready_within_s=gw.home_timeout_s, on_status=boards.forget)
         for home in homes
     }  # fmt: skip
     return Services(
         settings=settings,
-        boards=BoardDirectory(lambda: cassandra.adapter.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards),
+        boards=boards,
+        projection=RedisProjection(redis, prefix),
         projections=projections,
         profiles=profiles,
         hub=hub,

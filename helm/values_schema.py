@@ -36,6 +36,7 @@ from regions.settings import (
     ProjectorSettings,
     RedisSettings,
     ReplicatorSettings,
+    WindowsSettings,
 )
 
 SCHEMA_PATH = Path(__file__).parent / "leaderboard" / "values.schema.json"
@@ -67,6 +68,7 @@ SECTIONS: dict[str, tuple[type[BaseModel], frozenset[str]]] = {
     "audit": (AuditSettings, frozenset({"health_port"})),
     "lifecycle": (LifecycleSettings, frozenset({"health_port"})),
     "replicator": (ReplicatorSettings, frozenset({"source_region", "health_port"})),
+    "windows": (WindowsSettings, frozenset({"clock_offset_s"})),  # a test-only setting: never in a release
 }
 
 NAME = r"^[a-z][a-z0-9-]{0,31}$"
@@ -351,6 +353,13 @@ class Replicator(Component):
     settings: dict[str, Any] = _settings_field("replicator")
 
 
+class Windows(Values):
+    """Time windows: the same settings for every process (the intakes, the lifecycle workers and the
+    gateways must agree on the grace of a period)."""
+
+    settings: dict[str, Any] = _settings_field("windows")
+
+
 class ServiceMonitor(Values):
     enabled: bool = Field(False, description="Render a prometheus-operator ServiceMonitor.")
     labels: dict[str, str] = Field(
@@ -404,6 +413,7 @@ class ChartValues(Values):
     audit: Audit
     lifecycle: Lifecycle
     replicator: Replicator
+    windows: Windows = Field(default_factory=Windows)
     metrics: Metrics = Field(default_factory=Metrics)
     kafka_topics: KafkaTopics = Field(default_factory=KafkaTopics)
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)

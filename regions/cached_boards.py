@@ -65,9 +65,13 @@ class CachedBoards:
             return
         self._cache.answered(board_id, board, self._clock())
 
-    def created(self, board: Board) -> None:
-        """``board`` was just created: answer it from now on without asking the catalog."""
+    def learned(self, board: Board) -> None:
+        """``board`` was just created or changed here: answer it from now on without asking the catalog."""
         self._cache.answered(board.id, board, self._clock())
+
+    def forget(self, board_id: str) -> None:
+        """The board changed elsewhere: the next lookup asks the catalog."""
+        self._cache.forget(board_id)
 
     def unknown_ids(self) -> int:
         """Unknown board ids remembered now (bounded by ``max_unknown``)."""

@@ -10,11 +10,13 @@ from cassandra import ConsistencyLevel
 from cassandra.cluster import Session
 
 from regions.cassandra_store import execute
-from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
+from regions.core.boards import Aggregation, Board, BoardStatus, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.ids import board_id_error
 
 _COLUMNS = (
     "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative"
 )
+_READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
 
 
 def _board(row: Any) -> Board:
@@ -28,6 +30,7 @@ def _board(row: Any) -> Board:
         window=row.time_window,
         status=BoardStatus(row.status),
         allow_negative=bool(row.allow_negative),
+        cutoffs=tuple(sorted((row.cutoffs or {}).items())),
     )
 
 
@@ -47,7 +50,7 @@ class CassandraCatalog:
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        self._get = session.prepare(f"SELECT {_COLUMNS} FROM boards WHERE board_id = ?")
+        self._get = session.prepare(f"SELECT {_READ_COLUMNS} FROM boards WHERE board_id = ?")
         self._create = session.prepare(
             f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
             "IF NOT EXISTS"
@@ -60,7 +63,11 @@ class CassandraCatalog:
         return None if row is None else _board(row)
 
     async def create(self, board: Board) -> bool:
-        """Create the board; False when a board with this id already exists (it is left unchanged)."""
+        """Create the board; False when a board with this id already exists (it is left unchanged).
+        A period's id (``<board>@<key>``) is never a board of its own: refused."""
+        problem = board_id_error(board.id)
+        if problem is not None:
+            raise InvalidBoardError(f"id {board.id!r}: {problem}")
         result = await execute(
             self._session,
             self._create,
@@ -82,5 +89,5 @@ class CassandraCatalog:
         return [entry.board for entry in await self.entries()]
 
     async def entries(self) -> list[CatalogEntry]:
-        rows = await execute(self._session, f"SELECT {_COLUMNS}, created_at FROM boards")
+        rows = await execute(self._session, f"SELECT {_READ_COLUMNS}, created_at FROM boards")
         return [CatalogEntry(_board(row), row.created_at) for row in rows]

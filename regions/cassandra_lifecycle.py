@@ -3,6 +3,8 @@
 Only these statements change a board's status, and each only from the status the lifecycle allows
 (``regions.core.lifecycle.TRANSITIONS``): OPEN -> CLOSING (``begin_close``) and CLOSING -> CLOSED
 (``finish_close``). Many gateways and workers may race; the LWT lets exactly one change happen.
+A CLOSED board's newest result version moves on only by one, from the version it is at
+(``publish_version``: a correction's archive is complete).
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from typing import Any
 
 from cassandra.cluster import Session
 
-from regions.cassandra_catalog import _COLUMNS, _board
+from regions.cassandra_catalog import _READ_COLUMNS, _board
 from regions.cassandra_store import execute
 from regions.core.boards import Board, BoardStatus
 
-_CLOSE_COLUMNS = f"{_COLUMNS}, closing_at, close_reason, markers, cutoffs, result_version, closed_at"
+_CLOSE_COLUMNS = f"{_READ_COLUMNS}, closing_at, close_reason, markers, result_version, closed_at"
 
 
 def _ms(at: datetime | None) -> int | None:
@@ -65,15 +67,22 @@ class CassandraLifecycle:
             "UPDATE boards SET status = 'CLOSED', cutoffs = ?, result_version = ?, closed_at = ? "
             "WHERE board_id = ? IF status = 'CLOSING'"
         )
+        self._publish = session.prepare(
+            "UPDATE boards SET result_version = ? WHERE board_id = ? IF status = 'CLOSED' AND result_version = ?"
+        )
 
     async def record(self, board_id: str) -> CloseRecord | None:
         row = (await execute(self._session, self._get, (board_id,))).one()
         return None if row is None else _record(row)
 
-    async def closing(self) -> list[CloseRecord]:
-        """Every CLOSING board (a scan of the catalog, which holds boards, not players)."""
+    async def records(self) -> list[CloseRecord]:
+        """Every board with its close (a scan of the catalog, which holds boards, not players)."""
         rows = await execute(self._session, f"SELECT {_CLOSE_COLUMNS} FROM boards")
-        return [_record(row) for row in rows if row.status == BoardStatus.CLOSING.value]
+        return [_record(row) for row in rows]
+
+    async def closing(self) -> list[CloseRecord]:
+        """Every CLOSING board."""
+        return [r for r in await self.records() if r.board.status is BoardStatus.CLOSING]
 
     async def begin_close(self, board_id: str, reason: str | None, at: datetime) -> bool:
         """OPEN -> CLOSING; False when the board was not OPEN (it is left as it is)."""
@@ -90,4 +99,10 @@ class CassandraLifecycle:
         """CLOSING -> CLOSED with the cutoffs and the archived result version; False when the board
         was not CLOSING (another worker finished first)."""
         result = await execute(self._session, self._finish, (dict(cutoffs), version, at, board_id))
+        return bool(result.was_applied)
+
+    async def publish_version(self, board_id: str, version: int) -> bool:
+        """A CLOSED board's newest result becomes ``version`` (from ``version - 1``); False when it
+        was not at the version before (another worker published it first)."""
+        result = await execute(self._session, self._publish, (version, board_id, version - 1))
         return bool(result.was_applied)

@@ -59,7 +59,7 @@ def keyspace_replication(cassandra: CassandraSettings) -> dict[str, str | int]:
 def connect(cassandra: CassandraSettings, *, keyspace: bool = True) -> tuple[Cluster, Session]:
     """Open a cluster connection; with ``keyspace`` the session uses the configured keyspace.
 
-    Requests go to the local data center at LOCAL_QUORUM, and conditional writes (audit rows) run
+    Requests go to the local data center at LOCAL_QUORUM, and conditional writes (lifecycle, results) run
     Paxos there (LOCAL_SERIAL): a region never waits on another one. The catalog's creations ask for
     SERIAL themselves (see ``cassandra_catalog``)."""
     profile = ExecutionProfile(
@@ -284,10 +284,16 @@ def _resolve(future: asyncio.Future[None]) -> None:
 async def execute_all(session: Session, statement: Any, params: list[Any]) -> list[Any]:
     """Run one statement for many parameter sets at once; each slot holds a result set or the
     exception it raised. The event loop is woken once for the whole group, not once per row."""
+    return await execute_each(session, [(statement, values) for values in params])
+
+
+async def execute_each(session: Session, calls: list[tuple[Any, Any]]) -> list[Any]:
+    """Run many (statement, parameters) at once, like ``execute_all``; the parameters of a bound
+    statement or a batch are None."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
-    results: list[Any] = [None] * len(params)
-    remaining = [len(params)]
+    results: list[Any] = [None] * len(calls)
+    remaining = [len(calls)]
     lock = threading.Lock()
 
     def finish(slot: int, value: Any) -> None:
@@ -298,7 +304,7 @@ async def execute_all(session: Session, statement: Any, params: list[Any]) -> li
         if last:
             loop.call_soon_threadsafe(_resolve, done)
 
-    for slot, values in enumerate(params):
+    for slot, (statement, values) in enumerate(calls):
         try:
             response = session.execute_async(statement, values)
         except Exception as exc:  # the driver may refuse at once (e.g. no host); the slot records it
@@ -308,6 +314,6 @@ async def execute_all(session: Session, statement: Any, params: list[Any]) -> li
             lambda _rows, slot=slot, response=response: finish(slot, response.result()),
             lambda exc, slot=slot: finish(slot, exc),
         )
-    if params:
+    if calls:
         await done
     return results

@@ -9,23 +9,30 @@ import contextlib
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from cassandra import DriverException
 from cassandra.cluster import Session
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 
 from regions.bootstrap import bootstrap
 from regions.cassandra_catalog import CassandraCatalog, CatalogEntry
 from regions.cassandra_profiles import CassandraProfiles
 from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable, connect, describe
 from regions.core.boards import Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.corrections import parse_correction
+from regions.core.ids import board_id_error
+from regions.core.periods import InvalidWindow, Period, Weekday, WindowSpec
 from regions.core.profiles import InvalidProfileError, Profile
+from regions.core.windows import describe_window, encode_window
 from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
 from regions.lifecycle.close import CloseRefused
-from regions.lifecycle.command import close_command, results_command
+from regions.lifecycle.command import close_command, correct_command, results_command
+from regions.lifecycle.correct import CorrectionRefused
 from regions.projector.command import rebuild_command
 from regions.reconciliation import ReconciliationReader
 from regions.settings import Settings, UnknownSettingsError, load_settings
@@ -67,12 +74,33 @@ async def _bootstrap(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
+def _window(args: argparse.Namespace) -> str | None:
+    """The catalog string of the window asked for; None for an all-time board."""
+    if args.window is None:
+        for flag, given in (("--days", args.days), ("--time-zone", args.time_zone),
+                            ("--first-day-of-week", args.first_day_of_week)):  # fmt: skip
+            if given is not None:
+                raise InvalidBoardError(f"{flag}: only with --window")
+        return None
+    first = Weekday(args.first_day_of_week) if args.first_day_of_week else None
+    try:
+        return encode_window(WindowSpec(Period(args.window), args.days, args.time_zone or "UTC", first))
+    except InvalidWindow as exc:
+        option = {"window.days": "--days", "window.timeZone": "--time-zone"}.get(
+            exc.field, "--first-day-of-week"
+        )
+        raise InvalidBoardError(f"{option}: {exc.rule}") from exc
+
+
 async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
     try:
+        problem = board_id_error(args.id)
+        if problem is not None:
+            raise InvalidBoardError(f"id {args.id!r}: {problem}")
         board = Board(
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
-            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative,
+            tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative, window=_window(args),
         )  # fmt: skip
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -103,7 +131,7 @@ BOARD_COLUMNS = (
 def board_row(entry: CatalogEntry) -> tuple[str, ...]:
     b, created = entry.board, entry.created_at
     return (
-        b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, b.window or "none",
+        b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, describe_window(b.window_spec),
         ("allowed" if b.allow_negative else "refused") if b.aggregation is Aggregation.SUM else "-",
         created.strftime("%Y-%m-%d %H:%M:%SZ") if created is not None else "-",
     )  # fmt: skip
@@ -157,6 +185,44 @@ async def _close(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _adjustments(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """USER=SCORE pairs from the command line, then from ``--file`` (one a line; # starts a comment)."""
+    pairs = list(args.adjustments)
+    if args.file:
+        try:
+            with open(args.file, encoding="utf-8") as lines:
+                pairs += [line.split("#", 1)[0].strip() for line in lines]
+        except OSError as exc:
+            raise CommandError(f"--file {args.file}: {exc.strerror}") from exc
+    found = []
+    for pair in filter(None, pairs):
+        user, equals, score = pair.rpartition("=")
+        try:
+            found.append((user, int(score)))
+        except ValueError:
+            raise CommandError(f"adjustment {pair!r}: write USER=SCORE, the score an integer") from None
+        if not equals:
+            raise CommandError(f"adjustment {pair!r}: write USER=SCORE")
+    return found
+
+
+async def _correct(settings: Settings, args: argparse.Namespace) -> int:
+    correction_id = args.id or f"c-{uuid.uuid4().hex[:12]}"
+    request = parse_correction(args.board, correction_id, args.reason, _adjustments(args))
+    if isinstance(request, list):
+        raise CommandError("; ".join(f"{e.field}: {e.rule}" for e in request))
+    async with _cassandra(settings) as session:
+        try:
+            done = await correct_command(settings, session, request, lambda line: print(line, flush=True),
+                                         wait_s=None if args.no_wait else args.wait)  # fmt: skip
+        except RedisError as exc:  # the players are checked against this region's projection
+            raise CommandError(
+                f"the projection's Redis at {settings.redis.url} did not answer ({type(exc).__name__}); "
+                "see 'ops/services status'"
+            ) from exc
+    return 0 if done else 1
+
+
 async def _results(settings: Settings, args: argparse.Namespace) -> int:
     async with _cassandra(settings) as session:
         found = await results_command(session, args.board, args.version, args.first, args.after,
@@ -174,6 +240,9 @@ async def _award(settings: Settings, args: argparse.Namespace) -> int:
     url = f"http://{settings.intake.host}:{settings.intake.port}"
     award = {"leaderboardId": args.board, "matchId": args.match or uuid.uuid4().hex, "userId": args.user,
              "awardType": args.type, "score" if args.score else "delta": args.amount}  # fmt: skip
+    occurred_at = args.occurred_at or (None if args.match else datetime.now(UTC).isoformat(timespec="milliseconds"))
+    if occurred_at is not None:
+        award["occurredAt"] = occurred_at
     client = AwardClient(url, key_id, keys[key_id].get_secret_value())
     try:
         response = await client.send(award)
@@ -200,6 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--aggregation", choices=[a.value for a in Aggregation], default="SUM")
     create.add_argument("--tie-policy", choices=[t.value for t in TiePolicy], default="USER_ID")
     create.add_argument("--allow-negative", action="store_true", help="SUM boards: accept negative deltas")
+    create.add_argument(
+        "--window", choices=[p.value for p in Period], help="a time window (default: all-time)"
+    )
+    create.add_argument("--days", type=int, help="ROLLING: the number of days ranked (1..366)")
+    create.add_argument(
+        "--time-zone", help="IANA zone of the window's days (default UTC), e.g. Europe/Stockholm"
+    )
+    create.add_argument(
+        "--first-day-of-week", choices=[d.value for d in Weekday], help="WEEKLY (default MONDAY)"
+    )
     commands.add_parser("boards", help="list the board catalog with every board's settings")
     profile = commands.add_parser("put-profile", help="create or replace a player's profile")
     profile.add_argument("user")
@@ -218,6 +297,20 @@ def build_parser() -> argparse.ArgumentParser:
     close = commands.add_parser("close", help="begin closing a board (in its home region)")
     close.add_argument("board")
     close.add_argument("--reason", help="why the board closes (kept with its result)")
+    correct = commands.add_parser(
+        "correct", help="correct a closed board's result (in its home region): publishes the next version"
+    )
+    correct.add_argument("board")
+    correct.add_argument(
+        "adjustments", nargs="*", metavar="USER=SCORE", help="a player's corrected final score"
+    )
+    correct.add_argument(
+        "--reason", required=True, help="why the result is corrected (kept with the version)"
+    )
+    correct.add_argument("--file", help="more USER=SCORE adjustments, one a line (# starts a comment)")
+    correct.add_argument("--id", help="correction id (default: a new one); the same id again resumes it")
+    correct.add_argument("--wait", type=float, default=600.0, help="seconds to follow it (default 600)")
+    correct.add_argument("--no-wait", action="store_true", help="return once it is recorded")
     results = commands.add_parser("results", help="an archived result of a closed board, page by page")
     results.add_argument("board")
     results.add_argument("--version", type=int, help="result version (default: the newest)")
@@ -231,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     award.add_argument("--score", action="store_true", help="send a score, for MAX and MIN boards")
     award.add_argument("--type", default="points", help="award type (default: points)")
     award.add_argument("--key-id", help="award key id (default: dev, or the first configured key)")
+    award.add_argument(
+        "--occurred-at",
+        help="the award's event time, RFC 3339 (default: now for a new award; with MATCH given, none, "
+        "so that sending it again is a repeat); boards with a time window need one",
+    )
     return parser
 
 
@@ -242,13 +340,27 @@ COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any,
     "rebuild": _rebuild,
     "reconciliation": _reconciliation,
     "close": _close,
+    "correct": _correct,
     "results": _results,
     "award": _award,
 }
 
 
+def parse_command(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line as ``build_parser`` reads it, except that ``correct`` takes its USER=SCORE
+    adjustments after its options too (``correct BOARD --reason TEXT alice=10``), which argparse alone
+    does not."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "correct" or any(e.startswith("-") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.adjustments += extra
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_command(argv)
     try:
         settings = load_settings()
     except (UnknownSettingsError, ValidationError) as exc:
@@ -256,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return asyncio.run(COMMANDS[args.command](settings, args))
-    except (TopicMissing, CassandraUnavailable, CommandError, CloseRefused) as exc:
+    except (TopicMissing, CassandraUnavailable, CommandError, CloseRefused, CorrectionRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -17,7 +17,9 @@ from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.partitioner import DefaultPartitioner
 
+from regions.kafka_partitioner import KeyPartitioner
 from regions.kafka_security import connection_options
 from regions.settings import KafkaSettings, ProcessorSettings
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
@@ -130,6 +132,7 @@ def make_producer(
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
         max_batch_size=batch_bytes,
+        partitioner=KeyPartitioner(),
     )
 
 
@@ -248,6 +251,19 @@ async def assign_from_committed(consumer: AIOKafkaConsumer, tps: list[TopicParti
             consumer.seek(tp, committed)
 
 
+async def committed_metadata(
+    kafka: KafkaSettings, group: str, tps: list[TopicPartition]
+) -> dict[TopicPartition, str]:
+    """The metadata of the group's committed offsets of ``tps`` (those it committed)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        found = await admin.list_consumer_group_offsets(group, partitions=tps)
+    finally:
+        await admin.close()
+    return {tp: committed.metadata or "" for tp, committed in found.items() if committed.offset >= 0}
+
+
 async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict[int, int]:
     """Records between the consumer's position and the end, per partition."""
     end = await consumer.end_offsets(tps)
@@ -262,6 +278,12 @@ async def cluster_id(kafka: KafkaSettings) -> str:
         return str((await admin.describe_cluster())["cluster_id"])
     finally:
         await admin.close()
+
+
+def partition_of_key(key: bytes, partitions: list[int]) -> int:
+    """The partition a producer sends ``key`` to without an explicit partition (murmur2, as every
+    Kafka client does): where the intake put the awards of that key."""
+    return int(DefaultPartitioner()(key, partitions, partitions))
 
 
 async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:

@@ -23,7 +23,12 @@ AUDIT_BACKLOG = Gauge(
     "while Cassandra is down; transaction markers count too, so it is an upper bound on records)",
 )
 AUDIT_WRITTEN = Counter(
-    "lb_audit_rows_written", "Audit rows written (a repeat Cassandra already held is not)"
+    "lb_audit_rows_written", "Audit rows written (a row found already written is not counted)"
+)
+AUDIT_PRESENT = Counter(
+    "lb_audit_rows_present",
+    "Audit rows found already written when their records were read again (a sink stopped before "
+    "committing them), so not written again",
 )
 AUDIT_RECONCILED = Counter(
     "lb_audit_reconciled",

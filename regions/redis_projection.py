@@ -17,7 +17,14 @@ from regions.redis_connection import (
     publish_many,
 )
 from regions.settings import RedisSettings
-from schema.redis_keys import POSITION_DETAILS, BoardKeys, hints_channel, position_field, positions_key
+from schema.redis_keys import (
+    POSITION_DETAILS,
+    BoardKeys,
+    board_keys,
+    hints_channel,
+    position_field,
+    positions_key,
+)
 from schema.resources import lua_script
 
 
@@ -28,7 +35,8 @@ def connect_redis(redis: RedisSettings) -> ProjectionRedis:
 
 @dataclass(frozen=True, slots=True)
 class ProjectedTotal:
-    """One total as the projection stores it: ``score`` and ``member`` already encode rank order."""
+    """One total as the projection stores it: ``score`` and ``member`` already encode rank order;
+    an empty ``member`` removes the player (the version is still recorded)."""
 
     user_id: str
     version: int
@@ -178,6 +186,25 @@ class RedisProjection:
         for keys in boards:
             pipe.incr(keys.sequence)
         return [int(n) for n in await execute_pipeline(pipe)] if boards else []
+
+    async def next_hint_sequence(self, board_id: str, attempts: int = 5) -> int:
+        """The board's next hint sequence for a hint that is not a batch of totals (a status change):
+        one more step of its counter plus the epoch's base, read on both sides of the step so that a
+        new epoch beginning meanwhile (whose base is larger) is not mixed with the old base."""
+        keys = board_keys(self._prefix, board_id)
+        for _ in range(attempts):
+            before = await self.positions()
+            step = (await self.next_sequences([keys]))[0]
+            if (await self.positions()).epoch == before.epoch:
+                break
+        return before.sequence_base + step
+
+    async def totals_of(self, keys: BoardKeys, users: Sequence[str]) -> dict[str, int | None]:
+        """The projection's total of each player (None when the player is absent)."""
+        records = cast(list[str | None], await self.redis.hmget(keys.records, list(users))) if users else []
+        return {
+            u: None if r is None else int(r.split("|", 2)[1]) for u, r in zip(users, records, strict=True)
+        }
 
     async def count(self, keys: BoardKeys) -> int:
         return int(await self.redis.zcard(keys.ranking))

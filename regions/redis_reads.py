@@ -3,7 +3,8 @@ each with asOf.
 
 asOf is read before the board's keys. Positions only move forward after the totals they cover are
 applied, so every award at or before a reported position is in the response (it may hold more).
-A projection without an epoch (lost) or marked rebuilding answers ``stale``.
+A projection without an epoch (lost) or marked rebuilding answers ``stale``. A CLOSED board's reads
+claim its cutoffs (``regions.core.reads.board_positions``): they come from its frozen standings.
 
 The epoch is read again after the board's keys, in the same round trip on one server. Redis may
 lose the projection between the two reads, and a Redis that lost it need not be empty when the
@@ -27,6 +28,7 @@ from regions.core.reads import (
     RankedEntry,
     RankPage,
     Window,
+    board_positions,
     context_of,
     entries_of,
     member_strip,
@@ -80,30 +82,33 @@ class RankReader:
     def _player_args(board: Board, user_id: str, around: int) -> list[str | int]:
         return ["player", user_id, around, member_strip(board)]
 
-    def _as_of(self, p: Positions, *, stale: bool = False) -> AsOf:
+    def _as_of(self, p: Positions, board: Board | None, *, stale: bool = False) -> AsOf:
         rule = self._freshness
         regions = () if rule is None else rule.statuses(p.marks, int(self._clock() * 1000))
         stale = stale or p.epoch is None or p.rebuilding
-        return AsOf(self._region, p.offsets, p.newest_accepted_ms, stale, regions)
+        offsets = p.offsets if board is None else board_positions(board, p.offsets)
+        return AsOf(self._region, offsets, p.newest_accepted_ms, stale, regions)
 
-    async def as_of(self) -> AsOf:
-        return self._as_of(await self._projection.positions())
+    async def as_of(self, board: Board | None = None) -> AsOf:
+        """What the projection reflects (for ``board``: what a read of it claims)."""
+        return self._as_of(await self._projection.positions(), board)
 
-    async def _read(self, calls: Sequence[ScriptCall]) -> tuple[AsOf, list[Any]]:
-        """Run read scripts on boards' keys: their replies, with the asOf read before them; stale
-        when the epoch read after them is another (see the module's note)."""
+    async def _read(self, board: Board, calls: Sequence[ScriptCall]) -> tuple[AsOf, list[Any]]:
+        """Run read scripts on the board's keys: their replies, with the asOf read before them;
+        stale when the epoch read after them is another (see the module's note)."""
         before = await self._projection.positions()
         replies, epoch = await self._projection.epoch_after(calls)
-        return self._as_of(before, stale=epoch != before.epoch), replies
+        return self._as_of(before, board, stale=epoch != before.epoch), replies
 
     async def top(self, board: Board, k: int) -> RankPage:
-        as_of, (reply,) = await self._read([(self._script, self._keys(board), self._top_args(board, k))])
+        call = (self._script, self._keys(board), self._top_args(board, k))
+        as_of, (reply,) = await self._read(board, [call])
         window = window_of(reply)
         return RankPage([] if window is None else entries_of(board, window), as_of)
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
         call = (self._script, self._keys(board), self._player_args(board, user_id, around))
-        as_of, (reply,) = await self._read([call])
+        as_of, (reply,) = await self._read(board, [call])
         window = window_of(reply)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
@@ -125,7 +130,8 @@ class RankReader:
         """The top ``k`` and each player's own rank (no neighbours) in one read, with its asOf."""
         keys = self._keys(board)
         as_of, replies = await self._read(
+            board,
             [(self._script, keys, self._top_args(board, k))]
-            + [(self._script, keys, self._player_args(board, user, 0)) for user in user_ids]
+            + [(self._script, keys, self._player_args(board, user, 0)) for user in user_ids],
         )
         return as_of, window_of(replies[0]), [window_of(r) for r in replies[1:]]

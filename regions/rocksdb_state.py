@@ -5,7 +5,11 @@ One database per task directory. Keys start with one byte naming what they hold:
 ``t`` + acceptance time (8 bytes, order-preserving) + event id -> nothing: the time index the purge
 walks, so forgetting old copies costs what is forgotten, not the whole memory; ``s`` + region ->
 source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed);
-``m`` + name -> metadata (identity, changelog offsets, completeness bound).
+``e`` + board -> the newest expired day of a ROLLING board (4 bytes); ``x`` + ``board|`` + day (4 bytes)
++ user -> nothing: the day index an expiry walks, so it visits the players with points that day and
+no other; ``h`` + board -> the correction records held for the board (absent: none); ``m`` + name ->
+metadata (identity, format, changelog offsets, completeness bound). A player value is msgpack
+(total, version, tie key) or, on a ROLLING board, (total, version, tie key, buckets).
 
 Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
 included) and write buffers charged to it, both sized from settings. The write-ahead log is not
@@ -26,13 +30,15 @@ from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, Writ
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
-from regions.processor.state import CutoffKey, StateKey, StoreBatch, StoreIdentity
+from regions.processor.state import STORE_FORMAT, CutoffKey, DayEntry, StateKey, StoreBatch, StoreIdentity
+from schema.lifecycle import HeldCorrection
 from schema.records import pack_seen, unpack_seen
 
 log = logging.getLogger(__name__)
 _IDENTITY = b"mid"
 _CHANGELOG = b"mcl"
 _COMPLETE = b"mcs"
+_FORMAT = b"mfv"
 _SIGN = 1 << 63
 
 
@@ -46,6 +52,23 @@ def _cutoff_key(key: CutoffKey) -> bytes:
 
 def _player_key(key: StateKey) -> bytes:
     return b"p" + f"{key[0]}|{key[1]}".encode()
+
+
+def _day_prefix(board: str, day: int) -> bytes:
+    return b"x" + board.encode() + b"|" + day.to_bytes(4, "big")
+
+
+def _day_key(entry: DayEntry) -> bytes:
+    return _day_prefix(entry[0], entry[1]) + entry[2].encode()
+
+
+class _Player(msgspec.Struct, array_like=True, omit_defaults=True):
+    """A player's value: (total, version, tie key), and on a ROLLING board its day buckets."""
+
+    total: int
+    version: int
+    reached: str
+    buckets: tuple[tuple[int, int, str], ...] = ()
 
 
 class _Meta(msgspec.Struct, array_like=True):
@@ -62,10 +85,11 @@ class RocksStore:
         path.mkdir(parents=True, exist_ok=True)
         self._db = Rdict(str(path), options)
         self._encode = msgspec.msgpack.Encoder().encode
-        self._player = msgspec.msgpack.Decoder(tuple[int, int, str]).decode
+        self._player = msgspec.msgpack.Decoder(_Player).decode
         self._source = msgspec.msgpack.Decoder(tuple[int, int, int, int]).decode
         self._meta = msgspec.msgpack.Decoder(_Meta).decode
         self._offsets = msgspec.msgpack.Decoder(dict[str, int]).decode
+        self._held = msgspec.msgpack.Decoder(tuple[HeldCorrection, ...]).decode
 
     def _get(self, key: bytes) -> bytes | None:
         return cast(bytes | None, self._db.get(key))
@@ -82,6 +106,7 @@ class RocksStore:
         batch.delete_range(b"\x00", b"\xff")
         meta = _Meta(identity.cluster_id, list(identity.changelogs), identity.partition)
         batch.put(_IDENTITY, self._encode(meta))
+        batch.put(_FORMAT, STORE_FORMAT.to_bytes(4, "big"))
         self._db.write(batch)
         self._db.compact_range(None, None)
 
@@ -91,7 +116,29 @@ class RocksStore:
 
     def player(self, key: StateKey) -> PlayerState | None:
         raw = self._get(_player_key(key))
-        return None if raw is None else PlayerState(*self._player(raw))
+        if raw is None:
+            return None
+        value = self._player(raw)
+        return PlayerState(value.total, value.version, value.reached, value.buckets)
+
+    def format(self) -> int:
+        """1 for a store written before formats were recorded."""
+        raw = self._get(_FORMAT)
+        return 1 if raw is None else int.from_bytes(raw, "big")
+
+    def expired_through(self, board: str) -> int | None:
+        raw = self._get(b"e" + board.encode())
+        return None if raw is None else int.from_bytes(raw, "big")
+
+    def players_of_days(self, board: str, after: int | None, through: int) -> list[DayEntry]:
+        start = _day_prefix(board, 0 if after is None else after + 1)
+        width = len(_day_prefix(board, 0))
+        return [
+            (board, int.from_bytes(key[width - 4 : width], "big"), key[width:].decode())
+            for key, _ in self._scan(
+                b"x" + board.encode() + b"|", start=start, end=_day_prefix(board, through + 1)
+            )
+        ]
 
     def seen(self, event_id: str) -> Seen | None:
         raw = self._get(b"d" + bytes.fromhex(event_id))
@@ -100,9 +147,11 @@ class RocksStore:
     def sources(self) -> dict[str, SourcePosition]:
         return {key[1:].decode(): SourcePosition(*self._source(value)) for key, value in self._scan(b"s")}
 
-    def _scan(self, prefix: bytes, end: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """Keys and values that start with ``prefix`` (and sort before ``end``), in key order."""
-        for key, value in cast(Iterator[tuple[bytes, bytes]], self._db.items(from_key=prefix)):
+    def _scan(
+        self, prefix: bytes, end: bytes | None = None, start: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Keys and values that start with ``prefix`` (from ``start``, before ``end``), in key order."""
+        for key, value in cast(Iterator[tuple[bytes, bytes]], self._db.items(from_key=start or prefix)):
             if not key.startswith(prefix) or (end is not None and key >= end):
                 return
             yield key, value
@@ -111,6 +160,10 @@ class RocksStore:
         raw = self._get(_cutoff_key(key))
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
 
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        raw = self._get(b"h" + board_id.encode())
+        return () if raw is None else self._held(raw)
+
     def complete_since_ms(self) -> int | None:
         raw = self._get(_COMPLETE)
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
@@ -118,7 +171,17 @@ class RocksStore:
     def write(self, batch: StoreBatch) -> None:
         out = WriteBatch(raw_mode=True)
         for key, state in batch.players.items():
-            out.put(_player_key(key), self._encode((state.total, state.version, state.reached)))
+            out.put(
+                _player_key(key),
+                self._encode(_Player(state.total, state.version, state.reached, state.buckets)),
+            )
+        for board, day in batch.expired.items():
+            known = self.expired_through(board)
+            out.put(b"e" + board.encode(), max(day, day if known is None else known).to_bytes(4, "big"))
+        for entry in batch.days_removed:
+            out.delete(_day_key(entry))
+        for entry in batch.days_added:
+            out.put(_day_key(entry), b"")
         if batch.seen:
             self._write_seen(out, batch.seen)
         for region, position in batch.sources.items():
@@ -128,6 +191,11 @@ class RocksStore:
         for key, offset in batch.cutoffs.items():
             if self.cutoff(key) is None:  # the first marker stays the cutoff
                 out.put(_cutoff_key(key), offset.to_bytes(8, "big", signed=True))
+        for board_id, held in batch.held.items():
+            if held:
+                out.put(b"h" + board_id.encode(), self._encode(held))
+            else:
+                out.delete(b"h" + board_id.encode())
         if batch.changelog:
             out.put(_CHANGELOG, self._encode(self.changelog_positions() | batch.changelog))
         self._put_complete_since(out, batch.complete_since_ms)

@@ -61,7 +61,12 @@ class KafkaSettings(BaseModel):
     request_timeout_ms: int = Field(10_000, ge=100, description="Producer request timeout.")
     delivery_timeout_s: float = Field(15.0, gt=0, description="Longest wait for an ack before 503.")
     transaction_timeout_ms: int = Field(60_000, ge=1000, description="Processor transaction timeout.")
-    linger_ms: int = Field(2, ge=0, description="Producer batching delay.")
+    linger_ms: int = Field(
+        5,
+        ge=0,
+        description="Producer batching delay: concurrent single-award requests share a produce request "
+        "(fewer requests cost the intake and the brokers less CPU, for a few ms of acknowledgement latency).",
+    )
     security_protocol: KafkaSecurity = Field(
         KafkaSecurity.PLAINTEXT, description="How every client connects to the brokers (TLS, SASL)."
     )
@@ -105,7 +110,7 @@ class CassandraSettings(BaseModel):
     local_dc: str = Field(
         "datacenter1",
         description="This region's data center: requests go there, at LOCAL_QUORUM (LOCAL_SERIAL for "
-        "audit rows); the board catalog's creations are SERIAL, across data centers.",
+        "conditional writes); the board catalog's creations are SERIAL, across data centers.",
     )
     request_timeout_s: float = Field(5.0, gt=0, description="Per-request timeout.")
     username: str = Field("", description="User of password authentication; empty: none.")
@@ -225,6 +230,13 @@ class AuditSettings(BaseModel):
         description="CPU niceness the sink adds to itself: the audit is eventual, so on a shared host a "
         "peak slows it rather than acceptance and ranking (0: same priority as the rest).",
     )
+    batch_rows: int = Field(
+        10,
+        ge=1,
+        le=100,
+        description="Audit rows per unlogged batch, all of one replica set (1: a request per row); above "
+        "10 Cassandra logs a warning per batch (unlogged_batch_across_partitions_warn_threshold).",
+    )
     retry_initial_s: float = Field(0.2, gt=0, description="First retry delay after a Cassandra error.")
     retry_max_s: float = Field(10.0, gt=0, description="Longest retry delay.")
     health_port: int = Field(8084, description="Port of /healthz, /readyz and /metrics.")
@@ -256,6 +268,39 @@ class LifecycleSettings(BaseModel):
     chunk_size: int = Field(
         10_000, ge=1, le=100_000, description="Ranked entries per archived result chunk (one Cassandra row)."
     )
+    fault_chunk_pause_ms: float = Field(
+        0.0,
+        ge=0,
+        description="A pause after each round of chunk writes of an archive: a fault for tests, which kill "
+        "the worker mid-archive; 0 (none) otherwise.",
+    )
+
+
+class WindowsSettings(BaseModel):
+    """Time windows (daily, weekly, monthly and rolling boards); see README, Time windows."""
+
+    grace_s: float = Field(
+        300.0,
+        ge=0,
+        description="How long after a period ends its awards are still accepted: the home region begins "
+        "closing the period (its cutoff markers, then the archive) once this has passed.",
+    )
+    max_future_s: float = Field(
+        300.0,
+        ge=0,
+        description="How far ahead of the intake's clock an award's occurredAt may be (game servers' "
+        "clocks drift); later is refused.",
+    )
+    clock_offset_s: float = Field(
+        0.0,
+        description="For tests only: added to the wall clock wherever time windows read it (the intake's "
+        "occurredAt rules, the lifecycle worker's rollovers and expiries, the gateway's current period), "
+        "so a test can reach a period's end; production mode refuses any other value than 0.",
+    )
+
+    def now_ms(self, wall_s: float) -> int:
+        """The time windows go by, from the wall clock's ``wall_s``."""
+        return int((wall_s + self.clock_offset_s) * 1000)
 
 
 class ReplicatorSettings(BaseModel):
@@ -264,7 +309,11 @@ class ReplicatorSettings(BaseModel):
         description="The region whose locally accepted awards this replicator copies here "
         "(one replicator process per remote region).",
     )
-    health_port: int = Field(8085, description="Port of /healthz, /readyz and /metrics.")
+    health_port: int = Field(
+        8085,
+        description="Port of /healthz, /readyz and /metrics. A supervisor running every replicator of "
+        "the region (ops/run) gives the one copying from the i-th region of `regions` this port + i.",
+    )
     max_batch: int = Field(
         5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
     )
@@ -363,6 +412,13 @@ class GatewaySettings(BaseModel):
     resync_after_coalesced: int = Field(
         32, ge=1, description="Undelivered updates a subscriber may have overwritten before it gets a Resync."
     )
+    hints_ping_interval_s: float = Field(
+        5.0,
+        gt=0,
+        description="A hints feed that heard nothing this long is sent a PING; one that then hears "
+        "nothing for as long again is reconnected (its subscribers get a Resync). A partition that "
+        "outlasts the server's patience drops the connection without a word reaching this side.",
+    )
     max_tracked_players: int = Field(
         5000, ge=1, description="Distinct subscribed players per board and process (more are refused)."
     )
@@ -429,6 +485,7 @@ class Settings(BaseSettings):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     replicator: ReplicatorSettings = Field(default_factory=ReplicatorSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    windows: WindowsSettings = Field(default_factory=WindowsSettings)
 
     @property
     def marker_delay_ms(self) -> int:
@@ -468,6 +525,8 @@ class Settings(BaseSettings):
             )
         if self.processor.fault_forget_event_ids:
             problems.append("LB_PROCESSOR__FAULT_FORGET_EVENT_IDS is set: repeats would be counted again")
+        if self.windows.clock_offset_s:
+            problems.append("LB_WINDOWS__CLOCK_OFFSET_S is set: periods would roll over at the wrong time")
         c = self.cassandra
         for dc, replicas in c.datacenters.items() or [(c.local_dc, c.replication_factor)]:
             if replicas < 3:

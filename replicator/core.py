@@ -6,7 +6,8 @@
 - **No second hop**: only records the source region accepted itself are copied. A record that
   carries another origin, or a hop count above 0, is a copy and is skipped (still checkpointed).
 - **A batch** becomes copies with provenance headers and the next checkpoint, in one unit.
-- **Lag** in records and seconds from the checkpoint and the source's end.
+- **Lag** in records and seconds from the checkpoint and the source's end; while the source does
+  not answer, in seconds since the newest copied record (a silent source is not a caught-up one).
 """
 
 from __future__ import annotations
@@ -192,11 +193,16 @@ def latest_checkpoints(
     return found
 
 
-def lag(checkpoint: ReplicationCheckpoint, log_end: int, now_ms: int) -> Lag:
+def lag(checkpoint: ReplicationCheckpoint, log_end: int, now_ms: int, source_answers: bool = True) -> Lag:
     """Records between the checkpoint and the source's end, and how old the newest copied record
-    is while any remain: an upper bound of the oldest uncopied record's age (it came later)."""
+    is while any remain: an upper bound of the oldest uncopied record's age (it came later).
+
+    While the source does not answer, ``log_end`` is the end it last reported, so the records are a
+    lower bound, and the seconds are the newest copied record's age even when none remained then:
+    every region writes a heartbeat to each partition every second, so a source that went silent
+    has accepted records since, and its lag grows with the time nothing was heard from it."""
     records = max(0, log_end - checkpoint.next_offset)
-    if records == 0:
+    if records == 0 and source_answers:
         return Lag(0, 0.0)
     if checkpoint.last_record_ms is None:
         return Lag(records, None)

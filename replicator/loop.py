@@ -65,6 +65,7 @@ class Replicator:
         self.ready = asyncio.Event()
         self.checkpoints: dict[int, ReplicationCheckpoint] = {}
         self._log_end: dict[int, int] = {}
+        self._source_answers = True  # as far as known: the last request to the source was answered
 
     async def run(self, stop: asyncio.Event) -> None:
         """Copy until ``stop`` is set. Local Kafka errors propagate (the caller reruns from the
@@ -104,7 +105,8 @@ class Replicator:
                 delay = 1.0
                 await self._copy(consumer, local, partitions, stop)
             except SourceUnavailable as exc:
-                metrics.SOURCE_REACHABLE.labels(self._pair.source).set(0)
+                self._source_answered(False, exc, quiet=True)  # said just below, with the retry
+                self._report_lag()
                 log.warning(
                     "source region %s unavailable (%s); retrying in %.0fs", self._pair.source, exc, delay
                 )
@@ -225,23 +227,37 @@ class Replicator:
     async def _probe(
         self, consumer: AIOKafkaConsumer, tps: list[TopicPartition], stop: asyncio.Event
     ) -> None:
-        """Read the source's end offsets now and then: lag metrics, and whether the source answers."""
-        reachable = metrics.SOURCE_REACHABLE.labels(self._pair.source)
+        """Read the source's end offsets now and then: lag metrics, and whether the source answers.
+        A silent source (a partition drops packets, it does not refuse connections) shows only
+        here: the consumer's fetches just time out and return nothing."""
         while not stop.is_set():
             try:
                 ends = await consumer.end_offsets(tps)
             except KafkaError as exc:
-                reachable.set(0)
-                log.debug("source offsets unavailable: %r", exc)
+                self._source_answered(False, exc)
             else:
-                reachable.set(1)
+                self._source_answered(True)
                 self._log_end = {tp.partition: ends[tp] for tp in tps}
             self._report_lag()
             await _wait(stop, self._cfg.lag_interval_s)
 
+    def _source_answered(self, answered: bool, error: Exception | None = None, quiet: bool = False) -> None:
+        """Record whether the source answered; say so in the log when that changes."""
+        metrics.SOURCE_REACHABLE.labels(self._pair.source).set(1 if answered else 0)
+        if answered and not self._source_answers:
+            log.info("source region %s answers again; copying from the checkpoints", self._pair.source)
+        elif not answered and self._source_answers and not quiet:
+            log.warning(
+                "source region %s does not answer (%r); its lag grows until it does, nothing is lost "
+                "while it keeps its awards", self._pair.source, error,
+            )  # fmt: skip
+        self._source_answers = answered
+
     def _report_lag(self) -> None:
         now_ms = int(time.time() * 1000)
-        records = metrics.report_progress(self._pair.source, self.checkpoints, self._log_end, now_ms)
+        records = metrics.report_progress(
+            self._pair.source, self.checkpoints, self._log_end, now_ms, self._source_answers
+        )
         self._health.report_lag(f"{self._pair.source}:{self.source_topic}", records)
 
 

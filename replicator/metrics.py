@@ -11,10 +11,15 @@ from schema.replication import ReplicationCheckpoint
 
 _BY_PARTITION = ["source", "partition"]
 
-LAG_RECORDS = Gauge("lb_replicator_lag_records", "Source records not yet copied", _BY_PARTITION)
+LAG_RECORDS = Gauge(
+    "lb_replicator_lag_records",
+    "Source records not yet copied (while the source does not answer: at least, by its end as last read)",
+    _BY_PARTITION,
+)
 LAG_SECONDS = Gauge(
     "lb_replicator_lag_seconds",
-    "While records remain uncopied, the age of the newest copied one (0 when caught up)",
+    "While records remain uncopied or the source does not answer, the age of the newest copied one "
+    "(0 when caught up)",
     _BY_PARTITION,
 )
 CHECKPOINT = Gauge("lb_replicator_checkpoint_offset", "Next source offset to copy", _BY_PARTITION)
@@ -49,13 +54,17 @@ COPY_LATENCY = Histogram(
 
 
 def report_progress(
-    source: str, checkpoints: Mapping[int, ReplicationCheckpoint], log_end: Mapping[int, int], now_ms: int
+    source: str,
+    checkpoints: Mapping[int, ReplicationCheckpoint],
+    log_end: Mapping[int, int],
+    now_ms: int,
+    source_answers: bool = True,
 ) -> dict[int, int]:
     """Set the lag and checkpoint gauges of every partition; returns the record lag per partition."""
     records: dict[int, int] = {}
     for p, checkpoint in checkpoints.items():
         end = max(log_end.get(p, 0), checkpoint.next_offset)
-        behind = lag(checkpoint, end, now_ms)
+        behind = lag(checkpoint, end, now_ms, source_answers)
         labels = (source, str(p))
         records[p] = behind.records
         LAG_RECORDS.labels(*labels).set(behind.records)

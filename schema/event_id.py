@@ -29,3 +29,15 @@ def payload_digest(amount: int, occurred_at_ms: int | None) -> str:
     """16 hex characters over the non-identity payload (the amount and the event time)."""
     framed = _framed("payload.v1", str(amount), "" if occurred_at_ms is None else str(occurred_at_ms))
     return hashlib.sha256(framed).hexdigest()[:16]
+
+
+def correction_event_id(leaderboard_id: str, correction_id: str, user_id: str) -> str:
+    """The dedupe identity of one player's adjustment by one correction (never an award's: its own
+    domain), so a correction record read twice is applied once."""
+    framed = _framed("correction.v1", leaderboard_id, correction_id, user_id)
+    return hashlib.sha256(framed).hexdigest()[:32]
+
+
+def correction_digest(score: int, result_version: int) -> str:
+    """16 hex characters over what a correction sets: the score and the result version it publishes."""
+    return hashlib.sha256(_framed("correction-payload.v1", str(score), str(result_version))).hexdigest()[:16]

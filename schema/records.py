@@ -13,7 +13,11 @@ import msgspec
 import msgspec.msgpack
 
 from schema.lifecycle import CUTOFF_PREFIX as CUTOFF_PREFIX  # a control key of the awards topic
+from schema.lifecycle import CorrectionsHeld as CorrectionsHeld  # a record of the totals topic
 from schema.lifecycle import CutoffReached as CutoffReached  # a record of the totals topic
+from schema.windows import EXPIRY_PREFIX as EXPIRY_PREFIX  # a control key of the awards topic
+from schema.windows import ExpiryMarker as ExpiryMarker  # a control record of the awards topic
+from schema.windows import ExpiryReached as ExpiryReached  # a record of the totals topic
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -24,7 +28,9 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
 
     ``amount`` is the delta of a SUM board or the score of a MAX/MIN board. ``region`` accepted it;
     ``home_region`` is the board's home region when it was accepted, whose audit sink records it
-    (empty in awards accepted before it was stamped).
+    (empty in awards accepted before it was stamped). ``window`` is the board's time window as the
+    catalog stores it (``regions.core.windows``; empty: all-time): the award counts in the period,
+    or the rolling day, that holds its event time, ``occurred_at_ms`` or else ``accepted_at_ms``.
     """
 
     event_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
@@ -41,6 +47,12 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     sort_order: str
     tie_policy: str
     home_region: str = ""
+    window: str = ""
+
+    @property
+    def event_at_ms(self) -> int:
+        """When the award happened, for time windows: ``occurred_at_ms``, else its acceptance."""
+        return self.accepted_at_ms if self.occurred_at_ms is None else self.occurred_at_ms
 
 
 SEEN_BYTES = 16
@@ -70,6 +82,10 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     The totals topic is also the processor's compacted changelog of player state (the dedupe memory
     has a changelog of its own, keyed by event id). ``version`` grows by one per applied award;
     ``source_region`` and ``source_offset`` name the award in its accepting region's awards topic.
+    On a ROLLING board ``buckets`` holds the player's days in the window (the state a processor
+    restores) and ``removed`` says the player has no points left there: it leaves the board, and
+    only a newer version brings it back. On a windowed board with periods, ``board_id`` is the
+    period's (``schema.scoped``).
     """
 
     board_id: str
@@ -83,6 +99,8 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     source_offset: int
     event_id: str
     source_region: str = ""
+    buckets: tuple[tuple[int, int, str], ...] = ()
+    removed: bool = False
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):
@@ -139,7 +157,7 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_region: str = ""
 
 
-TotalsRecord = PlayerTotal | Watermark | CutoffReached
+TotalsRecord = PlayerTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached
 
 CONTROL_PREFIX = b"\x00"
 """Keys of control records start with a zero byte; no award key (``boardId|userId``) does. A consumer
@@ -178,3 +196,4 @@ class Codec:
         self.applied = msgspec.msgpack.Decoder(AppliedAward).decode
         self.reconciliation = msgspec.msgpack.Decoder(Reconciliation).decode
         self.heartbeat = msgspec.msgpack.Decoder(Heartbeat).decode
+        self.expiry = msgspec.msgpack.Decoder(ExpiryMarker).decode

@@ -65,3 +65,9 @@ def cutoffs_key(prefix: str, board_id: str) -> str:
     """The close cutoffs the board's projection has reached: ``<region>:<partition>`` -> offset. Shares
     the board's hash tag: the projector records them in the step that applies the totals before them."""
     return f"{prefix}:{{{prefix}:{board_id}}}:cutoffs"
+
+
+def announced_key(prefix: str) -> str:
+    """What the region's lifecycle worker last told subscribers of each board: board -> its status
+    and result version (``regions.core.lifecycle.announced_state``)."""
+    return f"{prefix}:{{{prefix}:lifecycle}}:announced"

@@ -1,8 +1,11 @@
-"""A second region for tests: its own Kafka cluster, and replicator processes between the two.
+"""More regions for tests: Kafka clusters of their own, and replicator processes between them.
 
-The cluster is started by ``ops/services`` in a data folder of its own on free ports, so it never
-touches the shared servers, and stopped by it at the end of the session. The shared Kafka plays
-region ``eu``, the second cluster region ``us``.
+Each region's servers (a Kafka cluster and a Redis) are started by ``ops/services`` in a data
+folder of their own on free ports, so they never touch the shared servers, and stopped by it at the
+end of the session. The broker has a second listener that advertises a proxy's port
+(``RegionServers.proxy``): a client bootstrapped from the proxy reaches the broker only through it,
+so a test can cut that client off at the network level. In ``eu_us`` the shared Kafka plays region
+``eu``, the cluster of region ``us`` region ``us``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from schema.replication import (
     SOURCE_PARTITION_HEADER,
     replicated_awards_topic,
 )
-from tests.harness import Region, free_port, wait_ready
+from tests.harness import Region, delete_topics, free_port, wait_ready
+from tests.proxy import TcpProxy
 
 wait_until = Region.wait_until
 
@@ -40,16 +44,52 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
-class KafkaCluster:
-    """A single-node KRaft cluster run by ``ops/services`` under ``data_dir``."""
+class RegionServers:
+    """A region's servers run by ``ops/services`` under ``data_dir``: a single-node KRaft cluster whose
+    second listener (``proxied_port``) advertises ``proxy_port``, where ``proxy()`` listens, and with
+    ``redis_port`` a Redis of its own."""
 
     data_dir: Path
     port: int = field(default_factory=free_port)
     controller_port: int = field(default_factory=free_port)
+    proxied_port: int = field(default_factory=free_port)
+    proxy_port: int = field(default_factory=free_port)
+    redis_port: int | None = None
 
     @property
     def bootstrap_servers(self) -> str:
+        """The broker's own listener: for the region's own processes."""
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def proxied_bootstrap_servers(self) -> str:
+        """The broker through ``proxy()``: for clients in other regions."""
+        return f"127.0.0.1:{self.proxy_port}"
+
+    @property
+    def redis_url(self) -> str:
+        if self.redis_port is None:
+            raise RuntimeError(f"the servers under {self.data_dir} have no Redis")
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    async def proxy(self) -> TcpProxy:
+        """A proxy in front of the second listener, on the port that listener advertises; close it
+        at the end of the test (the next test starts its own)."""
+        proxy = TcpProxy("127.0.0.1", self.proxied_port)
+        await proxy.start(self.proxy_port)
+        return proxy
+
+    async def redis_proxy(self) -> TcpProxy:
+        """A proxy in front of the Redis, on a free port (its ``port``); close it at the end of the test."""
+        if self.redis_port is None:
+            raise RuntimeError(f"the servers under {self.data_dir} have no Redis")
+        proxy = TcpProxy("127.0.0.1", self.redis_port)
+        await proxy.start()
+        return proxy
+
+    @property
+    def _kinds(self) -> tuple[str, ...]:
+        return ("kafka",) if self.redis_port is None else ("kafka", "redis")
 
     def _services(self, *args: str) -> None:
         env = {
@@ -57,16 +97,41 @@ class KafkaCluster:
             "LB_OPS_DATA_DIR": str(self.data_dir),
             "LB_OPS_KAFKA_PORT": str(self.port),
             "LB_OPS_KAFKA_CONTROLLER_PORT": str(self.controller_port),
+            "LB_OPS_KAFKA_PROXIED_PORT": str(self.proxied_port),
+            "LB_OPS_KAFKA_PROXIED_ADVERTISED": self.proxied_bootstrap_servers,
+            **({} if self.redis_port is None else {"LB_OPS_REDIS_PORT": str(self.redis_port)}),
         }
         done = subprocess.run([str(ROOT / "ops/services"), *args], env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"ops/services {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
 
     def start(self) -> None:
-        self._services("up", "kafka")
+        self._services("up", *self._kinds)
 
     def stop(self) -> None:
-        self._services("down", "kafka")
+        self._services("down", *self._kinds)
+
+
+class RegionServerPool:
+    """This session's other regions' servers by name (a Kafka cluster and a Redis each), each
+    started on first use and stopped at the end."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._servers: dict[str, RegionServers] = {}
+
+    async def get(self, *names: str) -> list[RegionServers]:
+        """The servers of ``names``, starting those not running yet side by side."""
+        missing = [n for n in dict.fromkeys(names) if n not in self._servers]
+        for name in missing:  # known before they start, so a failed start is still stopped
+            self._servers[name] = RegionServers(self._root / name, redis_port=free_port())
+        await asyncio.gather(*(asyncio.to_thread(self._servers[n].start) for n in missing))
+        return [self._servers[n] for n in names]
+
+    def stop(self) -> None:
+        for servers in self._servers.values():
+            servers.stop()
+        shutil.rmtree(self._root, ignore_errors=True)
 
 
 def two_regions(eu: Settings, us_bootstrap: str) -> tuple[Settings, Settings]:
@@ -295,23 +360,30 @@ Replicators = Callable[..., Awaitable[ReplicatorProcess]]
 
 
 @pytest.fixture(scope="session")
-def second_kafka(tmp_path_factory: pytest.TempPathFactory, kafka_ready: None) -> Iterator[KafkaCluster]:
-    """A second Kafka cluster for this session (another region's), on its own ports and data."""
-    cluster = KafkaCluster(tmp_path_factory.mktemp("second-kafka"))
-    cluster.start()
+def region_servers(tmp_path_factory: pytest.TempPathFactory, kafka_ready: None) -> Iterator[RegionServerPool]:
+    """Other regions' servers for this session, on their own ports and data."""
+    pool = RegionServerPool(tmp_path_factory.mktemp("region-servers"))
     try:
-        yield cluster
+        yield pool
     finally:
-        cluster.stop()
-        shutil.rmtree(cluster.data_dir, ignore_errors=True)
+        pool.stop()
+
+
+@pytest.fixture(scope="session")
+async def second_kafka(region_servers: RegionServerPool) -> RegionServers:
+    """The servers of region ``us``, next to the shared ones."""
+    [servers] = await region_servers.get("us")
+    return servers
 
 
 @pytest.fixture
-async def eu_us(settings: Settings, second_kafka: KafkaCluster) -> tuple[Settings, Settings]:
-    """Regions eu (the shared Kafka) and us (the second cluster), this test's topics in both."""
+async def eu_us(settings: Settings, second_kafka: RegionServers) -> AsyncIterator[tuple[Settings, Settings]]:
+    """Regions eu (the shared Kafka) and us (the second cluster), this test's topics in both (those
+    on the second cluster are deleted afterwards, as ``settings`` does on the shared one)."""
     eu, us = two_regions(settings, second_kafka.bootstrap_servers)
     await bootstrap_topics(eu, us)
-    return eu, us
+    yield eu, us
+    await delete_topics(us.kafka, f"{us.kafka.topic_prefix}.")
 
 
 @pytest.fixture

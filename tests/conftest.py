@@ -22,14 +22,13 @@ from regions.cassandra_store import apply_migrations, connect
 from regions.kafka_clients import ensure_topics
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
-from tests.clusters import eu_us, replicators, second_kafka  # noqa: F401  (a second region's fixtures)
+from tests.clusters import eu_us, region_servers, replicators, second_kafka  # noqa: F401  (other regions' fixtures)
 from tests.harness import Region, delete_topics, with_free_ports
+from tests.multi_region import deploy  # noqa: F401  (several whole regions)
 
 # Properties check results, not speed: no per-example deadline, so a busy machine cannot fail them.
 hypothesis_settings.register_profile("project", deadline=None, print_blob=True)
 hypothesis_settings.load_profile("project")
-
-DROP_KEYSPACE_TIMEOUT_S = 120.0
 
 
 def _require(name: str, host: str, port: int) -> None:
@@ -133,9 +132,7 @@ def cassandra_session(base_settings: Settings, session_tag: str, cassandra_ready
     try:
         yield session
     finally:
-        # Dropping a keyspace waits for the schema change to settle: on a busy Cassandra that takes
-        # longer than the services' per-request timeout.
-        session.execute(f"DROP KEYSPACE IF EXISTS {cfg.keyspace}", timeout=DROP_KEYSPACE_TIMEOUT_S)
+        session.execute(f"DROP KEYSPACE IF EXISTS {cfg.keyspace}", timeout=120)  # a busy node drops slowly
         cluster.shutdown()
 
 

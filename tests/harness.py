@@ -106,7 +106,11 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_LIFECYCLE__HEALTH_PORT": str(settings.lifecycle.health_port),
         "LB_LIFECYCLE__POLL_INTERVAL_S": str(settings.lifecycle.poll_interval_s),
         "LB_LIFECYCLE__CHUNK_SIZE": str(settings.lifecycle.chunk_size),
+        "LB_LIFECYCLE__FAULT_CHUNK_PAUSE_MS": str(settings.lifecycle.fault_chunk_pause_ms),
         "LB_PROCESSOR__HONOUR_CUTOFFS": str(settings.processor.honour_cutoffs).lower(),
+        "LB_WINDOWS__GRACE_S": str(settings.windows.grace_s),
+        "LB_WINDOWS__MAX_FUTURE_S": str(settings.windows.max_future_s),
+        "LB_WINDOWS__CLOCK_OFFSET_S": str(settings.windows.clock_offset_s),
     }
     if settings.lifecycle.marker_delay_s is not None:
         lifecycle["LB_LIFECYCLE__MARKER_DELAY_S"] = str(settings.lifecycle.marker_delay_s)
@@ -192,11 +196,12 @@ class Region:
             port = getattr(self.settings, name).health_port
         return f"http://127.0.0.1:{port}"
 
-    async def start(self, *names: str, until: str = "/readyz") -> None:
+    async def start(self, *names: str, until: str = "/readyz", overrides: dict[str, str] | None = None) -> None:
         """Start the services or named extra instances (all services by default); wait until ready
-        (``until="/healthz"``: only until they answer, for a process that starts unready)."""
+        (``until="/healthz"``: only until they answer, for a process that starts unready). ``overrides``
+        changes settings of these processes only (a clock offset, say)."""
         for name in names or SERVICES:
-            service, env = name, self.env
+            service, env = name, {**self.env, **(overrides or {})}
             if name in self.instances:
                 service, port = self.instances[name]
                 env = {**env, f"LB_{service.upper()}__HEALTH_PORT": str(port)}
@@ -252,7 +257,9 @@ class Region:
     async def total_of(self, board_id: str, user_id: str) -> int | None:
         keys = board_keys(self.settings.redis.key_prefix, board_id)
         record = cast(str | None, await self.projection.redis.hget(keys.records, user_id))
-        return None if record is None else int(record.split("|", 2)[1])
+        if record is None or record.endswith("||"):  # none, or removed from a rolling board
+            return None
+        return int(record.split("|", 2)[1])
 
     async def wait_for_total(self, board_id: str, user_id: str, total: int, within: float = 20) -> None:
         deadline = asyncio.get_running_loop().time() + within

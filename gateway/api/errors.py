@@ -7,11 +7,11 @@ Each carries ``extensions.code``:
 | LIMIT_EXCEEDED | ``k`` or ``range`` is over its cap (settings ``gateway.max_top_k`` / ``max_context_range``) |
 | COST_LIMIT_EXCEEDED | the operation's cost is over ``gateway.max_query_cost`` (extensions: cost, budget), or its introspection nests deeper than ``gateway.max_introspection_depth``; refused before it runs |
 | UNAUTHORIZED | an admin operation without ``Authorization: Bearer <admin token>`` |
-| NOT_FOUND | a subscription names a board that does not exist |
-| ALREADY_EXISTS | ``createLeaderboard`` with an id already taken |
-| BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule) |
+| NOT_FOUND | a subscription, ``closeLeaderboard`` or ``publishCorrection`` names a board that does not exist |
+| ALREADY_EXISTS | ``createLeaderboard`` with an id already taken; ``publishCorrection`` with a correction id used for another correction |
+| BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule); a close or correction outside the board's home region; a correction of a board that is not CLOSED, or of a player not in its result |
 | SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
-| STORE_UNAVAILABLE | a store the operation needs (Cassandra: catalog, archives) is down or not reached yet; retry |
+| STORE_UNAVAILABLE | a store the operation needs (Cassandra: catalog, archives; the projection being rebuilt, for a correction's check) is down or not reached yet; retry |
 | HOME_UNAVAILABLE | a HOME read of a board homed in another region could not reach that region's projection within ``gateway.home_timeout_s``; retry, or read with ``scope: REGIONAL`` |
 
 GraphQL syntax and validation errors (including the depth, token, alias and cost limits) are shown as is.
@@ -58,6 +58,10 @@ class SubscriptionLimit(UserError):
 
 class HomeUnavailable(UserError):
     code = "HOME_UNAVAILABLE"
+
+
+class StoreUnavailable(UserError):
+    code = "STORE_UNAVAILABLE"
 
 
 def should_mask(error: GraphQLError) -> bool:

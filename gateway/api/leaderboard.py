@@ -5,11 +5,11 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from gateway.api import fields, ids
+from gateway.api import board_reads, fields
+from gateway.api import periods as period_reads
 from gateway.api.context import Context
-from gateway.api.errors import LimitExceeded
+from gateway.api.periods import LeaderboardPeriod
 from gateway.api.types import (
-    AsOf,
     BoardResult,
     BoardWindow,
     PlayerContext,
@@ -54,30 +54,31 @@ class Leaderboard:
 
     @fields.field("The board's time window; null for an all-time board.")
     def window(self) -> BoardWindow | None:
-        return BoardWindow.of(self.board.window)
+        return BoardWindow.of(self.board.window_spec)
 
-    @fields.field("Players with a score in the projection of `scope` (HOME: the board's home region's).")
+    @fields.field(
+        "Players with a score in the projection of `scope` (HOME: the board's home region's); on a board "
+        "with periods, in the current period."
+    )
     async def player_count(self, info: Info[Context, None], scope: Scope | None = Scope.HOME) -> int:
-        return await info.context.services.projections.player_count(self.board, scope or Scope.HOME)
+        return await board_reads.player_count(info, board_reads.current(self.board, info), scope)
 
-    @fields.field("The best k players; k is capped (gateway.max_top_k, default 100).")
+    @fields.field(
+        "The best k players (on a board with periods: of the current period); k is capped "
+        "(gateway.max_top_k, default 100)."
+    )
     async def top(
         self, info: Info[Context, None], k: int | None = 10, scope: Scope | None = Scope.HOME
     ) -> RankPage:
-        services = info.context.services
-        k = 10 if k is None else k
-        problem = services.limits.check_k(k)
-        if problem is not None:
-            raise LimitExceeded(problem)
-        return RankPage.of(await services.projections.top(self.board, k, scope or Scope.HOME))
+        return await board_reads.top(info, board_reads.current(self.board, info), k, scope)
 
-    @fields.field("The player's exact rank; null when the player has no score.")
+    @fields.field(
+        "The player's exact rank (on a board with periods: in the current period); null when the player has no score."
+    )
     async def player(
         self, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
     ) -> RankedPlayer | None:
-        user = ids.user_id("userId", str(user_id))
-        entry, as_of = await info.context.services.projections.player(self.board, user, scope or Scope.HOME)
-        return None if entry is None else RankedPlayer.of(entry, AsOf.of(as_of))
+        return await board_reads.player(info, board_reads.current(self.board, info), user_id, scope)
 
     @fields.field(
         "The player with up to `range` neighbours each side (fewer at a boundary); "
@@ -90,16 +91,25 @@ class Leaderboard:
         range: int | None = 4,
         scope: Scope | None = Scope.HOME,
     ) -> PlayerContext | None:
-        services = info.context.services
-        range = 4 if range is None else range
-        problem = services.limits.check_range(range)
-        if problem is not None:
-            raise LimitExceeded(problem)
-        user = ids.user_id("userId", str(user_id))
-        found = await services.projections.context(self.board, user, range, scope or Scope.HOME)
-        return None if found is None else PlayerContext.of(found)
+        return await board_reads.context(info, board_reads.current(self.board, info), user_id, range, scope)
 
     @fields.field("An archived result of a closed board; the newest when version is null.")
     async def result(self, info: Info[Context, None], version: int | None = None) -> BoardResult | None:
-        header = await info.context.services.cassandra.adapter.results.get(self.board.id, version)
-        return None if header is None else BoardResult(header=header)
+        return await board_reads.result(info, self.board, version)
+
+    @fields.field(
+        "A period of a board with calendar periods: the current one when key is null; null when the "
+        "board has no period of that key (before its first, or not begun). A ROLLING or all-time board "
+        "has no periods: BAD_USER_INPUT."
+    )
+    async def period(self, info: Info[Context, None], key: str | None = None) -> LeaderboardPeriod | None:
+        return await period_reads.period(info, self.board, key)
+
+    @fields.field(
+        "Up to `first` periods, newest first: from the current one, or from the one before the period "
+        "`before`, back to the board's first; first is capped (gateway.max_top_k, default 100)."
+    )
+    async def periods(
+        self, info: Info[Context, None], first: int | None = 10, before: str | None = None
+    ) -> list[LeaderboardPeriod]:
+        return await period_reads.periods(info, self.board, first, before)

@@ -10,21 +10,37 @@ from strawberry.types import Info
 
 from gateway.api import fields, ids
 from gateway.api.context import Context
-from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound
+from gateway.api.corrections import Correction, PublishCorrectionInput
+from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound, StoreUnavailable
 from gateway.api.leaderboard import Leaderboard
-from gateway.api.types import WindowPeriod
 from gateway.core.auth import is_admin
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
+from regions.core.periods import DEFAULT_TIME_ZONE, InvalidWindow, Period, Weekday, WindowSpec
+from regions.core.windows import encode_window
 from regions.lifecycle.close import CloseRefused, begin_close
+from regions.lifecycle.correct import CorrectionRefused, record_correction
 
 REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
 
 @strawberry.input
 class WindowInput:
-    period: WindowPeriod
+    period: Period
     days: int | None = strawberry.field(default=None, description="Only for ROLLING: 1..366 days.")
+    time_zone: str | None = strawberry.field(
+        default=None, description="IANA time zone of the window's days, e.g. Europe/Stockholm (default UTC)."
+    )
+    first_day_of_week: Weekday | None = strawberry.field(
+        default=None, description="Only for WEEKLY: the day weeks start on (default MONDAY)."
+    )
+
+    def spec(self) -> WindowSpec:
+        try:
+            return WindowSpec(self.period, self.days, self.time_zone or DEFAULT_TIME_ZONE,
+                              self.first_day_of_week)  # fmt: skip
+        except InvalidWindow as exc:
+            raise InvalidInput(f"input.{exc}") from exc
 
 
 @strawberry.input
@@ -38,7 +54,9 @@ class CreateLeaderboardInput:
     aggregation: Aggregation | None = Aggregation.SUM
     tie_policy: TiePolicy | None = TiePolicy.USER_ID
     window: WindowInput | None = strawberry.field(
-        default=None, description="Absent: an all-time board. Time windows are not supported yet: refused."
+        default=None,
+        description="Absent: an all-time board. DAILY, WEEKLY and MONTHLY rank each period on its own and "
+        "close it when it ends; ROLLING ranks the last `days` days.",
     )
 
 
@@ -55,8 +73,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[st
         raise InvalidInput(f"homeRegion {home!r}: must be 1..32 of a-z, 0-9 and -, starting with a letter")
     if home not in regions:
         raise InvalidInput(f"homeRegion {home!r}: must be a region of this deployment ({', '.join(regions)})")
-    if data.window is not None:  # stored, it would read as all-time until the processor has windows
-        raise InvalidInput("window: time windows are not supported yet; omit it for an all-time board")
+    window = None if data.window is None else encode_window(data.window.spec())
     try:
         return boards.Board(
             id=ids.board_id("input.id", str(data.id)),
@@ -65,6 +82,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[st
             sort_order=data.sort_order or SortOrder.DESC,
             aggregation=data.aggregation or Aggregation.SUM,
             tie_policy=data.tie_policy or TiePolicy.USER_ID,
+            window=window,
         )
     except boards.InvalidBoardError as exc:
         raise InvalidInput(str(exc)) from exc
@@ -101,4 +119,31 @@ class Mutation:
                                        region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
         except CloseRefused as refused:
             raise (NotFound if refused.kind == "unknown" else InvalidInput)(str(refused)) from refused
+        # This process's later reads answer CLOSING at once: its board cache and its whole answers.
+        services.boards.learned(record.board)
+        services.projections.changed(board_id)
         return Leaderboard(board=record.board)
+
+    @fields.mutation(
+        "Correct a CLOSED board's result (admin, in the board's home region): give some of its players "
+        "a corrected final score. Recorded at once as the next result version (PENDING); the served "
+        "standings change in every region and the version is archived (PUBLISHED), then subscribers "
+        "get BoardStatusChanged. The same correctionId again answers the same correction."
+    )
+    async def publish_correction(
+        self, info: Info[Context, None], input: PublishCorrectionInput
+    ) -> Correction:
+        info.context.cacheable = False
+        require_admin(info)
+        services = info.context.services
+        request = input.request(ids.board_id("input.leaderboardId", str(input.leaderboard_id)))
+        stores = services.cassandra.adapter
+        try:
+            entry = await record_correction(
+                stores.lifecycle, stores.corrections, services.projection, services.settings.redis.key_prefix,
+                request, region=services.settings.region, now=datetime.now(UTC),
+            )  # fmt: skip
+        except CorrectionRefused as refused:
+            error = {"unknown": NotFound, "conflict": AlreadyExists, "unavailable": StoreUnavailable}
+            raise error.get(refused.kind, InvalidInput)(str(refused)) from refused
+        return Correction.of(entry)

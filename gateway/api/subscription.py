@@ -6,6 +6,7 @@ Every update carries the board's hint sequence; a ``Resync`` tells the client it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from typing import Annotated
 
@@ -13,16 +14,20 @@ import strawberry
 from strawberry.types import Info
 
 from gateway import metrics
-from gateway.api import fields, ids
+from gateway.api import board_reads, fields, ids
 from gateway.api.context import Context
 from gateway.api.errors import HomeUnavailable, NotFound, SubscriptionLimit
 from gateway.api.scalars import Long
 from gateway.api.types import AsOf
 from gateway.core import updates
 from gateway.core.feed import TooManyPlayers
-from gateway.hub import FeedUnavailable
+from gateway.hub import FeedUnavailable, HintHub
 from gateway.projections import HomeUnreachable
+from regions.core.boards import Board, BoardStatus
+from regions.core.periods import PeriodSpan, WindowSpec
 from regions.core.reads import Scope
+from regions.core.rollover import current_period
+from schema.scoped import split_board_id
 
 
 @strawberry.type(description="The subscribed player's total changed.")
@@ -61,13 +66,37 @@ class Resync:
     sequence: Long
 
 
-LeaderboardUpdate = Annotated[
-    ScoreUpdated | RankChanged | TopKChanged | Resync, strawberry.union("LeaderboardUpdate")
-]
+@strawberry.type(
+    description="The board began closing (CLOSING), closed (CLOSED, result version 1) or has a new result "
+    "version (a correction); on a board with calendar periods, also when the subscription rolls over to "
+    "the next period (`period`, OPEN): refetch what depends on it."
+)
+class BoardStatusChanged:
+    leaderboard_id: strawberry.ID
+    status: BoardStatus
+    result_version: int | None = strawberry.field(description="The newest result version; null until CLOSED.")
+    sequence: Long
+    period: str | None = strawberry.field(
+        default=None,
+        description="On a board with calendar periods, the period this is about: after a rollover, the new "
+        "current period, whose updates follow with that period's own sequences (they start again; the "
+        "rollover's sequence is the new period's start in microseconds since the epoch). Null otherwise.",
+    )
 
 
-def to_graphql(update: updates.Update) -> ScoreUpdated | RankChanged | TopKChanged | Resync:
-    board = strawberry.ID(update.board_id)
+Update = ScoreUpdated | RankChanged | TopKChanged | Resync | BoardStatusChanged
+LeaderboardUpdate = Annotated[Update, strawberry.union("LeaderboardUpdate")]
+
+
+def _rolled_over(board: Board, span: PeriodSpan) -> BoardStatusChanged:
+    return BoardStatusChanged(leaderboard_id=strawberry.ID(board.id), status=BoardStatus.OPEN,
+                              result_version=None, sequence=Long(span.start_ms * 1000), period=span.key)  # fmt: skip
+
+
+def to_graphql(update: updates.Update) -> Update:
+    """The update as the client sees it: a period's updates are its board's (``period`` names it)."""
+    base, period = split_board_id(update.board_id)
+    board = strawberry.ID(base)
     seq = Long(update.sequence)
     match update:
         case updates.ScoreUpdate():
@@ -84,14 +113,19 @@ def to_graphql(update: updates.Update) -> ScoreUpdated | RankChanged | TopKChang
             return TopKChanged(leaderboard_id=board, k=update.k, sequence=seq, as_of=AsOf.of(update.as_of))
         case updates.ResyncNeeded():
             return Resync(leaderboard_id=board, reason=update.reason, sequence=seq)
+        case updates.StatusChange():
+            return BoardStatusChanged(leaderboard_id=board, status=BoardStatus(update.status),
+                                      result_version=update.result_version, sequence=seq, period=period)  # fmt: skip
 
 
 @strawberry.type
 class Subscription:
     @fields.subscription(
-        "Hints for a board: TopKChanged when its top 10 changes and, with userId, "
-        "ScoreUpdated and RankChanged for that player; from the projection of `scope` (HOME: the "
-        "board's home region's, HOME_UNAVAILABLE when it cannot be reached)."
+        "Hints for a board: TopKChanged when its top 10 changes, BoardStatusChanged when it closes or "
+        "is corrected and, with userId, ScoreUpdated and RankChanged for that player; from the "
+        "projection of `scope` (HOME: the board's home region's, HOME_UNAVAILABLE when it cannot be "
+        "reached). On a board with calendar periods they follow the current period, and "
+        "BoardStatusChanged with its `period` says when it rolls over."
     )
     async def leaderboard_updates(
         self,
@@ -108,14 +142,42 @@ class Subscription:
             raise NotFound(f"leaderboard {board_id!r} does not exist")
         try:
             hub = services.hubs[services.projections.region_for(board, scope or Scope.HOME)]
-            async with hub.subscribe(board, user) as mailbox:
-                while True:
-                    for update in await mailbox.next_batch():
-                        metrics.UPDATES_SENT.inc()
-                        yield to_graphql(update)
+            spec = board.window_spec
+            if spec is None or spec.rolling:
+                async with hub.subscribe(board, user) as mailbox:
+                    while True:
+                        for update in await mailbox.next_batch():
+                            metrics.UPDATES_SENT.inc()
+                            yield to_graphql(update)
+            else:
+                async for item in _follow_periods(info, hub, board, spec, user):
+                    yield item
         except TooManyPlayers as exc:
             raise SubscriptionLimit(f"this gateway follows too many players of {board.id!r}") from exc
         except (HomeUnreachable, FeedUnavailable) as exc:
             raise HomeUnavailable(
                 f"{exc}; subscribe with scope: REGIONAL for this region's projection"
             ) from exc
+
+
+async def _follow_periods(
+    info: Info[Context, None], hub: HintHub, board: Board, spec: WindowSpec, user: str | None
+) -> AsyncGenerator[LeaderboardUpdate, None]:
+    """The current period's updates; at its end (the gateway's clock) a rollover notice and the next's."""
+    rolled = False
+    span = current_period(spec, board_reads.now_ms(info))
+    while True:
+        async with hub.subscribe(board.for_period(span.key), user) as mailbox:
+            if rolled:
+                metrics.UPDATES_SENT.inc()
+                yield _rolled_over(board, span)
+            while (left := span.end_ms - board_reads.now_ms(info)) > 0:
+                try:
+                    batch = await asyncio.wait_for(mailbox.next_batch(), left / 1000)
+                except TimeoutError:
+                    break
+                for update in batch:
+                    metrics.UPDATES_SENT.inc()
+                    yield to_graphql(update)
+        # the next period, even when the timer fired a hair before the end
+        rolled, span = True, current_period(spec, max(board_reads.now_ms(info), span.end_ms))

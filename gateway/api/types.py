@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import Enum
 
 import strawberry
 from strawberry.types import Info
@@ -15,8 +14,9 @@ from gateway.api.scalars import Long
 from gateway.profiles import UNAVAILABLE
 from regions.cassandra_profiles import ProfileRecord
 from regions.cassandra_results import ResultHeader
-from regions.core import freshness, reads, windows
+from regions.core import freshness, reads
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
+from regions.core.periods import Period, Weekday, WindowSpec
 from regions.core.reads import Scope
 from regions.core.results import page, page_chunks
 
@@ -30,23 +30,34 @@ strawberry.enum(
 )
 
 
-@strawberry.enum(description="Fixed calendar periods (UTC) or a rolling number of days.")
-class WindowPeriod(Enum):
-    DAILY = "DAILY"
-    WEEKLY = "WEEKLY"
-    MONTHLY = "MONTHLY"
-    ROLLING = "ROLLING"
+strawberry.enum(Weekday, description="A day of the week.")
+
+
+strawberry.enum(
+    Period,
+    name="WindowPeriod",
+    description="Calendar periods in the board's time zone (each ranked on its own, closed when it ends) "
+    "or a rolling number of days (one ranking of the last days).",
+)
 
 
 @strawberry.type
 class BoardWindow:
-    period: WindowPeriod
+    period: Period
     days: int | None = strawberry.field(description="Length of a ROLLING window.")
+    time_zone: str = strawberry.field(description="IANA time zone whose calendar days the window follows.")
+    first_day_of_week: Weekday | None = strawberry.field(
+        description="WEEKLY: the day weeks start on (week keys name a week by the year of its fourth day)."
+    )
 
     @staticmethod
-    def of(stored: str | None) -> BoardWindow | None:
-        spec = windows.decode_window(stored)
-        return None if spec is None else BoardWindow(period=WindowPeriod(spec.period.value), days=spec.days)
+    def of(spec: WindowSpec | None) -> BoardWindow | None:
+        if spec is None:
+            return None
+        return BoardWindow(
+            period=spec.period, days=spec.days, time_zone=spec.time_zone,
+            first_day_of_week=spec.week_start if spec.period is Period.WEEKLY else None,
+        )  # fmt: skip
 
 
 @strawberry.type

@@ -11,13 +11,16 @@ Costs (a unit is about one small object resolved and serialized):
 | ``Leaderboard.top``, ``player``, ``context`` | 2 (a Redis round trip) |
 | ``RankedPlayer.profile`` | 5 (its share of a Cassandra lookup) |
 | ``Leaderboard.result``, ``BoardResult.entries`` | 5 (a Cassandra read) |
+| ``Leaderboard.period``, ``Leaderboard.periods`` | 5 (a Cassandra read of period rows) |
+| ``LeaderboardPeriod.top``, ``player``, ``context`` | 2; ``playerCount`` 1; ``result`` 5 (as the board's) |
 | ``Query.leaderboards`` | 10 (a catalog scan) |
 
 A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
 sizes its ``entries`` by ``k`` (default 10), ``context(range)`` sizes ``above`` and ``below`` by
 ``range`` (default 4), ``BoardResult.entries(first)`` is itself a list of ``first`` (default 100)
-players, and ``leaderboards`` is sized by the configured bound on the number of
-boards. So ``top(k: 100) { entries { profile { displayName } } }`` costs 2 + 1 + 100 * 5 = 503. A list
+players, ``Leaderboard.periods(first)`` a list of ``first`` (default 10) periods (the same for a
+period's ``top`` and ``context``), and ``leaderboards`` is sized by the configured bound on the number
+of boards. So ``top(k: 100) { entries { profile { displayName } } }`` costs 2 + 1 + 100 * 5 = 503. A list
 size given by a variable counts at its cap (the cost is decided before variables are known, so
 that a validated document can be cached). A fragment spread on a union counts every member.
 
@@ -53,8 +56,16 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("Leaderboard", "result"): 5,
     ("BoardResult", "entries"): 5,
     ("RankedPlayer", "profile"): 5,
+    ("Leaderboard", "period"): 5,
+    ("Leaderboard", "periods"): 5,
+    ("LeaderboardPeriod", "playerCount"): 1,
+    ("LeaderboardPeriod", "top"): 2,
+    ("LeaderboardPeriod", "player"): 2,
+    ("LeaderboardPeriod", "context"): 2,
+    ("LeaderboardPeriod", "result"): 5,
     ("Query", "leaderboards"): 10,
 }
+RANKED = ("Leaderboard", "LeaderboardPeriod")  # types with top(k) and context(range)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +87,14 @@ class CostModel:
     field_costs: Mapping[tuple[str, str], int] = field(default_factory=lambda: FIELD_COSTS)
 
     def sliced(self, parent: str, name: str) -> SlicedList | None:
-        if (parent, name) == ("Leaderboard", "top"):
+        if parent in RANKED and name == "top":
             return SlicedList("k", 10, self.max_top_k, ("entries",))
-        if (parent, name) == ("Leaderboard", "context"):
+        if parent in RANKED and name == "context":
             return SlicedList("range", 4, self.max_context_range, ("above", "below"))
         if (parent, name) == ("BoardResult", "entries"):
             return SlicedList("first", 100, self.max_top_k, ())
+        if (parent, name) == ("Leaderboard", "periods"):
+            return SlicedList("first", 10, self.max_top_k, ())
         return None
 
     def bound(self, parent: str, name: str) -> int:

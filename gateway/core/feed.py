@@ -10,6 +10,8 @@ Rules kept here:
 - **Sequences never go backwards for a subscriber.** Updates carry the board's hint sequence,
   offset so that it keeps rising if the upstream count restarts (a projector that lost its state).
   A gap or a restart in the upstream sequence is told as a ``Resync`` first.
+- **Status news goes to every member at once.** A status hint (the board began closing, closed, or
+  has a new result version) is told as a ``StatusChange`` with the hint's sequence; it needs no read.
 - **A projection being rebuilt is not a change.** A read whose asOf is stale (no epoch, or
   rebuilding) shows a partial board: subscribers get one ``Resync`` (``projection_rebuilding``) and
   the last fresh state is kept, so that ranks do not fall to null and back.
@@ -25,6 +27,7 @@ from gateway.core.hints import Hint
 from gateway.core.updates import (
     PlayerState,
     ResyncNeeded,
+    StatusChange,
     TopSignature,
     Update,
     player_updates,
@@ -58,6 +61,7 @@ class Round:
     hint: Hint | None
     users: list[str]
     sequence: int  # what members are told for this round
+    status: StatusChange | None = None  # offer it to every ready member
 
 
 Delivery = tuple[str | None, Update]  # (the player whose members get it, or None for every member)
@@ -75,6 +79,7 @@ class FeedState(Generic[M]):
     _joining: set[str] = field(default_factory=set)
     _top: TopSignature = ()
     _pending: Hint | None = None
+    _status: StatusChange | None = None
     _resync: str | None = None
     _last_upstream: int | None = None
     _offset: int = 0  # added to upstream sequences so that what members are told keeps rising
@@ -154,6 +159,10 @@ class FeedState(Generic[M]):
             self._offset = self._last_told - hint.sequence + 1
         self._last_upstream = hint.sequence
         self._last_told = hint.sequence + self._offset
+        if hint.status is not None:
+            news = hint.status
+            self._status = StatusChange(self.board_id, news.status, news.result_version, self._last_told)
+            return
         if self._pending is not None:
             positions = merge_offsets(self._pending.positions, hint.positions)
             hint = Hint(hint.board_id, hint.sequence, positions, (), True)
@@ -168,8 +177,9 @@ class FeedState(Generic[M]):
     def take(self) -> Round:
         hint, self._pending = self._pending, None
         reason, self._resync = self._resync, None
+        status, self._status = self._status, None
         resync = None if reason is None else ResyncNeeded(self.board_id, reason, self._last_told)
-        return Round(resync, hint, list(self._players) if hint is not None else [], self._last_told)
+        return Round(resync, hint, list(self._players) if hint is not None else [], self._last_told, status)
 
     def observe(self, snapshot: BoardSnapshot, done: Round) -> list[Delivery]:
         """The updates of a read made for ``done``, compared with the last fresh read."""

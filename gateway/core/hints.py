@@ -1,4 +1,5 @@
-"""The projector's change hints, as published on ``<prefix>:hints:<board>`` after every applied batch."""
+"""The hints published on ``<prefix>:hints:<board>``: the projector's after every applied batch, and
+the lifecycle worker's when the board's status or result version changes (``status``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from regions.core.lifecycle import parse_position_name
 from regions.core.positions import SourceKey
 
 
@@ -15,6 +17,11 @@ class _User(msgspec.Struct):
     version: int
 
 
+class _Status(msgspec.Struct):
+    status: str
+    resultVersion: int | None = None
+
+
 class _Payload(msgspec.Struct):
     boardId: str
     sequence: int
@@ -22,6 +29,7 @@ class _Payload(msgspec.Struct):
     users: list[_User] = []
     truncated: bool = False
     resync: bool = False
+    status: _Status | None = None
 
 
 _decode = msgspec.json.Decoder(_Payload).decode
@@ -35,6 +43,14 @@ class ChangedUser:
 
 
 @dataclass(frozen=True, slots=True)
+class StatusNews:
+    """The board is ``status`` now (OPEN, CLOSING, CLOSED); its newest result is ``result_version``."""
+
+    status: str
+    result_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Hint:
     board_id: str
     sequence: int  # per board, +1 for every applied batch that changed something
@@ -42,25 +58,19 @@ class Hint:
     users: tuple[ChangedUser, ...]
     truncated: bool
     resync: bool = False  # the board was rebuilt: subscribers must refetch
+    status: StatusNews | None = None  # the board's lifecycle changed (no positions, no users)
 
 
 class InvalidHint(ValueError):
     """A message on the hints channel that is not a hint."""
 
 
-def _source_key(name: str) -> SourceKey:
-    """``<region>:<partition>``, as the projector names a position."""
-    region, _, partition = name.rpartition(":")
-    if not region or not partition.isdigit():
-        raise ValueError(f"position {name!r} is not <region>:<partition>")
-    return region, int(partition)
-
-
 def parse_hint(raw: bytes | str) -> Hint:
     try:
         p = _decode(raw)
-        positions = {_source_key(k): v for k, v in p.positions.items()}
+        positions = {parse_position_name(k): v for k, v in p.positions.items()}
     except (msgspec.DecodeError, ValueError) as exc:
         raise InvalidHint(str(exc)) from exc
     users = tuple(ChangedUser(u.userId, u.score, u.version) for u in p.users)
-    return Hint(p.boardId, p.sequence, positions, users, p.truncated, p.resync)
+    status = None if p.status is None else StatusNews(p.status.status, p.status.resultVersion)
+    return Hint(p.boardId, p.sequence, positions, users, p.truncated, p.resync, status)

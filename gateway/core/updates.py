@@ -3,7 +3,8 @@
 A board's feed reads the top K and every subscribed player's rank after a hint; comparing that
 snapshot with the previous one gives the updates. A subscriber's mailbox keeps only the latest
 update of each kind, so its memory is bounded whatever the rate of change; a subscriber that has
-overwritten too many undelivered updates gets one ``ResyncNeeded`` instead.
+overwritten too many undelivered updates gets one ``ResyncNeeded`` instead (and keeps the board's
+latest ``StatusChange``: a lifecycle change is news that a refetch of the standings would not tell).
 """
 
 from __future__ import annotations
@@ -52,7 +53,17 @@ class ResyncNeeded:
     sequence: int
 
 
-Update = ScoreUpdate | RankChange | TopKChange | ResyncNeeded
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    """The board began closing, closed, or has a new result version (a correction)."""
+
+    board_id: str
+    status: str
+    result_version: int | None
+    sequence: int
+
+
+Update = ScoreUpdate | RankChange | TopKChange | ResyncNeeded | StatusChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +108,7 @@ def _key(update: Update) -> str:
     return type(update).__name__
 
 
-_ORDER = {"ResyncNeeded": 0, "ScoreUpdate": 1, "RankChange": 2, "TopKChange": 3}
+_ORDER = {"ResyncNeeded": 0, "StatusChange": 1, "ScoreUpdate": 2, "RankChange": 3, "TopKChange": 4}
 
 
 @dataclass(slots=True)
@@ -130,7 +141,10 @@ class Coalescer:
         if isinstance(update, RankChange) and update.old_rank == update.new_rank:
             del self.pending[key]
         if self.overwritten >= self.resync_after:
+            status = self.pending.get("StatusChange")  # the board's lifecycle is news a refetch may miss
             self.pending = {"ResyncNeeded": ResyncNeeded(self.board_id, "slow_subscriber", update.sequence)}
+            if status is not None:
+                self.pending["StatusChange"] = status
             self.overwritten = 0
             outcome = Offered.RESYNC
         return outcome

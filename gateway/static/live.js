@@ -1,7 +1,8 @@
 // The live page: a board's top 10 and one player's neighbourhood, refetched whenever the
 // leaderboardUpdates subscription (graphql-transport-ws over a native WebSocket) says they changed.
 // The status line speaks to a player; its data-state (connecting, live, behind, reconnecting,
-// unavailable, notfound) is for scripts and tests.
+// unavailable, notfound) is for scripts and tests. A closing or closed board says so in its title
+// (body data-board-status), and BoardStatusChanged (closed, corrected) refetches like any update.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -10,7 +11,7 @@ const user = params.get("user") || "";
 
 const READ = `query Live($board: ID!, $user: ID!, $withUser: Boolean!) {
   leaderboard(id: $board) {
-    name playerCount
+    name playerCount status
     top(k: 10) { entries { rank userId score profile { displayName } } asOf { newestAcceptedAt stale region regions { region lagSeconds stale gap } } }
     context(userId: $user, range: 4) @include(if: $withUser) {
       above { rank userId score profile { displayName } }
@@ -27,8 +28,11 @@ const UPDATES = `subscription Updates($board: ID!, $user: ID) {
     ... on RankChanged { oldRank newRank sequence }
     ... on TopKChanged { k sequence }
     ... on Resync { reason sequence }
+    ... on BoardStatusChanged { status resultVersion period sequence }
   }
 }`;
+
+const BOARD_STATUS = { OPEN: "", CLOSING: ", closing: final scores soon", CLOSED: ", final result" };
 
 const state = { connected: false, stale: false, lastUpdate: null, notFound: false, refreshing: false, again: false, timer: null };
 
@@ -131,7 +135,8 @@ async function refresh() {
     state.stale = lb.top.asOf.stale;
     showRegions(lb.top.asOf);
     if (state.connected) showConnected();
-    document.getElementById("title").textContent = `${lb.name} (${lb.playerCount} players)`;
+    document.getElementById("title").textContent = `${lb.name} (${lb.playerCount} players${BOARD_STATUS[lb.status]})`;
+    document.body.dataset.boardStatus = lb.status;
     fill("top", lb.top.entries, "no scores yet");
     const ctx = lb.context;
     document.getElementById("around-title").textContent = user ? `Around ${user}` : "Around you";

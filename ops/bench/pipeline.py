@@ -1,19 +1,23 @@
 """Pipeline benchmark: signed awards through the HTTP intake for a bounded time, then a replay.
 
-Prints accepted awards/s, acknowledgement latency, freshness (acknowledged -> visible in Redis, by
-the projection's asOf positions), CPU and memory of every process, and the projector's replay rate
-next to redis-benchmark running the same Lua script pipelined on the same Redis.
+The load is open loop (``load.py``): every request leaves at its scheduled time, from
+``--generators`` processes that report their own CPU, and requests that could not leave on time are
+counted. Prints offered and accepted awards/s, acknowledgement latency, freshness (acknowledged ->
+visible in Redis, by the projection's asOf positions), CPU and memory of every process and server
+with the CPU per accepted award over the load and its drain, and the projector's replay rate next
+to redis-benchmark running the same Lua script pipelined on the same Redis.
 
-Run through ``ops/bench/pipeline`` (it starts the servers). Options: ``--help``.
+Run through ``ops/bench/pipeline`` (it starts the servers of ``ops/services env``). Options: ``--help``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
+import dataclasses
 import os
-import random
 import re
 import statistics
 import subprocess
@@ -27,10 +31,12 @@ from pathlib import Path
 import httpx
 import msgspec
 
+# The open-loop load generator, next to this script.
+from load import LATE_S, GeneratorReport, Reply, Schedule, offer
+
 from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import connect
+from regions.cassandra_store import apply_migrations, connect
 from regions.core.boards import Board
-from regions.core.signing import sign
 from regions.kafka_clients import ensure_topics
 from regions.projector.rebuild import rebuild
 from regions.redis_projection import RedisProjection, connect_redis
@@ -39,6 +45,8 @@ from schema.resources import lua_script
 from tests.harness import SERVICES, region_env, with_free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
+BENCH = "bench (this process)"
+GENERATORS = "load generators"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -70,83 +78,112 @@ class Results:
     )  # ack time, (region, partition), offset
     fresh_ms: list[float] = field(default_factory=list)
     late_sends: int = 0
+    offered: int = 0  # awards in the requests sent
+    send_delay_ms: list[float] = field(default_factory=list)  # sent - scheduled
+    connections: int = 0  # most connections open at once, all generators together
+    waited_for_connection: int = 0  # requests that waited for a connection: every one was busy at the cap
+    generator_cpu_s: float = 0.0  # CPU of generator processes (in-process load: counted with the bench)
 
-
-class RawHttp:
-    """A keep-alive HTTP/1.1 connection on asyncio streams: the load generator must cost little CPU."""
-
-    def __init__(self, port: int) -> None:
-        self._port = port
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-
-    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self._port)
-        assert self._reader is not None
-        head = f"POST {path} HTTP/1.1\r\nhost: bench\r\ncontent-length: {len(body)}\r\n"
-        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        self._writer.write(head.encode() + body)
-        status_line = await self._reader.readline()
-        length = 0
-        while (line := await self._reader.readline()) not in (b"\r\n", b""):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        return int(status_line.split()[1]), await self._reader.readexactly(length)
+    def add(self, reply: Reply, batch: int) -> None:
+        self.offered += batch
+        self.ack_ms.append((reply.done - reply.scheduled) * 1000)
+        self.send_delay_ms.append((reply.sent - reply.scheduled) * 1000)
+        if reply.sent - reply.scheduled > LATE_S:
+            self.late_sends += 1
+        if reply.status == 202:
+            self.accepted += reply.accepted
+            self.pending.append((reply.done, (reply.region, reply.partition), reply.offset))
+        else:
+            self.rejected[reply.status] = self.rejected.get(reply.status, 0) + 1
 
 
 async def drive(port: int, board: str, args: argparse.Namespace, results: Results) -> None:
-    """Open-loop load: one request of ``batch`` awards every 1/(rate/batch) s over ``connections``."""
-    interval = args.batch / args.rate
-    queue: asyncio.Queue[float | None] = asyncio.Queue(maxsize=args.connections * 4)
-    players = [f"p{i}" for i in range(args.players)]
-    rng = random.Random(1)
-
-    async def worker() -> None:
-        http = RawHttp(port)
-        while (scheduled := await queue.get()) is not None:
-            awards = [{"leaderboardId": board, "matchId": uuid.uuid4().hex, "userId": rng.choice(players),
-                       "awardType": "points", "delta": rng.randint(1, 100)} for _ in range(args.batch)]  # fmt: skip
-            body = msgspec.json.encode({"awards": awards})
-            ts = int(time.time())
-            headers = {"content-type": "application/json", "x-award-key-id": "dev", "x-award-timestamp": str(ts),
-                       "x-award-signature": sign("dev-secret", ts, body)}  # fmt: skip
-            try:
-                status, reply = await http.post("/internal/awards", body, headers)
-            except (OSError, asyncio.IncompleteReadError, ValueError):
-                status, reply, http = 0, b"", RawHttp(port)  # counted as refused; a new connection next
-            done = time.perf_counter()
-            results.ack_ms.append((done - scheduled) * 1000)
-            if status == 202:
-                accepted = msgspec.json.decode(reply)["accepted"]
-                results.accepted += len(accepted)
-                last = accepted[-1]
-                results.pending.append((done, (last["region"], last["partition"]), last["offset"]))
-            else:
-                results.rejected[status] = results.rejected.get(status, 0) + 1
-
-    workers = [asyncio.create_task(worker()) for _ in range(args.connections)]
-    start = time.perf_counter()
-    n = 0
-    while (now := time.perf_counter()) - start < args.duration:
-        due = start + n * interval
-        if due > now:
-            await asyncio.sleep(due - now)
-        if queue.full():
-            results.late_sends += 1
-        await queue.put(due)  # latency counts from the scheduled time: queueing delay is included
-        n += 1
-    for _ in workers:
-        await queue.put(None)
-    await asyncio.gather(*workers)
+    """Open-loop load from this process: one request of ``batch`` awards every 1/(rate/batch) s, on
+    at most ``connections`` connections (see ``load.offer``)."""
+    schedule = Schedule(port, board, args.rate, args.batch, args.duration, args.players, args.connections)
+    offered = await offer(schedule, lambda reply: results.add(reply, args.batch))
+    results.connections, results.waited_for_connection = offered.connections, offered.waited_for_connection
 
 
-async def watch_freshness(projection: RedisProjection, results: Results, stop: asyncio.Event) -> None:
-    """Polls asOf every 5 ms; an award is visible once its partition's position reaches it."""
-    while not (stop.is_set() and not results.pending):
-        positions = (await projection.positions()).offsets
-        results.pending = still_waiting(results.pending, positions, time.perf_counter(), results.fresh_ms)
-        await asyncio.sleep(0.005)
+def generator_processes(schedule: Schedule, count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` generator processes (``load.py``), each sending every count-th request of ``schedule``."""
+    script = str(Path(__file__).with_name("load.py"))
+    shares = [msgspec.json.encode(dataclasses.replace(schedule, slot=i, slots=count)) for i in range(count)]
+    return [
+        subprocess.Popen([sys.executable, script, share.decode()], stdout=subprocess.PIPE) for share in shares
+    ]
+
+
+async def collect(generators: list[subprocess.Popen[bytes]], batch: int, results: Results) -> None:
+    """Wait for the generator processes and add what each saw to ``results``."""
+    for generator in generators:
+        out, _ = await asyncio.to_thread(generator.communicate)
+        if generator.returncode != 0:
+            raise RuntimeError(f"a load generator exited with {generator.returncode}; see its output above")
+        report = msgspec.msgpack.decode(out, type=GeneratorReport)
+        for reply in report.replies:
+            results.add(reply, batch)
+        results.generator_cpu_s += report.cpu_s
+        results.connections += report.offered.connections
+        results.waited_for_connection += report.offered.waited_for_connection
+
+
+class PositionHistory:
+    """Every change of the projection's asOf positions, with the time it was first seen (polled
+    every 5 ms), so each acknowledged award's visibility is found afterwards."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, int], tuple[list[float], list[int]]] = {}
+        self._needed: dict[tuple[str, int], int] | None = None
+
+    async def watch(
+        self,
+        projection: RedisProjection,
+        stop: asyncio.Event,
+        pending: list[tuple[float, tuple[str, int], int]],
+    ) -> None:
+        """Until ``stop`` is set and the positions reach every award in ``pending`` (read then)."""
+        last: Mapping[tuple[str, int], int] = {}
+        while not (stop.is_set() and self._reach_all(pending, last)):
+            positions = (await projection.positions()).offsets
+            now = time.perf_counter()
+            for source, offset in positions.items():
+                if last.get(source) != offset:
+                    times, offsets = self.seen.setdefault(source, ([], []))
+                    times.append(now)
+                    offsets.append(offset)
+            last = positions
+            await asyncio.sleep(0.005)
+
+    def _reach_all(
+        self, pending: list[tuple[float, tuple[str, int], int]], positions: Mapping[tuple[str, int], int]
+    ) -> bool:
+        if self._needed is None:  # the load is over: what each source must reach
+            self._needed = {}
+            for _, source, offset in pending:
+                self._needed[source] = max(offset, self._needed.get(source, -1))
+        return all(positions.get(source, -1) >= offset for source, offset in self._needed.items())
+
+    def visible_at(self, acked: float, source: tuple[str, int], offset: int) -> float | None:
+        """When positions first reached ``offset`` of ``source`` at or after ``acked``."""
+        times, offsets = self.seen.get(source, ([], []))
+        before = bisect.bisect_right(times, acked) - 1  # the positions in force when it was acknowledged
+        if before >= 0 and offsets[before] >= offset:
+            return acked
+        i = max(bisect.bisect_left(times, acked), bisect.bisect_left(offsets, offset))
+        return times[i] if i < len(times) else None
+
+
+def freshness(history: PositionHistory, results: Results) -> None:
+    """Acknowledged -> visible for every accepted request; those never seen stay in ``pending``."""
+    waiting = []
+    for acked, source, offset in results.pending:
+        seen = history.visible_at(acked, source, offset)
+        if seen is None:
+            waiting.append((acked, source, offset))
+        else:
+            results.fresh_ms.append((seen - acked) * 1000)
+    results.pending = waiting
 
 
 def still_waiting(
@@ -269,19 +306,27 @@ def server_pids() -> dict[str, int]:
     return {p.stem: int(p.read_text()) for p in run.glob("*.pid")}
 
 
-async def main(args: argparse.Namespace) -> None:
-    tag = uuid.uuid4().hex[:8]
+def bench_settings(prefix: str) -> Settings:
+    """This environment's settings with topics and Redis keys of the run's own (``prefix``), free
+    ports, and no award rate limit."""
     base = load_settings()
-    settings = with_free_ports(base.model_copy(update={
-        "kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{tag}"}),
-        "redis": base.redis.model_copy(update={"key_prefix": f"bench{tag}"}),
+    return with_free_ports(base.model_copy(update={
+        "kafka": base.kafka.model_copy(update={"topic_prefix": prefix}),
+        "redis": base.redis.model_copy(update={"key_prefix": prefix}),
         "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
     }))  # fmt: skip
+
+
+async def main(args: argparse.Namespace) -> None:
+    tag = uuid.uuid4().hex[:8]
+    settings = bench_settings(f"bench{tag}")
     print(
         f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f}s at {args.rate}/s in batches of {args.batch}"
-        f", audit cap {args.audit_rate or 'none'}, audit niceness {args.audit_niceness}"
+        f" from {args.generators or 'this'} generator process(es), audit cap {args.audit_rate or 'none'},"
+        f" audit niceness {args.audit_niceness}"
     )
     await ensure_topics(settings.kafka)
+    await asyncio.to_thread(apply_migrations, settings.cassandra)  # re-runnable: the keyspace may be new
     cluster, session = connect(settings.cassandra)
     board = Board(f"bench-{tag}", "Benchmark", settings.region)
     await CassandraCatalog(session).create(board)
@@ -303,33 +348,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         await until_ready(settings, procs, args.warmup * 10)
         await asyncio.sleep(args.warmup)
-        services = with_children({s: p.pid for s, p in procs.items()})
-        pids = {**services, **server_pids(), "bench (load generator)": os.getpid()}
-        spies = [] if args.profile is None else profile(
-            {n: p for n, p in services.items() if n != "intake" or args.intake_workers == 1},
-            args.duration, Path(args.profile),
-        )  # fmt: skip
-        idle_start, idle_cpu = time.perf_counter(), {n: cpu_seconds(p) for n, p in pids.items()}
-        await asyncio.sleep(args.idle)  # no load: what every process costs anyway (polls, heartbeats, others)
-        idle_wall = time.perf_counter() - idle_start
-        idle = {n: (cpu_seconds(p) - idle_cpu[n]) / idle_wall * 100 for n, p in pids.items()}
-        cpu_before, wall_before = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
-        results, stop = Results(), asyncio.Event()
-        watcher = asyncio.create_task(watch_freshness(projection, results, stop))
-        print("== load running ...", flush=True)
-        await drive(settings.intake.port, board.id, args, results)
-        wall = time.perf_counter() - wall_before
-        cpu = {n: (cpu_seconds(p) - cpu_before[n]) / wall * 100 for n, p in pids.items()}
-        rss = {n: rss_mib(p) for n, p in pids.items()}
-        stop.set()
-        await asyncio.wait_for(watcher, 60)
-        for spy in spies:
-            spy.wait(60)
-        report(args, results, wall, cpu, idle, rss)
-        if "audit" in procs:
-            print(
-                f"audit backlog at the end of the load: {await audit_backlog(settings):,} rows (drains after the peak)"
-            )
+        report(args, await measure(args, settings, board, procs, projection))
         stop_all(procs)  # the replay is measured on an otherwise idle machine, like redis-benchmark
         if not args.no_replay:
             await replay_vs_redis_benchmark(settings, projection)
@@ -338,38 +357,124 @@ async def main(args: argparse.Namespace) -> None:
         await redis.aclose()
 
 
-def report(
+@dataclass
+class Measured:
+    results: Results
+    wall: float  # seconds of load
+    drained: float  # seconds of load and of the drain after it (audit backlog and freshness)
+    cpu: dict[str, float]  # CPU % during the load
+    idle: dict[str, float]  # CPU % before the load
+    used: dict[str, float]  # CPU seconds during the load and the drain
+    rss: dict[str, float]
+
+    def per_award(self, name: str) -> float:
+        """CPU ms per accepted award, load and drain, above the process's CPU without load (shared
+        servers also serve whatever else runs on the machine: only what the load added is counted)."""
+        extra = self.used[name] - self.idle[name] / 100 * self.drained
+        return max(0.0, extra) * 1000 / max(1, self.results.accepted)
+
+
+async def measure(
     args: argparse.Namespace,
-    r: Results,
-    wall: float,
-    cpu: dict[str, float],
-    idle: dict[str, float],
-    rss: dict[str, float],
-) -> None:
-    ms = lambda xs, q: f"{percentile(xs, q):8.1f}"  # noqa: E731
-    print(f"\n== intake ({wall:.1f} s, {args.connections} connections, {args.batch} awards per request)")
+    settings: Settings,
+    board: Board,
+    procs: dict[str, subprocess.Popen[bytes]],
+    projection: RedisProjection,
+) -> Measured:
+    """CPU of every process without load, then under the load and until what it left behind is
+    done (every acknowledged award visible, the audit backlog written)."""
+    services = with_children({s: p.pid for s, p in procs.items()})
+    pids = {**services, **server_pids(), BENCH: os.getpid()}
+    spies = [] if args.profile is None else profile(
+        {n: p for n, p in services.items() if n != "intake" or args.intake_workers == 1},
+        args.duration, Path(args.profile),
+    )  # fmt: skip
+    idle_start, idle_cpu = time.perf_counter(), {n: cpu_seconds(p) for n, p in pids.items()}
+    await asyncio.sleep(args.idle)  # no load: what every process costs anyway (polls, heartbeats, others)
+    idle_wall = time.perf_counter() - idle_start
+    idle = {n: (cpu_seconds(p) - idle_cpu[n]) / idle_wall * 100 for n, p in pids.items()}
+    results, history, stop = Results(), PositionHistory(), asyncio.Event()
+    schedule = Schedule(settings.intake.port, board.id, args.rate, args.batch, args.duration, args.players,
+                        max(1, args.connections // max(1, args.generators)), start_at=time.time() + 1.0)  # fmt: skip
+    generators = generator_processes(schedule, args.generators) if args.generators else []
+    await asyncio.sleep(max(0.0, schedule.start_at - time.time()))
+    cpu_before, wall_before = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
+    watcher = asyncio.create_task(history.watch(projection, stop, results.pending))
+    print("== load running ...", flush=True)
+    if generators:
+        await collect(generators, args.batch, results)
+    else:
+        await drive(settings.intake.port, board.id, args, results)
+    wall = time.perf_counter() - wall_before
+    cpu = {n: (cpu_seconds(p) - cpu_before[n]) / wall * 100 for n, p in pids.items()}
+    rss = {n: rss_mib(p) for n, p in pids.items()}
+    stop.set()
     print(
-        f"accepted awards/s      {r.accepted / wall:10.0f}   (target rate {args.rate}/s; {r.accepted} accepted)"
+        "== load done; draining (every acknowledged award visible, the audit backlog written) ...", flush=True
     )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(watcher, 60)  # what is not visible by then is reported as never visible
+    if "audit" in procs:
+        await drain_audit(settings, within=args.drain)
+    drained = time.perf_counter() - wall_before
+    used = {n: cpu_seconds(p) - cpu_before[n] for n, p in pids.items()}
+    if generators:
+        cpu[GENERATORS], idle[GENERATORS], rss[GENERATORS] = (
+            results.generator_cpu_s / wall * 100,
+            0.0,
+            float("nan"),
+        )
+        used[GENERATORS] = results.generator_cpu_s
+    freshness(history, results)
+    for spy in spies:
+        spy.wait(60)
+    return Measured(results, wall, drained, cpu, idle, used, rss)
+
+
+async def drain_audit(settings: Settings, within: float) -> None:
+    """Until the audit backlog is 0, at most ``within`` seconds; says so when it is not."""
+    deadline = time.perf_counter() + within
+    while True:
+        left = await audit_backlog(settings)
+        if not left or time.perf_counter() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    if left:
+        print(
+            f"   the audit backlog is still {left:,} rows after {within:.0f} s: its CPU per award is understated"
+        )
+
+
+def report(args: argparse.Namespace, m: Measured) -> None:
+    r = m.results
+    ms = lambda xs, q: f"{percentile(xs, q):8.1f}"  # noqa: E731
+    print(
+        f"\n== intake ({m.wall:.1f} s, {args.batch} awards per request, open loop: at most {args.connections} connections)"
+    )
+    print(f"offered awards/s       {r.offered / args.duration:10.0f}   (target rate {args.rate}/s)")
+    print(f"accepted awards/s      {r.accepted / m.wall:10.0f}   ({r.accepted} accepted)")
     print(f"rejected requests      {sum(r.rejected.values()):10d}   {r.rejected or ''}")
-    print(f"late send slots        {r.late_sends:10d}   (generator could not keep the schedule)")
+    print(f"late requests          {r.late_sends:10d}   (sent over {LATE_S * 1000:.0f} ms after their time, so the rate "
+          f"was not offered; send delay p99 {ms(r.send_delay_ms, .99).strip()} ms)")  # fmt: skip
+    print(f"  waited for a connection{r.waited_for_connection:9d}   (all {args.connections} were busy: the intake "
+          f"answered too slowly; the rest of the late ones: the generators' own CPU; {r.connections} open at most)")  # fmt: skip
     print(
         f"ack latency ms         p50 {ms(r.ack_ms, 0.5)}  p95 {ms(r.ack_ms, 0.95)}  p99 {ms(r.ack_ms, 0.99)}"
     )
     print(f"freshness ms           p50 {ms(r.fresh_ms, .5)}  p95 {ms(r.fresh_ms, .95)}  p99 {ms(r.fresh_ms, .99)}"
           f"   ({len(r.fresh_ms)} samples, {len(r.pending)} never visible)")  # fmt: skip
-
-    def per_award(name: str) -> float:
-        """CPU ms per accepted award above the process's CPU without load (shared servers also
-        serve whatever else runs on the machine: only what the load added is counted)."""
-        return max(0.0, cpu[name] - idle[name]) / 100 * wall * 1000 / max(1, r.accepted)
-
-    print(f"\n== processes (idle: the {args.idle:.0f} s before the load)")
-    print(f"{'':22} {'CPU %':>7} {'idle %':>7} {'RSS MiB':>8}   CPU ms per accepted award, above idle")
-    for name in cpu:
-        print(f"{name:22} {cpu[name]:7.1f} {idle[name]:7.1f} {rss[name]:8.0f}   {per_award(name):8.3f}")
     print(
-        f"{'all':22} {sum(cpu.values()):7.1f} {sum(idle.values()):7.1f} {'':8}   {sum(map(per_award, cpu)):8.3f}"
+        f"\n== processes (idle: the {args.idle:.0f} s before the load; drained {m.drained - m.wall:.1f} s after it)"
+    )
+    print(
+        f"{'':24} {'CPU %':>7} {'idle %':>7} {'RSS MiB':>8}   CPU ms per accepted award (load and drain, above idle)"
+    )
+    for name in m.cpu:
+        print(
+            f"{name:24} {m.cpu[name]:7.1f} {m.idle[name]:7.1f} {m.rss[name]:8.0f}   {m.per_award(name):8.3f}"
+        )
+    print(
+        f"{'all':24} {sum(m.cpu.values()):7.1f} {sum(m.idle.values()):7.1f} {'':8}   {sum(map(m.per_award, m.cpu)):8.3f}"
     )
 
 
@@ -395,7 +500,15 @@ def parse() -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
     p.add_argument("--rate", type=int, default=3000, help="awards per second offered (default 3000)")
     p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
-    p.add_argument("--connections", type=int, default=32, help="concurrent HTTP connections (default 32)")
+    p.add_argument(
+        "--connections", type=int, default=2000, help="most HTTP connections open at once (default 2000)"
+    )
+    p.add_argument(
+        "--generators",
+        type=int,
+        default=2,
+        help="load generator processes (default 2; 0: the load runs in the benchmark process itself)",
+    )
     p.add_argument("--players", type=int, default=100_000, help="distinct players (default 100000)")
     p.add_argument("--no-audit", action="store_true", help="leave the audit sink off (isolates its CPU cost)")
     p.add_argument(
@@ -410,6 +523,12 @@ def parse() -> argparse.Namespace:
     p.add_argument("--intake-workers", type=int, default=1, help="intake processes on one port (default 1)")
     p.add_argument("--linger-ms", type=int, help="LB_KAFKA__LINGER_MS for the run (default: the setting's)")
     p.add_argument("--profile", help="directory for a py-spy profile of every Python process under the load")
+    p.add_argument(
+        "--drain",
+        type=float,
+        default=120,
+        help="longest wait for the audit backlog after the load (default 120 s)",
+    )
     p.add_argument("--no-replay", action="store_true", help="skip the replay and redis-benchmark part")
     p.add_argument(
         "--idle", type=float, default=5, help="seconds of CPU measured without load first (default 5)"

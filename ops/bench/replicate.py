@@ -33,7 +33,7 @@ from regions.settings import Settings, load_settings
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec
 from schema.replication import replicated_awards_topic
-from tests.clusters import KafkaCluster, ReplicatorProcess, bootstrap_topics, end_offsets, two_regions
+from tests.clusters import RegionServers, ReplicatorProcess, bootstrap_topics, end_offsets, two_regions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -204,7 +204,7 @@ async def main(args: argparse.Namespace) -> None:
     )
     data_dir = Path(os.environ.get("LB_OPS_DATA_DIR", ROOT / ".data"))
     with tempfile.TemporaryDirectory(prefix="bench-us-") as scratch:
-        cluster = KafkaCluster(Path(scratch))
+        cluster = RegionServers(Path(scratch))
         print(f"starting region us's Kafka cluster on 127.0.0.1:{cluster.port} ...", flush=True)
         cluster.start()
         try:

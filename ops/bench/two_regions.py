@@ -13,6 +13,12 @@ region's awards. The benchmark board is homed in ``eu``. Signed awards go to bot
 all by the projections' asOf positions per (accepting region, partition); then CPU and RSS of every
 process and server, and the replicators' lag in records and seconds (sampled from their metrics).
 
+``--rates 1000,2000,3000`` measures each rate in turn on the same regions (``--duration`` each) and
+ends with one row per rate, saying which meet the targets (ack p99 < 200 ms and REGIONAL freshness
+p99 < 1 s in both regions, HOME visibility of the other region's awards p99 < 2 s, the offered rate
+accepted, every acknowledged award visible) and the highest rate that does. The board catalog and
+audit live in a keyspace of the benchmark's own on the running Cassandra, dropped at the end.
+
 Run through ``ops/bench/regions`` (it starts and stops the servers). Options: ``--help``.
 """
 
@@ -21,7 +27,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -37,16 +45,18 @@ import httpx
 from pipeline import Results, cpu_seconds, drive, percentile, rss_mib, still_waiting
 
 from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import connect
+from regions.cassandra_store import apply_migrations, connect
 from regions.core.boards import Board
 from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings, load_settings
-from regions.supervisor import Program, region_programs, taken_ports
+from regions.supervisor import Program, port_owner, region_programs, taken_ports
 from tests.clusters import bootstrap_topics
 from tests.harness import free_port, region_env, with_free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ("intake", "processor", "projector", "audit")  # and the replicators; no gateway, no lifecycle
+ACK_P99_MS, REGIONAL_P99_MS, HOME_P99_MS = 200.0, 1000.0, 2000.0  # the targets
+CARRIED = 0.95  # a rate is carried when at least this share of the offered awards was accepted
 
 
 @contextlib.contextmanager
@@ -82,32 +92,36 @@ class Region:
     results: Results = field(default_factory=Results)
 
 
-def region_settings(name: str, index: int, tag: str) -> tuple[Settings, list[Program]]:
-    """The region's settings from ``ops/services env`` with the benchmark's own topics and keys; the
-    processes' fixed ports (8080 + 100*i ...) if they are free, otherwise free ports."""
+def measured(settings: Settings) -> list[Program]:
+    return [p for p in region_programs(settings) if p.name in MEASURED or p.name.startswith("replicator")]
+
+
+def region_settings(name: str, tag: str, free_ports: bool) -> tuple[Settings, list[Program]]:
+    """The region's settings from ``ops/services env`` with the benchmark's own topics, keys and
+    keyspace; the processes' fixed ports (8080 + 100*i ..., as ``ops/run``) unless ``free_ports``
+    or one of them is taken, otherwise free ports."""
     with environment(services_env(name)):
         base = load_settings()
     settings = base.model_copy(update={
         "kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{tag}"}),
         "redis": base.redis.model_copy(update={"key_prefix": f"bench{tag}"}),
+        "cassandra": base.cassandra.model_copy(update={"keyspace": f"lbbench_regions_{tag}"}),
         "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
         # in the benchmark's data folder, removed with it
         "processor": base.processor.model_copy(
             update={"store_dir": str(Path(os.environ["LB_OPS_DATA_DIR"]) / "processor")}
         ),
-        # as ops/run: region i's replicators from 8085 + 100*i
-        "replicator": base.replicator.model_copy(update={"health_port": 8085 + 100 * index}),
     })  # fmt: skip
-    programs = [p for p in region_programs(settings) if p.name in MEASURED or p.name.startswith("replicator")]
-    if taken := taken_ports(programs):
-        print(f"   region {name}: taken {', '.join(taken)}: its processes use free ports instead")
+    programs = measured(settings)
+    taken = taken_ports(programs)
+    if free_ports or taken:
+        if taken:
+            print(f"   region {name}: taken {', '.join(taken)}: its processes use free ports instead")
         settings = with_free_ports(settings)
         settings = settings.model_copy(
             update={"replicator": settings.replicator.model_copy(update={"health_port": free_port()})}
         )
-        programs = [
-            p for p in region_programs(settings) if p.name in MEASURED or p.name.startswith("replicator")
-        ]
+        programs = measured(settings)
         taken = taken_ports(programs)  # the next ports after the replicator's may be taken
         if taken:
             raise SystemExit(f"region {name}: ports still taken: {', '.join(taken)}")
@@ -193,13 +207,13 @@ async def replicator_lag(
 
 
 def server_pids(regions: list[Region]) -> dict[str, int]:
-    """This benchmark's Kafka and Redis of each region, and the shared Cassandra if it is found."""
+    """This benchmark's Kafka and Redis of each region, and the Cassandra node (by its port) when
+    this user can see its process."""
     run = Path(os.environ["LB_OPS_DATA_DIR"]) / "run"
     found = {p.stem: int(p.read_text()) for p in run.glob("*.pid") if p.stem.startswith(("kafka-", "redis-"))}
-    for candidate in (ROOT / ".data" / "run" / "cassandra.pid", Path("/work/main/.data/run/cassandra.pid")):
-        if candidate.exists():
-            found["cassandra (shared)"] = int(candidate.read_text())
-            break
+    owner = re.match(r"pid (\d+)", port_owner(regions[0].settings.cassandra.port) or "")
+    if owner is not None:
+        found["cassandra (shared)"] = int(owner.group(1))
     return {n: p for n, p in found.items() if Path(f"/proc/{p}").exists()}
 
 
@@ -219,18 +233,24 @@ async def main(args: argparse.Namespace) -> None:
     names = args.regions.split(",")
     if len(names) != 2:
         raise SystemExit("--regions names exactly two regions")
-    print(f"== setup: topics bench{tag}.*, {args.duration:.0f} s at {args.rate}/s in batches of {args.batch}, "
-          f"{args.rate // 2}/s into each region's intake; board homed in {names[0]}", flush=True)  # fmt: skip
+    rates = args.rates or [args.rate]
+    print(f"== setup: topics bench{tag}.*, {args.duration:.0f} s at {' then '.join(map(str, rates))} awards/s in "
+          f"batches of {args.batch}, half into each region's intake; board homed in {names[0]}", flush=True)  # fmt: skip
     regions = []
-    for index, name in enumerate(names):
-        settings, programs = region_settings(name, index, tag)
+    for name in names:
+        settings, programs = region_settings(name, tag, args.free_ports)
         redis = connect_redis(settings.redis)
         regions.append(Region(name, settings, programs, RedisProjection(redis, settings.redis.key_prefix)))
+    cassandra = regions[0].settings.cassandra
+    print(
+        f"   keyspace {cassandra.keyspace} on Cassandra {cassandra.contact_points[0]}:{cassandra.port}",
+        flush=True,
+    )
+    apply_migrations(cassandra)
     await bootstrap_topics(*(r.settings for r in regions))
-    cluster, session = connect(regions[0].settings.cassandra)
+    cluster, session = connect(cassandra)
     board = Board(f"bench-{tag}", "Regions benchmark", names[0])
     await CassandraCatalog(session).create(board)
-    cluster.shutdown()
     logs = Path(os.environ["LB_OPS_DATA_DIR"]) / "logs" / f"bench-{tag}"
     logs.mkdir(parents=True, exist_ok=True)
     kept_logs = ROOT / ".data" / "logs" / f"bench-regions-{tag}"
@@ -239,46 +259,118 @@ async def main(args: argparse.Namespace) -> None:
             start(region, args, logs)
         await until_ready(regions, 180)  # a loaded machine starts ten processes slowly
         await asyncio.sleep(args.warmup)
-        home, other = regions
-        views = [
-            Visibility(home, home, f"REGIONAL freshness {home.name} (= HOME)"),
-            Visibility(other, other, f"REGIONAL freshness {other.name}"),
-            Visibility(other, home, f"accepted in {other.name} -> HOME ({home.name})"),
-            Visibility(home, other, f"accepted in {home.name} -> {other.name}"),
-        ]
-        pids = {f"{r.name} {n}": p.pid for r in regions for n, p in r.procs.items()}
-        pids |= server_pids(regions) | {"bench (load + watch)": os.getpid()}
-        per_region = argparse.Namespace(
-            **{**vars(args), "rate": args.rate / 2, "connections": args.connections // 2}
-        )
-        stop, lag_samples = asyncio.Event(), dict[str, list[tuple[float, float]]]()
-        watcher = asyncio.create_task(watch(views, stop))
-        sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
-        cpu0, t0 = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
-        print("== load running ...", flush=True)
-        await asyncio.gather(
-            *(drive(r.settings.intake.port, board.id, per_region, r.results) for r in regions)
-        )
-        wall = time.perf_counter() - t0
-        cpu = {n: (cpu_seconds(p) - cpu0[n]) / wall * 100 for n, p in pids.items()}
-        rss = {n: rss_mib(p) for n, p in pids.items()}
-        print(
-            "== load done; waiting (at most 60 s) for every acknowledged award to be visible ...", flush=True
-        )
-        stop.set()
-        try:
-            await asyncio.wait_for(watcher, 60)
-        except TimeoutError:
-            print("   some awards were still not visible after 60 s")
-        await sampler
-        report(args, regions, views, wall, cpu, rss, lag_samples)
+        rows = []
+        for rate in rates:
+            rows.append(await measure(args, regions, board, rate))
+        if len(rows) > 1:
+            summary(rows)
     finally:
         stop_all(regions)
         for region in regions:
             await region.projection.redis.aclose()
+        session.execute(f"DROP KEYSPACE IF EXISTS {cassandra.keyspace}", timeout=120)
+        cluster.shutdown()
         kept_logs.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(logs, kept_logs, dirs_exist_ok=True)  # the data folder is removed at the end
         print(f"logs: {kept_logs}")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One rate's figures against the targets."""
+
+    rate: int
+    accepted_per_s: float
+    ack_p99_ms: dict[str, float]
+    regional_p99_ms: dict[str, float]
+    home_ms: tuple[float, float, float]  # p50, p95, p99 of the other region's awards in HOME
+    never_seen: int
+    misses: tuple[str, ...]  # the targets missed; empty: all met
+
+
+def judge(rate: int, duration: float, wall: float, regions: list[Region], views: list[Visibility]) -> Row:
+    """The figures of one rate against the targets. The rate is carried when the awards accepted
+    reach ``CARRIED`` of those offered (``rate`` for ``duration`` s): the last requests' answers,
+    which lengthen ``wall``, do not count against it."""
+    home, other = regions
+    accepted = sum(r.results.accepted for r in regions)
+    ack = {r.name: percentile(r.results.ack_ms, 0.99) for r in regions}
+    regional = {v.source.name: percentile(v.ms, 0.99) for v in views if v.source is v.seen_in}
+    [to_home] = [v for v in views if v.source is other and v.seen_in is home]
+    home_ms = (percentile(to_home.ms, 0.5), percentile(to_home.ms, 0.95), percentile(to_home.ms, 0.99))
+    never_seen = sum(len(v.waiting) for v in views)
+    offered = rate * duration
+    misses = (
+        [f"accepted {accepted} < {CARRIED:.0%} of the {offered:.0f} offered"]
+        if accepted < CARRIED * offered
+        else []
+    )
+    misses += [f"ack p99 {n} {ms:.0f} ms" for n, ms in ack.items() if not ms < ACK_P99_MS]
+    misses += [f"REGIONAL p99 {n} {ms:.0f} ms" for n, ms in regional.items() if not ms < REGIONAL_P99_MS]
+    if not home_ms[2] < HOME_P99_MS:
+        misses.append(f"HOME visibility p99 {home_ms[2]:.0f} ms")
+    if never_seen:
+        misses.append(f"{never_seen} acknowledged batches never visible")
+    return Row(rate, accepted / wall, ack, regional, home_ms, never_seen, tuple(misses))
+
+
+async def measure(args: argparse.Namespace, regions: list[Region], board: Board, rate: int) -> Row:
+    """One run of ``args.duration`` s at ``rate`` awards/s, reported in full."""
+    for region in regions:
+        region.results = Results()
+    home, other = regions
+    views = [
+        Visibility(home, home, f"REGIONAL freshness {home.name} (= HOME)"),
+        Visibility(other, other, f"REGIONAL freshness {other.name}"),
+        Visibility(other, home, f"accepted in {other.name} -> HOME ({home.name})"),
+        Visibility(home, other, f"accepted in {home.name} -> {other.name}"),
+    ]
+    pids = {f"{r.name} {n}": p.pid for r in regions for n, p in r.procs.items()}
+    pids |= server_pids(regions) | {"bench (load + watch)": os.getpid()}
+    per_region = argparse.Namespace(**{**vars(args), "rate": rate / 2, "connections": args.connections // 2})
+    stop, lag_samples = asyncio.Event(), dict[str, list[tuple[float, float]]]()
+    watcher = asyncio.create_task(watch(views, stop))
+    sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
+    cpu0, t0 = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
+    print(f"== load running: {rate} awards/s for {args.duration:.0f} s ...", flush=True)
+    await asyncio.gather(*(drive(r.settings.intake.port, board.id, per_region, r.results) for r in regions))
+    wall = time.perf_counter() - t0
+    cpu = {n: (cpu_seconds(p) - cpu0[n]) / wall * 100 for n, p in pids.items()}
+    rss = {n: rss_mib(p) for n, p in pids.items()}
+    print("== load done; waiting (at most 60 s) for every acknowledged award to be visible ...", flush=True)
+    stop.set()
+    try:
+        await asyncio.wait_for(watcher, 60)
+    except TimeoutError:
+        print("   some awards were still not visible after 60 s")
+    await sampler
+    args_at_rate = argparse.Namespace(**{**vars(args), "rate": rate})
+    report(args_at_rate, regions, views, wall, cpu, rss, lag_samples)
+    row = judge(rate, args.duration, wall, regions, views)
+    print(
+        f"\n== targets at {rate}/s: " + ("all met" if not row.misses else "missed: " + "; ".join(row.misses))
+    )
+    return row
+
+
+def summary(rows: list[Row]) -> None:
+    """One row per rate, which meet the targets, and the highest rate that does."""
+    print(f"\n== rates (targets: ack p99 < {ACK_P99_MS:.0f} ms, REGIONAL freshness p99 < {REGIONAL_P99_MS:.0f} ms, "
+          f"HOME visibility p99 < {HOME_P99_MS:.0f} ms; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})")  # fmt: skip
+
+    def pair(values: dict[str, float]) -> str:
+        return " / ".join("-" if math.isnan(v) else f"{v:.0f}" for v in values.values())
+
+    names = " / ".join(rows[0].ack_p99_ms)
+    print(f"{'offered/s':>9} {'accepted/s':>10}  {'ack p99 ms ' + names:>22}  {'REGIONAL p99 ms ' + names:>26}  "
+          f"{'HOME p50/p95/p99 ms':>20}  meets")  # fmt: skip
+    for row in rows:
+        home = " / ".join(f"{v:.0f}" for v in row.home_ms)
+        meets = "yes" if not row.misses else "no: " + "; ".join(row.misses)
+        print(f"{row.rate:>9} {row.accepted_per_s:>10.0f}  {pair(row.ack_p99_ms):>22}  {pair(row.regional_p99_ms):>26}  "
+              f"{home:>20}  {meets}")  # fmt: skip
+    met = [row.rate for row in rows if not row.misses]
+    print(f"highest rate meeting the targets: {max(met)} awards/s" if met else "no rate met the targets")
 
 
 def report(
@@ -316,12 +408,35 @@ def report(
     print(f"{'all':32} {sum(cpu.values()):7.1f}")
 
 
+def _rates(text: str) -> list[int]:
+    try:
+        rates = [int(r) for r in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give awards per second separated by commas, e.g. 1000,2000"
+        ) from None
+    if not rates or min(rates) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: every rate must be above 0")
+    return rates
+
+
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--regions", default="eu,us", help="the two regions; the board is homed in the first")
     p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
     p.add_argument(
         "--rate", type=int, default=3000, help="awards per second offered, both regions (default 3000)"
+    )
+    p.add_argument(
+        "--rates",
+        type=_rates,
+        default=None,
+        help="several rates, measured in turn on the same regions, e.g. 1000,2000,3000 (instead of --rate)",
+    )
+    p.add_argument(
+        "--free-ports",
+        action="store_true",
+        help="give every process a free port instead of region i's fixed 8080 + 100*i ones",
     )
     p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
     p.add_argument(

@@ -21,7 +21,9 @@ async def amain() -> None:
     os.nice(settings.audit.niceness)
     health = Health("audit")
     # Connected in the background: during a Cassandra outage the sink starts, waits and reports its backlog.
-    audit = CassandraConnection.to(settings.cassandra, CassandraAudit)
+    audit = CassandraConnection.to(
+        settings.cassandra, lambda session: CassandraAudit(session, settings.audit.batch_rows)
+    )
     connecting = asyncio.create_task(audit.run())
     sink = AuditSink(settings, audit, health)
     health.checks["cassandra"] = lambda: audit.reachable() and sink.cassandra_ok

@@ -1,9 +1,15 @@
 """The audit sink: applied awards into Cassandra history, one row per event id.
 
-At-least-once from Kafka plus ``INSERT ... IF NOT EXISTS`` gives exactly one row per applied award.
-Offsets are committed only after every row of a batch is written, so a Cassandra outage only delays
-the audit: it never blocks intake or projection, and the sink catches up when Cassandra returns. The
-sink starts during an outage too, and reports its true backlog meanwhile.
+At-least-once from Kafka plus idempotent rows (writing an applied award again leaves the same row,
+see ``regions.cassandra_audit``) gives exactly one row per applied award. Offsets are committed
+past a batch only after every row of it is written, so a Cassandra outage only delays the audit:
+it never blocks intake or projection, and the sink catches up when Cassandra returns. The sink
+starts during an outage too, and reports its true backlog meanwhile.
+
+Before it writes a batch, the sink commits how far the batch reaches (``regions.core.audit_progress``).
+A sink that starts after one stopped in the middle of a batch checks the rows of those records
+first and counts the ones it finds as present, not written: ``lb_audit_rows_written_total`` counts
+every row once, however often its record is delivered.
 
 A record that can never become a row (it cannot be decoded, or Cassandra refuses its values) is sent
 to the reconciliation topic with the reason, its position and its bytes, then committed past: it
@@ -20,7 +26,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
@@ -28,10 +34,17 @@ from cassandra import InvalidRequest
 
 from regions.cassandra_audit import AuditRow, CassandraAudit
 from regions.cassandra_store import CassandraConnection, CassandraUnavailable
+from regions.core.audit_progress import intent_metadata, unsure_before
 from regions.core.rate_limit import TokenBuckets
 from regions.health import Health
-from regions.kafka_clients import assign_from_committed, make_consumer, make_producer, partitions_of
-from regions.metrics import AUDIT_BACKLOG, AUDIT_LEFT_TO_HOME, AUDIT_RECONCILED, AUDIT_WRITTEN
+from regions.kafka_clients import (
+    assign_from_committed,
+    committed_metadata,
+    make_consumer,
+    make_producer,
+    partitions_of,
+)
+from regions.metrics import AUDIT_BACKLOG, AUDIT_LEFT_TO_HOME, AUDIT_PRESENT, AUDIT_RECONCILED, AUDIT_WRITTEN
 from regions.settings import Settings
 from regions.throttled_log import ThrottledLog
 from schema.records import AppliedAward, Codec, Reconciliation
@@ -42,13 +55,14 @@ CONCURRENCY = 128  # rows in flight to Cassandra at once
 REFUSED_FOR_GOOD = (TypeError, ValueError, InvalidRequest)
 
 
-def audit_row(applied: AppliedAward) -> AuditRow:
+def audit_row(applied: AppliedAward, applied_at_ms: int) -> AuditRow:
+    """The row of an applied award; ``applied_at_ms`` is its applied-award record's timestamp."""
     a = applied.award
     return AuditRow(
         event_id=a.event_id, board_id=a.board_id, user_id=a.user_id, match_id=a.match_id,
         award_type=a.award_type, amount=a.amount, occurred_at_ms=a.occurred_at_ms, region=a.region,
         source_partition=applied.source_partition, source_offset=applied.source_offset,
-        total=applied.total, version=applied.version,
+        total=applied.total, version=applied.version, applied_at_ms=applied_at_ms,
     )  # fmt: skip
 
 
@@ -61,11 +75,16 @@ def audited_here(applied: AppliedAward, region: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A row to write and the record it came from."""
+    """A row to write and the record it came from; ``unsure``: an earlier sink may have written it."""
 
     record: ConsumerRecord
     applied: AppliedAward
     row: AuditRow
+    unsure: bool = False
+
+
+WRITTEN, PRESENT = "written", "present"
+Outcome = str | Exception  # WRITTEN, PRESENT, or why the row is not written (yet)
 
 
 class AuditSink:
@@ -84,31 +103,48 @@ class AuditSink:
         self._report: Callable[[], Awaitable[None]] | None = None
         self.cassandra_ok = True
 
-    async def _record(self, rows: list[AuditRow]) -> list[bool | Exception]:
+    async def _record(self, pending: list[Pending]) -> list[tuple[Outcome, bool]]:
+        """One attempt at every row: the unsure ones are looked for first, the others written. Per
+        row its outcome, and whether it is still unsure (it was not looked for successfully)."""
         try:
             audit = self._audit.adapter
         except CassandraUnavailable as exc:
-            return [exc] * len(rows)
-        results: list[bool | Exception] = []
-        for start in range(0, len(rows), CONCURRENCY):
-            results += await audit.record_many(rows[start : start + CONCURRENCY])
-        return results
+            return [(exc, p.unsure) for p in pending]
+        outcomes: list[tuple[Outcome, bool]] = [(WRITTEN, False)] * len(pending)
+        unsure = [i for i, p in enumerate(pending) if p.unsure]
+        for start in range(0, len(unsure), CONCURRENCY):
+            chunk = unsure[start : start + CONCURRENCY]
+            found = await audit.present_many([pending[i].row.event_id for i in chunk])
+            for i, present in zip(chunk, found, strict=True):
+                if isinstance(present, Exception):
+                    outcomes[i] = (present, True)
+                elif present:
+                    outcomes[i] = (PRESENT, False)
+        to_write = [i for i, (outcome, _) in enumerate(outcomes) if outcome == WRITTEN]
+        for start in range(0, len(to_write), CONCURRENCY):
+            chunk = to_write[start : start + CONCURRENCY]
+            errors = await audit.write_many([pending[i].row for i in chunk])
+            for i, error in zip(chunk, errors, strict=True):
+                if error is not None:
+                    outcomes[i] = (error, False)  # looked for and not there: this sink's to write
+        return outcomes
 
     async def _write(self, pending: list[Pending]) -> list[tuple[Pending, Exception]]:
-        """Write every row, retrying failures with capped exponential backoff until each is written
-        or refused for good; returns those refused, with why."""
+        """Write every row, retrying failures with capped exponential backoff until each is written,
+        found present or refused for good; returns those refused, with why."""
         cfg = self._settings.audit
         delay = cfg.retry_initial_s
         refused: list[tuple[Pending, Exception]] = []
         while pending:
-            results = await self._record([p.row for p in pending])
             failed = []
-            for item, result in zip(pending, results, strict=True):
-                if isinstance(result, REFUSED_FOR_GOOD):
-                    refused.append((item, result))
-                elif isinstance(result, Exception):
-                    failed.append((item, result))
-                elif result:
+            for item, (outcome, unsure) in zip(pending, await self._record(pending), strict=True):
+                if isinstance(outcome, REFUSED_FOR_GOOD):
+                    refused.append((item, outcome))
+                elif isinstance(outcome, Exception):
+                    failed.append((replace(item, unsure=unsure), outcome))
+                elif outcome == PRESENT:
+                    AUDIT_PRESENT.inc()
+                else:
                     AUDIT_WRITTEN.inc()
             self.cassandra_ok = not failed
             if failed:
@@ -149,8 +185,11 @@ class AuditSink:
             )
         )  # fmt: skip
 
-    async def _handle(self, producer: AIOKafkaProducer, records: list[ConsumerRecord]) -> None:
-        """Audit a batch; what cannot be audited goes to reconciliation, acknowledged before return."""
+    async def _handle(
+        self, producer: AIOKafkaProducer, records: list[ConsumerRecord], unsure: dict[TopicPartition, int]
+    ) -> None:
+        """Audit a batch; what cannot be audited goes to reconciliation, acknowledged before return.
+        Rows of records before ``unsure`` (per partition) may be written already: they are looked for."""
         pending, unaudited = [], []
         for record in records:
             try:
@@ -161,7 +200,12 @@ class AuditSink:
             if not audited_here(applied, self._settings.region):
                 AUDIT_LEFT_TO_HOME.inc()
                 continue
-            pending.append(Pending(record, applied, audit_row(applied)))
+            tp = TopicPartition(record.topic, record.partition)
+            pending.append(
+                Pending(
+                    record, applied, audit_row(applied, record.timestamp), record.offset < unsure.get(tp, 0)
+                )
+            )
         for item, error in await self._paced(pending):
             detail = f"Cassandra refused the row: {error}"
             unaudited.append(
@@ -189,19 +233,28 @@ class AuditSink:
             ]
             await assign_from_committed(consumer, tps)
             done = {tp: await consumer.position(tp) for tp in tps}
+            committed = dict(done)
+            intents = await committed_metadata(self._settings.kafka, self._group, tps)
+            unsure = {tp: unsure_before(done[tp], intents.get(tp, "")) for tp in tps}
             self._report = lambda: self._report_backlog(consumer, done)
             while not stop.is_set():
                 polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
                 records = [r for rs in polled.values() for r in rs]
-                if records:
-                    await self._handle(producer, records)
-                # Every record before the position is handled; it also steps over transaction markers.
+                # Every record before the position is handled once this batch is; it also steps over
+                # transaction markers.
                 positions = {tp: await consumer.position(tp) for tp in tps}
-                moved = {tp: offset for tp, offset in positions.items() if offset != done[tp]}
-                if moved:
-                    await consumer.commit(moved)
-                    done |= moved
+                if records:
+                    # What is done, and how far this batch may write: one commit per batch.
+                    await consumer.commit({tp: (done[tp], intent_metadata(positions[tp])) for tp in tps})
+                    committed = dict(done)
+                    await self._handle(producer, records, unsure)
+                done |= positions
+                if not records and done != committed:
+                    await consumer.commit(dict(done))
+                    committed = dict(done)
                 await self._report_backlog(consumer, done)
+            if done != committed:
+                await consumer.commit(dict(done))
         finally:
             self._report = None
             await producer.stop()

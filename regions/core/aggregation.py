@@ -30,6 +30,8 @@ class PlayerState:
     total: int
     version: int
     reached: str  # regions.core.ordering.reached_key of the award that reached the total
+    # ROLLING boards only: (day, the day's fold, its tie order key), oldest first (regions.core.rolling)
+    buckets: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,17 +113,25 @@ def reached_after(
     return key if total != state.total else min(state.reached, key)
 
 
+def repeat_of(
+    event_id: str, digest: str, at_ms: int, seen: Seen | None, memory: DedupeMemory
+) -> Duplicate | Conflict | Forgotten | None:
+    """Duplicate, Conflict or Forgotten when event ``event_id`` (payload ``digest``, judged at
+    ``at_ms``) may repeat a copy within the horizon; else None."""
+    if seen is not None and abs(at_ms - seen.at_ms) < memory.horizon_ms:
+        if seen.digest == digest:
+            return Duplicate(event_id)
+        return Conflict(event_id, seen.digest, digest)
+    since = memory.complete_since_ms
+    if since is not None and at_ms - memory.horizon_ms < since:
+        # A copy accepted up to a horizon earlier could be one the memory no longer holds.
+        return Forgotten(event_id, since)
+    return None
+
+
 def repeat_outcome(award: AwardEvent, seen: Seen | None, memory: DedupeMemory) -> Outcome | None:
     """Duplicate, Conflict or Forgotten when ``award`` may repeat a copy within the horizon; else None."""
-    if seen is not None and abs(award.accepted_at_ms - seen.at_ms) < memory.horizon_ms:
-        if seen.digest == award.digest:
-            return Duplicate(award.event_id)
-        return Conflict(award.event_id, seen.digest, award.digest)
-    since = memory.complete_since_ms
-    if since is not None and award.accepted_at_ms - memory.horizon_ms < since:
-        # A copy accepted up to a horizon earlier could be one the memory no longer holds.
-        return Forgotten(award.event_id, since)
-    return None
+    return repeat_of(award.event_id, award.digest, award.accepted_at_ms, seen, memory)
 
 
 def apply_award(

@@ -77,5 +77,10 @@ class BoardCache:
             return Hit(None)
         return None
 
+    def forget(self, board_id: str) -> None:
+        """The board changed (its status, say): the next lookup reads the catalog again."""
+        self._known.pop(board_id, None)
+        self._unknown.pop(board_id, None)
+
     def unknown_ids(self) -> int:
         return len(self._unknown)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from regions.core.ids import board_id_error
+from regions.core.periods import WindowSpec
+from regions.core.windows import decode_window
+from schema.scoped import period_board_id, split_board_id
 
 
 class SortOrder(StrEnum):
@@ -45,9 +48,12 @@ class Board:
     window: str | None = None
     status: BoardStatus = BoardStatus.OPEN
     allow_negative: bool = False  # SUM boards only: whether an award may lower a total
+    # A CLOSED board's cutoffs, recorded when it closed: (``<region>:<partition>``, offset), sorted.
+    cutoffs: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
-        problem = board_id_error(self.id)
+        base, period = split_board_id(self.id)  # a period of a board: see ``for_period``
+        problem = board_id_error(base) if period != "" else "must not end with @"
         if problem is not None:
             raise InvalidBoardError(f"id {self.id!r}: {problem}")
         if not 1 <= len(self.name) <= 200:
@@ -56,6 +62,26 @@ class Board:
             raise InvalidBoardError(
                 f"allow_negative: only SUM boards take deltas; a {self.aggregation} board keeps any score"
             )
+
+    @property
+    def window_spec(self) -> WindowSpec | None:
+        """The board's time window; None for an all-time board. ``InvalidWindow`` for a window this
+        release does not know (one a newer release stored): the board is read, its awards are not taken."""
+        return decode_window(self.window)
+
+    @property
+    def base_id(self) -> str:
+        """The catalog board this is (itself, or the board a period belongs to)."""
+        return split_board_id(self.id)[0]
+
+    @property
+    def period_key(self) -> str | None:
+        return split_board_id(self.id)[1]
+
+    def for_period(self, key: str) -> Board:
+        """The board under which period ``key`` is projected, closed and archived: ``<id>@<key>``,
+        with this board's rules."""
+        return replace(self, id=period_board_id(self.base_id, key))
 
     @property
     def amount_field(self) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from regions.core.boards import BoardStatus
 
+MAX_REASON = 500  # characters of a close's or a correction's reason
+
 TRANSITIONS: Mapping[BoardStatus, frozenset[BoardStatus]] = {
     BoardStatus.OPEN: frozenset({BoardStatus.CLOSING}),
     BoardStatus.CLOSING: frozenset({BoardStatus.CLOSED}),
@@ -59,6 +61,14 @@ def close_request(status: BoardStatus) -> BeginClose | AlreadyClosing:
 def position_name(region: str, partition: int) -> str:
     """How a (region, partition) is named in cutoffs and positions: ``<region>:<partition>``."""
     return f"{region}:{partition}"
+
+
+def parse_position_name(name: str) -> tuple[str, int]:
+    """(region, partition) of a ``<region>:<partition>`` name; ValueError when it is not one."""
+    region, _, partition = name.rpartition(":")
+    if not region or not partition.isdigit():
+        raise ValueError(f"position {name!r} is not <region>:<partition>")
+    return region, int(partition)
 
 
 def required_cutoffs(regions: Iterable[str], partitions: int) -> frozenset[str]:
@@ -138,3 +148,11 @@ def next_step(
     if missing:
         return AwaitCutoffs(frozenset(missing))
     return Archive({name: progress.reached[name] for name in sorted(required)})
+
+
+def announced_state(status: BoardStatus, result_version: int | None) -> str | None:
+    """What subscribers are told of a board's lifecycle, as one comparable value: its status and,
+    once CLOSED, its newest result version (each correction is news); None for an OPEN board."""
+    if status is BoardStatus.OPEN:
+        return None
+    return f"{status}:{result_version}" if status is BoardStatus.CLOSED else str(status)

@@ -4,11 +4,13 @@ the asOf it reflects. Pure values and the rules that build them from one atomic 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from regions.core.boards import Board, TiePolicy
+from regions.core.boards import Board, BoardStatus, TiePolicy
 from regions.core.freshness import RegionStatus
+from regions.core.lifecycle import parse_position_name
 from regions.core.ordering import REACHED_WIDTH, user_of
 from regions.core.positions import SourceKey
 
@@ -63,6 +65,20 @@ class Window:
     first: int
     count: int
     rows: list[tuple[str, str]]
+
+
+def board_positions(board: Board, live: Mapping[SourceKey, int]) -> dict[SourceKey, int]:
+    """What a read of ``board`` claims: the projection's positions, or for a CLOSED board its cutoffs
+    (every award before them is in its frozen standings, none after), each no further than this
+    projection has reached (a region still replicating up to a cutoff claims only what it holds)."""
+    if board.status is not BoardStatus.CLOSED or not board.cutoffs:
+        return dict(live)
+    claimed = {}
+    for name, cutoff in board.cutoffs:
+        key = parse_position_name(name)
+        if key in live:
+            claimed[key] = min(live[key], cutoff)
+    return claimed
 
 
 def member_strip(board: Board) -> int:

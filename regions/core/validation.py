@@ -149,9 +149,26 @@ def parse_request(body: object, max_batch: int) -> Parsed | Invalid | BatchTooLa
     return Invalid(tuple(errors)) if errors else Parsed(tuple(awards), prefixes)
 
 
+def check_event_time(award: AwardInput, now_ms: int, max_future_ms: int, at: str = "") -> list[FieldError]:
+    """``occurredAt`` may be ahead of the intake's clock by at most ``max_future_ms`` (clocks drift;
+    an award from further ahead would count in a period that has not begun)."""
+    if award.occurred_at_ms is not None and award.occurred_at_ms > now_ms + max_future_ms:
+        return [
+            FieldError(
+                at + "occurredAt", f"must be at most {max_future_ms // 1000} s after the intake's clock"
+            )
+        ]
+    return []
+
+
 def check_against_board(award: AwardInput, board: Board, at: str = "") -> list[FieldError]:
     """Rules that depend on the board: SUM boards take ``delta`` (negative only when the board allows
-    it), best-of boards take ``score``."""
+    it), best-of boards take ``score``; a board with a time window needs ``occurredAt``, because the
+    award's period is its event time: an acceptance time would put a retry accepted by another
+    region across a period boundary in another period, and regions would disagree."""
+    if board.window and award.occurred_at_ms is None:
+        return [FieldError(at + "occurredAt", f"is required: board {board.id} has a time window, and an "
+                           "award counts in the period of its event time")]  # fmt: skip
     wanted = board.amount_field
     if getattr(award, wanted) is None:
         other = "score" if wanted == "delta" else "delta"

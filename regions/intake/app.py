@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from regions.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.core.boards import Board, BoardStatus
+from regions.core.periods import InvalidWindow, WindowSpec, closed_rule
 from regions.core.rate_limit import TokenBuckets
 from regions.core.signing import AuthFailure, Denied, verify
 from regions.core.validation import (
@@ -27,6 +28,7 @@ from regions.core.validation import (
     FieldError,
     Invalid,
     check_against_board,
+    check_event_time,
     parse_request,
 )
 from regions.health import Health, health_routes
@@ -88,43 +90,42 @@ class Intake:
     def _catalog_failed(self, exc: Exception) -> None:
         self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%r)", exc)
 
-    async def _body(self, request: Request) -> bytes:
+    async def _body(self, request: Request, declared: str) -> bytes:
         """The body, read no further than the cap (a chunked body declares no length)."""
         limit = self._settings.intake.max_body_bytes
-        too_large = Rejection(
-            413, "body_too_large", f"request body is over {limit} bytes",
-            (FieldError("body", f"must be at most {limit} bytes"),),
-        )  # fmt: skip
-        declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            raise too_large
+            raise _too_large(limit)
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise too_large
+                raise _too_large(limit)
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _authenticate(self, request: Request, body: bytes) -> str:
-        h = request.headers
+    def _authenticate(self, h: dict[str, str], body: bytes) -> str:
         result = verify(
             h.get("x-award-key-id"), h.get("x-award-timestamp"), h.get("x-award-signature"), body,
             self._secrets, int(time.time()), self._settings.intake.max_clock_skew_s,
         )  # fmt: skip
         if isinstance(result, Denied):
             if result.reason is AuthFailure.MISSING:
-                fields = tuple(FieldError(name, "is required") for name in AUTH_HEADERS if not h.get(name))
+                fields = tuple(
+                    FieldError(name, "is required") for name in AUTH_HEADERS if not h.get(name.lower())
+                )
             else:
                 fields = (FieldError(_AUTH_HEADER_AT_FAULT[result.reason], result.message),)
             raise Rejection(result.status, f"auth_{result.reason}", result.message, fields)
         return result
 
     async def _check_boards(
-        self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...]
+        self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...], now_ms: int
     ) -> dict[str, Board]:
         boards: dict[str, Board] = {}
         errors: list[FieldError] = []
+        closed: list[FieldError] = []
+        windows = self._settings.windows
+        window_now = windows.now_ms(now_ms / 1000)
         for award, prefix in zip(awards, prefixes, strict=True):
             try:
                 board = boards.get(award.leaderboard_id) or await self._boards.get(award.leaderboard_id)
@@ -141,9 +142,29 @@ class Intake:
                                 "more awards", (FieldError(prefix + "leaderboardId", "must name an open board"),))  # fmt: skip
             boards[board.id] = board
             errors += check_against_board(award, board, prefix)
+            errors += check_event_time(award, window_now, int(windows.max_future_s * 1000), prefix)
+            spec = self._window(board)
+            if spec is not None and not errors and award.occurred_at_ms is not None:
+                rule = closed_rule(spec, award.occurred_at_ms, window_now, int(windows.grace_s * 1000))
+                if rule is not None:
+                    closed.append(FieldError(prefix + "occurredAt", rule))
         if errors:
             raise Rejection(400, "invalid_field", "some fields are invalid", tuple(errors))
+        if closed:
+            raise Rejection(409, "period_closed", "some awards fall in periods that take no more awards",
+                            tuple(closed))  # fmt: skip
         return boards
+
+    @staticmethod
+    def _window(board: Board) -> WindowSpec | None:
+        try:
+            return board.window_spec
+        except InvalidWindow as exc:
+            raise Rejection(
+                503, "unsupported_window", f"leaderboard {board.id!r} has a time window this intake does not "
+                f"know ({exc}): it takes the board's awards once it runs the release that created the board",
+                retry_after=60,
+            ) from exc  # fmt: skip
 
     def _event(self, award: AwardInput, board: Board, now_ms: int) -> AwardEvent:
         return AwardEvent(
@@ -161,12 +182,16 @@ class Intake:
             sort_order=board.sort_order.value,
             tie_policy=board.tie_policy.value,
             home_region=board.home_region,
+            window=board.window or "",
         )
 
     async def accept(self, request: Request) -> Response:
-        _check_content_type(request.headers.get("content-type", ""))
-        body = await self._body(request)
-        key_id = self._authenticate(request, body)
+        # One pass over the raw headers (Starlette's lookups scan them again for every name); the
+        # first of repeated headers counts, as with Starlette's.
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(request.scope["headers"])}
+        _check_content_type(headers.get("content-type", ""))
+        body = await self._body(request, headers.get("content-length", ""))
+        key_id = self._authenticate(headers, body)
         try:
             raw = msgspec.json.decode(body)
         except msgspec.DecodeError as exc:
@@ -180,12 +205,12 @@ class Intake:
             )  # fmt: skip
         if isinstance(parsed, Invalid):
             raise Rejection(400, "invalid_field", "some fields are invalid", parsed.errors)
-        boards = await self._check_boards(parsed.awards, parsed.field_prefixes)
+        now_ms = int(time.time() * 1000)
+        boards = await self._check_boards(parsed.awards, parsed.field_prefixes, now_ms)
         wait = self._buckets.take(key_id, len(parsed.awards), time.monotonic())
         if wait:
             raise Rejection(429, "rate_limited", f"key {key_id!r} is over its award rate",
                             (FieldError("X-Award-Key-Id", "is over its award rate"),), retry_after=wait)  # fmt: skip
-        now_ms = int(time.time() * 1000)
         events = [self._event(a, boards[a.leaderboard_id], now_ms) for a in parsed.awards]
         encode = msgspec.msgpack.encode
         try:
@@ -213,8 +238,17 @@ class Intake:
         return rejection.response()
 
 
+def _too_large(limit: int) -> Rejection:
+    return Rejection(
+        413, "body_too_large", f"request body is over {limit} bytes",
+        (FieldError("body", f"must be at most {limit} bytes"),),
+    )  # fmt: skip
+
+
 def _check_content_type(value: str) -> None:
     """Awards are JSON in UTF-8: ``application/json``, with no charset or ``charset=utf-8``."""
+    if value == "application/json":
+        return
     media, *params = (part.strip().lower() for part in value.split(";"))
     charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
     if media != "application/json" or any(c not in ("utf-8", "utf8") for c in charsets):
@@ -227,14 +261,18 @@ def _check_content_type(value: str) -> None:
 def create_app(settings: Settings, boards: BoardLookup, publish: Publish, health: Health) -> Starlette:
     intake = Intake(settings, boards, publish)
 
+    accepted = INTAKE_REQUESTS.labels("accepted")
+
     async def post_awards(request: Request) -> Response:
-        with INTAKE_SECONDS.time():
-            try:
-                response = await intake.accept(request)
-            except Rejection as rejection:
-                return intake.refused(rejection)
-            INTAKE_REQUESTS.labels("accepted").inc()
-            return response
+        started = time.perf_counter()
+        try:
+            response = await intake.accept(request)
+        except Rejection as rejection:
+            response = intake.refused(rejection)
+        else:
+            accepted.inc()
+        INTAKE_SECONDS.observe(time.perf_counter() - started)
+        return response
 
     return Starlette(
         routes=[Route("/internal/awards", post_awards, methods=["POST"]), *health_routes(health)]

@@ -9,18 +9,21 @@ from aiokafka.errors import KafkaError
 from cassandra.cluster import Session
 from redis.exceptions import RedisError
 
+from regions.cassandra_corrections import CassandraCorrections
 from regions.cassandra_lifecycle import CassandraLifecycle
+from regions.cassandra_periods import CassandraPeriods
 from regions.cassandra_results import CassandraResults
 from regions.cassandra_store import CassandraConnection, CassandraUnavailable
 from regions.health import Health, serve_health
-from regions.lifecycle.loop import LifecycleWorker
+from regions.lifecycle.loop import LifecycleStores, LifecycleWorker
 from regions.redis_projection import connect_redis
 from regions.settings import load_settings
 from regions.worker import run_process, run_until_stopped
 
 
-def _adapters(session: Session) -> tuple[CassandraLifecycle, CassandraResults]:
-    return CassandraLifecycle(session), CassandraResults(session)
+def _adapters(session: Session) -> LifecycleStores:
+    return LifecycleStores(CassandraLifecycle(session), CassandraResults(session), CassandraCorrections(session),
+                           CassandraPeriods(session))  # fmt: skip
 
 
 async def amain() -> None:

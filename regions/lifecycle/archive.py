@@ -65,6 +65,7 @@ async def archive_projection(
     reason: str | None,
     chunk_size: int,
     created_at: datetime,
+    pause_s: float = 0.0,
 ) -> Archived:
     """Write the board's projection as result ``version`` (once complete, it is left as it is)."""
     done = await results.get(board.id, version)
@@ -79,6 +80,8 @@ async def archive_projection(
         chunks = list(zip(numbers, read, strict=True))
         entries += sum(len(chunk.entries) for _, chunk in chunks)
         await results.put_chunks(board.id, version, chunks)
+        if pause_s:
+            await asyncio.sleep(pause_s)  # a fault for tests (lifecycle.fault_chunk_pause_ms)
     if entries != players:  # the projection changed under the archive: it was not final
         raise RuntimeError(f"{board.id}: the projection held {players} players, then {entries} were read")
     header = ResultHeader(board.id, version, created_at, reason, players, count, chunk_size)

@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from regions.cassandra_lifecycle import CassandraLifecycle, CloseRecord
-from regions.core.lifecycle import BeginClose, close_request
-
-MAX_REASON = 500
+from regions.core.lifecycle import MAX_REASON, BeginClose, close_request
 
 
 class CloseRefused(Exception):

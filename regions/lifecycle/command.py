@@ -1,17 +1,26 @@
-"""``ops/lb close`` and ``ops/lb results``: an operator's view of a board's close and its archive."""
+"""``ops/lb close``, ``ops/lb correct`` and ``ops/lb results``: an operator's view of a board's close,
+its corrections and its archive."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from cassandra.cluster import Session
 
+from regions.cassandra_corrections import CassandraCorrections, CorrectionEntry
 from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.cassandra_results import CassandraResults
+from regions.core.corrections import CorrectionRequest
 from regions.core.results import page, page_chunks
 from regions.lifecycle.close import begin_close
+from regions.lifecycle.correct import record_correction
+from regions.redis_projection import RedisProjection, connect_redis
 from regions.settings import Settings
+
+PROGRESS_EVERY_S = 10.0
 
 
 async def close_command(
@@ -40,4 +49,54 @@ async def results_command(
     chunks = await results.chunks(board_id, header.version, numbers)
     for rank, entry in page(chunks, after, first, header.chunk_size):
         say(f"{rank:>8}  {entry.user_id:<32} {entry.score:>16}  v{entry.version}")
+    return True
+
+
+def _stage(entry: CorrectionEntry) -> str:
+    if entry.published:
+        return f"published: result version {entry.result_version} is readable ('ops/lb results {entry.board_id}')"
+    if entry.written is None:
+        return "recorded; the home lifecycle worker writes its records next"
+    return (f"records written ({', '.join(f'{w} @{o}' for w, o in sorted(entry.written.items()))}); "
+            "waiting for the processors and the projector, then the archive")  # fmt: skip
+
+
+async def correct_command(
+    settings: Settings,
+    session: Session,
+    request: CorrectionRequest,
+    say: Callable[[str], None],
+    *,
+    wait_s: float | None,
+) -> bool:
+    """Record the correction and, unless ``wait_s`` is None, follow it until its version is
+    published (True) or ``wait_s`` passes (False)."""
+    corrections, redis = CassandraCorrections(session), connect_redis(settings.redis)
+    try:
+        entry = await record_correction(CassandraLifecycle(session), corrections,
+                                        RedisProjection(redis, settings.redis.key_prefix),
+                                        settings.redis.key_prefix, request, region=settings.region,
+                                        now=datetime.now(UTC), at="")  # fmt: skip
+    finally:
+        await redis.aclose()
+    say(f"{request.board_id}: correction {entry.correction_id!r} is result version {entry.result_version} "
+        f"({len(entry.adjustments)} players; retry with --id {entry.correction_id} to resume)")  # fmt: skip
+    started, shown, next_note = time.monotonic(), "", time.monotonic() + PROGRESS_EVERY_S
+    while wait_s is not None:
+        stage = _stage(entry)
+        if stage != shown:
+            say(f"  {stage}")
+            shown = stage
+        if entry.published:
+            return True
+        if time.monotonic() - started > wait_s:
+            say(f"  not published within {wait_s:g} s; it goes on without this command. Is 'python -m "
+                "regions.lifecycle' running and ready in this region (port 8089)? Follow it with "
+                f"'ops/lb correct ... --id {entry.correction_id}'")  # fmt: skip
+            return False
+        if time.monotonic() >= next_note:
+            say(f"  still {shown.split(';')[0]} after {time.monotonic() - started:.0f} s")
+            next_note = time.monotonic() + PROGRESS_EVERY_S
+        await asyncio.sleep(0.5)
+        entry = await corrections.get(entry.board_id, entry.correction_id) or entry
     return True

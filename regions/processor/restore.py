@@ -1,6 +1,6 @@
 """Bringing a task's store up to its changelogs before the task processes anything.
 
-The changelogs (totals: player state, watermarks and close cutoffs; dedupe: the dedupe memory) are the source of
+The changelogs (totals: player state, watermarks, close cutoffs and held corrections; dedupe: the dedupe memory) are the source of
 truth. A store that reflects them up to some offsets replays only the tail after those offsets. A
 store that is missing, foreign (another cluster, topic or partition) or stale (offsets beyond a
 changelog's end, as after the topic was recreated, or before its log start, so records it never saw
@@ -20,9 +20,17 @@ from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
 from regions.kafka_clients import make_consumer, replay
 from regions.processor import metrics
-from regions.processor.state import StoreBatch, StoreIdentity, TaskStore
+from regions.processor.state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
 from regions.settings import KafkaSettings
-from schema.records import Codec, CutoffReached, PlayerTotal, Watermark, unpack_seen
+from schema.records import (
+    Codec,
+    CorrectionsHeld,
+    CutoffReached,
+    ExpiryReached,
+    PlayerTotal,
+    Watermark,
+    unpack_seen,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +66,8 @@ def stale_reason(
         return "no local store"
     if found != identity:
         return f"the local store reflects {found}, not {identity}"
+    if store.format() != STORE_FORMAT:
+        return f"the local store is in format {store.format()}, this version keeps format {STORE_FORMAT}"
     at = store.changelog_positions()
     for topic in identity.changelogs:
         position = at.get(topic, 0)
@@ -98,12 +108,19 @@ class _Loader:
                 continue
             if isinstance(value, PlayerTotal):
                 batch.players[(value.board_id, value.user_id)] = PlayerState(
-                    value.total, value.version, value.reached
+                    value.total, value.version, value.reached, value.buckets
                 )
+                # The day index may keep days a later total no longer has: an expiry skips them.
+                batch.days_added.update((value.board_id, day, value.user_id) for day, _, _ in value.buckets)
+            elif isinstance(value, ExpiryReached):
+                known = batch.expired.get(value.board_id, value.expired_through)
+                batch.expired[value.board_id] = max(known, value.expired_through)
             elif isinstance(value, Watermark) and value.region:
                 self._watermark(batch, value)
             elif isinstance(value, CutoffReached):
                 batch.cutoffs.setdefault((value.board_id, value.region), value.source_offset)
+            elif isinstance(value, CorrectionsHeld):
+                batch.held[value.board_id] = tuple(value.corrections)
 
     @staticmethod
     def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:

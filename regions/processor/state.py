@@ -2,8 +2,11 @@
 
 A task's state is players ((board, user) -> total, version, tie order), the dedupe memory (event id
 -> digest and acceptance time), the positions of the accepting regions it has read, the close
-cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), and the
-changelog offsets the store reflects. The compacted changelogs in Kafka are the source of truth: the
+cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), the
+corrections it holds per board until the board's fold is final in its partition, for ROLLING boards
+the newest expired day and an index of which players have points on which day (so an expiry visits
+exactly those players), and the changelog offsets the store reflects. The compacted changelogs in
+Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
 behind, the task replays only the changelogs' tail from those offsets.
@@ -16,9 +19,14 @@ from typing import Protocol
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
+from schema.lifecycle import HeldCorrection
 
 StateKey = tuple[str, str]
 CutoffKey = tuple[str, str]  # (board, accepting region)
+DayEntry = tuple[str, int, str]  # (board, day, user): the player has a bucket of that day
+STORE_FORMAT = 2
+"""What a store's contents mean. 2: players carry ROLLING day buckets, with the day index and
+expired days. A store of another format is wiped and restored from the changelogs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +46,16 @@ class StoreBatch:
     seen: dict[str, Seen] = field(default_factory=dict)
     sources: dict[str, SourcePosition] = field(default_factory=dict)
     cutoffs: dict[CutoffKey, int] = field(default_factory=dict)
+    expired: dict[str, int] = field(default_factory=dict)  # board -> newest expired day (only forward)
+    days_added: set[DayEntry] = field(default_factory=set)
+    days_removed: set[DayEntry] = field(default_factory=set)
+    held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)  # board -> all it holds now
     changelog: dict[str, int] = field(default_factory=dict)
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
 
     def __bool__(self) -> bool:
-        return bool(self.players or self.seen or self.sources or self.cutoffs or self.changelog)
+        return bool(self.players or self.seen or self.sources or self.cutoffs or self.held or self.changelog
+                    or self.expired or self.days_added or self.days_removed)  # fmt: skip
 
 
 class TaskStore(Protocol):
@@ -66,8 +79,21 @@ class TaskStore(Protocol):
     def cutoff(self, key: CutoffKey) -> int | None:
         """Offset of the board's first cutoff marker from the region in this partition (None: not met)."""
 
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        """The board's correction records this task holds, in the order they were met."""
+
     def complete_since_ms(self) -> int | None:
         """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
+
+    def format(self) -> int:
+        """The format the store's contents are in (``STORE_FORMAT`` for a new store)."""
+
+    def expired_through(self, board: str) -> int | None:
+        """The newest day of a ROLLING board that has left its window here (None: none yet)."""
+
+    def players_of_days(self, board: str, after: int | None, through: int) -> list[DayEntry]:
+        """Index entries of the board's days ``after`` < day <= ``through``, in (day, user) order. An
+        entry may outlive the bucket it names (the reader checks the player), never the reverse."""
 
     def write(self, batch: StoreBatch) -> None: ...
 
@@ -92,6 +118,9 @@ class MemoryStore:
         self._seen: dict[str, Seen] = {}
         self._sources: dict[str, SourcePosition] = {}
         self._cutoffs: dict[CutoffKey, int] = {}
+        self._expired: dict[str, int] = {}
+        self._days: dict[str, set[tuple[int, str]]] = {}  # board -> (day, user)
+        self._held: dict[str, tuple[HeldCorrection, ...]] = {}
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
 
@@ -116,8 +145,21 @@ class MemoryStore:
     def cutoff(self, key: CutoffKey) -> int | None:
         return self._cutoffs.get(key)
 
+    def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
+        return self._held.get(board_id, ())
+
     def complete_since_ms(self) -> int | None:
         return self._complete_since
+
+    def format(self) -> int:
+        return STORE_FORMAT
+
+    def expired_through(self, board: str) -> int | None:
+        return self._expired.get(board)
+
+    def players_of_days(self, board: str, after: int | None, through: int) -> list[DayEntry]:
+        low = -1 if after is None else after
+        return sorted((board, day, user) for day, user in self._days.get(board, ()) if low < day <= through)
 
     def write(self, batch: StoreBatch) -> None:
         self._players.update(batch.players)
@@ -125,6 +167,17 @@ class MemoryStore:
         self._sources.update(batch.sources)
         for key, offset in batch.cutoffs.items():
             self._cutoffs.setdefault(key, offset)  # the first marker stays the cutoff
+        for board, day in batch.expired.items():
+            self._expired[board] = max(day, self._expired.get(board, day))
+        for board, day, user in batch.days_removed:
+            self._days.get(board, set()).discard((day, user))
+        for board, day, user in batch.days_added:
+            self._days.setdefault(board, set()).add((day, user))
+        for board_id, held in batch.held.items():
+            if held:
+                self._held[board_id] = held
+            else:
+                self._held.pop(board_id, None)
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 

@@ -12,7 +12,9 @@ never goes backwards for a subscriber, across a Redis wipe included:
   counter is below the microseconds elapsed since its key was created, so a sequence stays below
   twice the current time in microseconds, under 2^53 until the year 2112.
 
-A ``resync`` hint follows a rebuild: the board's keys were replaced, so subscribers refetch.
+A ``resync`` hint follows a rebuild: the board's keys were replaced, so subscribers refetch. A
+``status`` hint (published by the lifecycle worker, on the same channel and counter) says the board
+began closing, closed, or has a new result version.
 """
 
 from __future__ import annotations
@@ -52,3 +54,14 @@ def changes_hint(
 def resync_hint(board_id: str, sequence: int) -> bytes:
     """The board was rebuilt: whatever a subscriber derived from earlier reads must be refetched."""
     return _encode({"boardId": board_id, "sequence": sequence, "resync": True})
+
+
+def status_hint(board_id: str, sequence: int, status: str, result_version: int | None) -> bytes:
+    """The board's lifecycle changed: it is ``status`` now, its newest result ``result_version``."""
+    return _encode(
+        {
+            "boardId": board_id,
+            "sequence": sequence,
+            "status": {"status": status, "resultVersion": result_version},
+        }
+    )

@@ -43,7 +43,7 @@ from regions.projector.redis_control import (
     RebuildRequest,
     RebuildState,
 )
-from regions.projector.totals import TotalsBatch
+from regions.projector.totals import TotalsBatch, of_board
 from regions.redis_projection import Positions, RedisProjection
 from regions.settings import Settings
 from schema.redis_keys import board_keys
@@ -124,7 +124,7 @@ class _Into:
             batch.only(request.board)
         self.covered = merge_marks(self.covered, batch.marks)
         for board, reached in batch.cutoffs.items():
-            if not request.board or board == request.board:
+            if not request.board or of_board(board, request.board):
                 self.cutoffs.setdefault(board, {}).update(reached)
         self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
         work = batch.by_board(self.prefix, request.generation)

@@ -20,8 +20,9 @@ from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
 from regions.redis_projection import ProjectedTotal
-from schema.records import CutoffReached, Watermark
+from schema.records import CorrectionsHeld, CutoffReached, ExpiryReached, Watermark
 from schema.redis_keys import BoardKeys, board_keys
+from schema.scoped import split_board_id
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
 
@@ -37,9 +38,18 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     reached: str
     sort_order: SortOrder
     tie_policy: TiePolicy
+    removed: bool = False  # a ROLLING board's player with no points left in the window
 
 
-decode_totals_record = msgspec.msgpack.Decoder(ProjectableTotal | Watermark | CutoffReached).decode
+def of_board(found: str, board_id: str) -> bool:
+    """``found`` is ``board_id`` or one of its periods (``<board>@<key>``), or exactly the period
+    ``board_id`` names."""
+    return found == board_id or split_board_id(found)[0] == board_id
+
+
+decode_totals_record = msgspec.msgpack.Decoder(
+    ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached
+).decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,8 @@ class TotalsBatch:
                 where = position_name(value.region, value.source_partition)
                 self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
+            if isinstance(value, CorrectionsHeld | ExpiryReached):
+                continue  # the processor's own state: what it changes reaches the projection as totals
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)
             if known is None or value.version > known.version:
@@ -108,8 +120,8 @@ class TotalsBatch:
         )
 
     def only(self, board_id: str) -> None:
-        """Keep the totals of one board (the watermarks stay)."""
-        self.latest = {k: v for k, v in self.latest.items() if k[0] == board_id}
+        """Keep the totals of one board, with those of its periods (the watermarks stay)."""
+        self.latest = {k: v for k, v in self.latest.items() if of_board(k[0], board_id)}
 
     def by_board(
         self, prefix: str, generation: str = ""
@@ -117,6 +129,8 @@ class TotalsBatch:
         boards: dict[str, list[ProjectedTotal]] = {}
         for t in self.latest.values():
             score, member = encode(t.sort_order, t.tie_policy, t.user_id, t.total, t.reached)
+            if t.removed:  # leaves the board: no member, the version is still recorded
+                score, member = 0.0, ""
             boards.setdefault(t.board_id, []).append(
                 ProjectedTotal(t.user_id, t.version, t.total, score, member)
             )

@@ -7,7 +7,8 @@
 -- KEYS[2]  hash: userId -> "version|total|member"
 -- KEYS[3]  the board's hint sequence (incremented when anything was applied); absent for a
 --          rebuild's fresh keys, whose writes are not news for subscribers
--- ARGV     groups of 5: userId, version, total, score, member
+-- ARGV     groups of 5: userId, version, total, score, member; an empty member removes the player
+--          from the ranking (its record keeps the version: "version||", read as no score)
 -- Returns  {sequence or 0, userId of each applied total...}
 local zkey, rkey = KEYS[1], KEYS[2]
 local result = {0}
@@ -26,8 +27,12 @@ for i = 1, #ARGV, 5 do
     end
   end
   if newer then
-    redis.call('ZADD', zkey, ARGV[i + 3], member)
-    redis.call('HSET', rkey, user, ARGV[i + 1] .. '|' .. ARGV[i + 2] .. '|' .. member)
+    if member ~= '' then
+      redis.call('ZADD', zkey, ARGV[i + 3], member)
+      redis.call('HSET', rkey, user, ARGV[i + 1] .. '|' .. ARGV[i + 2] .. '|' .. member)
+    else
+      redis.call('HSET', rkey, user, ARGV[i + 1] .. '||')
+    end
     result[#result + 1] = user
   end
 end

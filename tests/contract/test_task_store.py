@@ -9,14 +9,26 @@ import pytest
 
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
-from regions.processor.state import MemoryStore, StoreBatch, StoreIdentity, TaskStore
+from regions.processor.restore import stale_reason
+from regions.processor.state import STORE_FORMAT, MemoryStore, StoreBatch, StoreIdentity, TaskStore
 from regions.rocksdb_state import RocksStore, store_options
+from schema.lifecycle import CorrectionRecord, HeldCorrection
 
 OPTIONS = store_options(cache_mib=8, write_buffer_mib=4)
 
 IDENTITY = StoreIdentity("cluster-a", ("lb.totals.v1", "lb.dedupe.v1"), 3)
 EVENT = "0123456789abcdef0123456789abcdef"
 OTHER = "fedcba9876543210fedcba9876543210"
+
+
+def _held(user: str, version: int) -> HeldCorrection:
+    record = CorrectionRecord(board_id="b", correction_id="c1", user_id=user, score=-4, result_version=version,
+                              created_at_ms=5, region="eu", sort_order="DESC", tie_policy="USER_ID",
+                              regions=["eu", "us"])  # fmt: skip
+    return HeldCorrection(record, "lb.awards.v1", 12, 12)
+
+
+HELD_1, HELD_2 = _held("ann", 2), _held("bob", 3)
 
 
 class TaskStoreContract:
@@ -92,11 +104,42 @@ class TaskStoreContract:
         store.reset(IDENTITY)
         assert store.cutoff(("b", "eu")) is None
 
+    def test_held_corrections_are_replaced_whole_and_an_empty_list_removes_them(
+        self, store: TaskStore
+    ) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(held={"b": (HELD_1,), "c": (HELD_1,)}))
+        store.write(StoreBatch(held={"b": (HELD_1, HELD_2)}))
+        assert store.held("b") == (HELD_1, HELD_2) and store.held("c") == (HELD_1,)
+        store.write(StoreBatch(held={"b": ()}))
+        assert store.held("b") == () and store.held("c") == (HELD_1,) and store.held("none") == ()
+        store.reset(IDENTITY)
+        assert store.held("c") == ()
+
     def test_the_completeness_bound_only_rises(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
         store.write(StoreBatch(complete_since_ms=10))
         store.write(StoreBatch(complete_since_ms=5))
         assert store.complete_since_ms() == 10
+
+    def test_rolling_buckets_the_day_index_and_expired_days_read_back(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        assert store.format() == STORE_FORMAT and store.expired_through("r") is None
+        buckets = ((739_700, 5, "k1"), (739_702, -2, "k2"))
+        store.write(StoreBatch(
+            players={("r", "ann"): PlayerState(3, 2, "k2", buckets)},
+            days_added={("r", 739_700, "ann"), ("r", 739_702, "ann"), ("r", 739_701, "bob"), ("q", 739_700, "cy")},
+            expired={"r": 739_699},
+        ))  # fmt: skip
+        assert store.player(("r", "ann")) == PlayerState(3, 2, "k2", buckets)
+        assert store.players_of_days("r", None, 739_701) == [("r", 739_700, "ann"), ("r", 739_701, "bob")]
+        assert store.players_of_days("r", 739_700, 739_702) == [("r", 739_701, "bob"), ("r", 739_702, "ann")]
+        store.write(StoreBatch(days_removed={("r", 739_701, "bob")}, expired={"r": 739_701}))
+        store.write(StoreBatch(expired={"r": 739_700}))  # days only expire forward
+        assert store.expired_through("r") == 739_701 and store.expired_through("q") is None
+        assert store.players_of_days("r", None, 739_800) == [("r", 739_700, "ann"), ("r", 739_702, "ann")]
+        store.reset(IDENTITY)
+        assert store.players_of_days("r", None, 739_800) == [] and store.expired_through("r") is None
 
 
 class TestMemoryStore(TaskStoreContract):
@@ -115,11 +158,25 @@ class TestRocksStore(TaskStoreContract):
     def test_state_survives_a_reopen(self, tmp_path: Path) -> None:
         store = RocksStore(tmp_path / "p3", OPTIONS)
         store.reset(IDENTITY)
-        store.write(StoreBatch(players={("b", "u"): PlayerState(1, 1, "r")}, changelog={"t": 3}))
+        store.write(StoreBatch(players={("b", "u"): PlayerState(1, 1, "r")}, changelog={"t": 3},
+                               held={"b": (HELD_1,)}))  # fmt: skip
         store.close()
         again = RocksStore(tmp_path / "p3", OPTIONS)
         try:
             assert again.identity() == IDENTITY and again.changelog_positions() == {"t": 3}
             assert again.player(("b", "u")) == PlayerState(1, 1, "r")
+            assert again.held("b") == (HELD_1,)
         finally:
             again.close()
+
+    def test_a_store_of_an_older_format_is_restored_in_full(self, tmp_path: Path) -> None:
+        store = RocksStore(tmp_path / "p3", OPTIONS)
+        try:
+            store.reset(IDENTITY)
+            ends = dict.fromkeys(IDENTITY.changelogs, 0)
+            assert stale_reason(store, IDENTITY, ends, ends) == ""
+            store._db.delete(b"mfv")  # as written before formats were recorded
+            assert store.format() == 1
+            assert "format 1" in stale_reason(store, IDENTITY, ends, ends)
+        finally:
+            store.close()

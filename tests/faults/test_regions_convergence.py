@@ -1,303 +1,334 @@
-"""Two regions on two real Kafka clusters, each with all its processes and a replicator from the
-other: awards flow into both intakes, the same award is sent to both, and the link from ``us`` to
-``eu`` is cut (eu's replicator from us is frozen, as a partition leaves it: it copies nothing and
-nothing tells eu why). During the cut each region's REGIONAL projection stays fresh for its own
-awards, eu's asOf says ``us`` is stale within the threshold, and eu's projection (HOME of the board)
-lacks us's newest awards. After the heal every region's totals equal the oracle folded from the
-202-acknowledged awards (none lost, none counted twice), every acknowledged position is covered, and
-the home region's audit holds exactly one row per distinct award.
+"""Regions on real Kafka clusters of their own, each with all its processes and a replicator from
+every other region, cut off from each other at the network level and healed (``tests.multi_region``:
+every link between regions goes through a proxy that a test black-holes, a silent partition).
 
-Regions share Redis and Cassandra: ``us``'s projection lives in Redis database 1, with the same key
-prefix, so a gateway of ``us`` reaches ``eu``'s projection by ``settings.regions["eu"].redis_url``
-exactly as across machines."""
+After the heal every region's totals equal the oracle folded from the 202-acknowledged awards (none
+lost, none counted twice), every acknowledged position is covered, and the home region's audit holds
+exactly one row per distinct award. Negative controls show the checks failing: with dedupe off the
+convergence check names the doubled total; records deleted before replication show as a gap."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
 from cassandra.cluster import Session
-from redis.asyncio import Redis
+from websockets.asyncio.client import ClientConnection, connect
 
-from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board, SortOrder, TiePolicy
-from regions.core.freshness import FreshnessRule, RegionStatus
 from regions.core.reads import AsOf
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.redis_reads import RankReader
-from regions.settings import RedisSettings, RegionEndpoint, Settings
 from tests.clusters import Replicators, delete_before, send_awards
-from tests.conftest import RegionFactory
-from tests.harness import Region, with_free_ports
+from tests.e2e.gateway.conftest import GatewayProcess
+from tests.harness import Region
+from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
+from tests.multi_region import STALE_AFTER_S, Deploy, Deployment, Oracle, audited, problems, status
 
-STALE_AFTER_S = 5.0  # threshold of the freshness rule (the setting's default)
 HEAL_WITHIN_S = 60.0  # stated bound: after the heal, every region equals the oracle within it
+USERS = [f"player-{i}" for i in range(6)]
+TOP = """query($id: ID!, $scope: Scope!) { leaderboard(id: $id) { top(k: 20, scope: $scope) {
+  entries { userId score } asOf { region regions { region stale } } } } }"""
+UPDATES = """subscription($board: ID!, $user: ID) {
+  leaderboardUpdates(leaderboardId: $board, userId: $user, scope: HOME) {
+    __typename ... on ScoreUpdated { score asOf { region } } ... on Resync { reason } } }"""
 
 
-def _in_db(url: str, db: int) -> str:
-    return f"{url.rsplit('/', 1)[0]}/{db}"
-
-
-def _regions(eu: Settings, us: Settings, tmp_path: Path) -> tuple[Settings, Settings]:
-    """eu and us with their Redis (us: database 1), processor state and ports of their own."""
-    us_redis = us.redis.model_copy(update={"url": _in_db(eu.redis.url, 1)})
-    endpoints = {
-        "eu": RegionEndpoint(kafka_bootstrap_servers=eu.kafka.bootstrap_servers, redis_url=eu.redis.url),
-        "us": RegionEndpoint(kafka_bootstrap_servers=us.kafka.bootstrap_servers, redis_url=us_redis.url),
-    }
-
-    def region(s: Settings, name: str, redis_settings: RedisSettings) -> Settings:
-        store = s.processor.model_copy(update={"store_dir": str(tmp_path / f"state-{name}")})
-        return with_free_ports(
-            s.model_copy(update={"regions": endpoints, "processor": store, "redis": redis_settings})
-        )
-
-    return region(eu, "eu", eu.redis), region(us, "us", us_redis)
-
-
-class Oracle:
-    """The awards the intakes acknowledged (202), by event id, and what each region's intake said."""
-
-    def __init__(self) -> None:
-        self.amounts: dict[str, tuple[str, int]] = {}  # event id -> (user, amount)
-        self.acked: dict[tuple[str, int], int] = {}  # (accepting region, partition) -> highest offset
-        self.acks = 0
-
-    async def send(self, region: Region, board: str, user: str, match: str, amount: int) -> None:
-        payload = {"leaderboardId": board, "matchId": match, "userId": user, "awardType": "points",
-                   "delta": amount}  # fmt: skip
-        for _ in range(5):  # an unknown outcome is retried with the same award, as a game service does
-            response = await region.client.send(payload)
-            if response.status_code < 500:
-                break
-        assert response.status_code == 202, response.text
-        for ack in response.json()["accepted"]:
-            self.acks += 1
-            self.amounts[ack["eventId"]] = (user, amount)
-            key = (ack["region"], ack["partition"])
-            self.acked[key] = max(self.acked.get(key, -1), ack["offset"])
-
-    def totals(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for user, amount in self.amounts.values():
-            found[user] = found.get(user, 0) + amount
-        return found
-
-
-async def _problems(region: Region, board: str, oracle: Oracle) -> list[str]:
-    """How ``region``'s projection differs from the oracle (totals and positions); empty: converged."""
-    found = []
-    for user, total in sorted(oracle.totals().items()):
-        got = await region.total_of(board, user)
-        if got != total:
-            found.append(f"{region.settings.region}: {user} has {got}, the oracle {total}")
-    positions = (await region.projection.positions()).offsets
-    found += [
-        f"{region.settings.region}: asOf {key} is {positions.get(key)}, acknowledged {offset}"
-        for key, offset in sorted(oracle.acked.items())
-        if positions.get(key, -1) < offset
-    ]
-    return found
-
-
-def _status(as_of: AsOf, region: str) -> RegionStatus:
-    return next(s for s in as_of.regions if s.region == region)
-
-
-@pytest.fixture
-async def us_redis(eu_us: tuple[Settings, Settings]) -> AsyncIterator[Redis]:
-    client = connect_redis(eu_us[0].redis.model_copy(update={"url": _in_db(eu_us[0].redis.url, 1)}))
-    try:
-        yield client
-    finally:
-        prefix = eu_us[0].redis.key_prefix
-        async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-            await client.delete(key)
-        await client.aclose()
-
-
-async def test_two_regions_converge_after_a_cut_with_one_row_of_audit_per_award(
-    eu_us: tuple[Settings, Settings],
-    replicators: Replicators,
-    redis_client: Redis,
-    us_redis: Redis,
-    cassandra_session: Session,
-    tmp_path: Path,
-) -> None:
-    eu_settings, us_settings = _regions(*eu_us, tmp_path)
-    catalog = CassandraCatalog(cassandra_session)
-    regions = []
-    for settings, redis in ((eu_settings, redis_client), (us_settings, us_redis)):
-        logs = tmp_path / settings.region
-        logs.mkdir()
-        regions.append(Region(settings, catalog, RedisProjection(redis, settings.redis.key_prefix), logs))
-    eu, us = regions
-    try:
-        await asyncio.gather(eu.start(), us.start())
-        from_us = await replicators(eu_settings, "us")
-        await replicators(us_settings, "eu")
-        board = Board("regions-board", "Regions", "eu", SortOrder.DESC, tie_policy=TiePolicy.USER_ID)
-        await eu.create_board(board)
-        rule = FreshnessRule(("eu", "us"), eu_settings.kafka.partitions, STALE_AFTER_S)
-        readers = {
-            r.settings.region: RankReader(r.projection, r.settings.redis.key_prefix, r.settings.region, rule)
-            for r in regions
-        }
-
-        oracle, matches = Oracle(), itertools.count()
-        users = [f"player-{i}" for i in range(6)]
-
-        async def flow(rounds: int) -> None:
-            """Awards into both regions, and every fifth award sent to both (one event)."""
-            for _ in range(rounds):
-                n = next(matches)
-                user, amount = users[n % len(users)], 1 + n % 7
-                await oracle.send(eu if n % 2 else us, board.id, user, f"m{n}", amount)
-                if n % 5 == 0:
-                    await oracle.send(us if n % 2 else eu, board.id, user, f"m{n}", amount)
-
-        await flow(40)  # the catalog is global: us's intake resolves the board created in eu
-        await Region.wait_until(
-            lambda: _converged(eu, us, board.id, oracle),
-            within=HEAL_WITHIN_S,
-            what="convergence before the cut",
-        )
-        distinct_before = len(oracle.amounts)
-        assert oracle.acks > distinct_before  # some awards were acknowledged by both regions
-
-        from_us.signal(signal.SIGSTOP)  # the cut: eu hears nothing more from us
-        cut_over = asyncio.Event()
-        flowing = asyncio.create_task(_flow_until(flow, cut_over))
-
-        async def cut_seen() -> bool:
-            """eu says us is stale; REGIONAL stays fresh for what each region hears (us still hears eu)."""
-            eu_as_of, us_as_of = await readers["eu"].as_of(), await readers["us"].as_of()
-            fresh = [_status(eu_as_of, "eu"), _status(us_as_of, "us"), _status(us_as_of, "eu")]
-            return _status(eu_as_of, "us").stale and not any(s.stale for s in fresh)
-
-        await Region.wait_until(
-            cut_seen, within=STALE_AFTER_S * 6, what="us stale in eu's asOf, the rest fresh"
-        )
-        cut_over.set()
-        await flowing
-        # eu's projection (the board's HOME) lacks us's awards of the cut, and says us is stale.
-        eu_as_of = await readers["eu"].as_of()
-        cut_us = {k: o for k, o in oracle.acked.items() if k[0] == "us"}
-        assert any(eu_as_of.positions.get(k, -1) < o for k, o in cut_us.items())
-        assert await _problems(eu, board.id, oracle)
-        assert _status(eu_as_of, "us").stale and not _status(eu_as_of, "us").gap
-
-        from_us.signal(signal.SIGCONT)  # heal
-        await Region.wait_until(
-            lambda: _converged(eu, us, board.id, oracle),
-            within=HEAL_WITHIN_S,
-            what="convergence after the heal",
-        )
-        for reader in readers.values():
-            as_of = await reader.as_of()
-            assert [s.region for s in as_of.regions] == ["eu", "us"]
-            assert not any(s.stale or s.gap for s in as_of.regions), as_of.regions
-
-        async def audited() -> bool:
-            rows = cassandra_session.execute(
-                "SELECT event_id, amount FROM award_history WHERE board_id = %s ALLOW FILTERING", (board.id,)
+@contextlib.asynccontextmanager
+async def _subscribed(gateway: GatewayProcess, board: str, user: str) -> AsyncIterator[ClientConnection]:
+    """A HOME subscription to ``user``'s updates on ``board`` (graphql-transport-ws)."""
+    async with connect(gateway.ws_url, subprotocols=[TRANSPORT_WS]) as ws:
+        await ws.send(json.dumps({"type": "connection_init"}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        variables = {"board": board, "user": user}
+        await ws.send(
+            json.dumps(
+                {"id": "1", "type": "subscribe", "payload": {"query": UPDATES, "variables": variables}}
             )
-            return {r.event_id: r.amount for r in rows} == {e: a for e, (_, a) in oracle.amounts.items()}
-
-        await Region.wait_until(audited, within=HEAL_WITHIN_S, what="one audit row per distinct award")
-        left = await _metric(us, "lb_audit_left_to_home_total")
-        assert left >= len(oracle.amounts)  # us applied every award and left the history to eu
-    finally:
-        for region in regions:
-            for service in region.processes:
-                print(f"---- {region.settings.region} {service} log tail\n{region.tail(service)}")
-            await region.close()
+        )
+        yield ws
 
 
-async def _flow_until(flow: Callable[[int], Awaitable[None]], done: asyncio.Event) -> None:
-    """Keep awards flowing into both regions until ``done``."""
-    while not done.is_set():
-        await flow(2)
+async def _next(ws: ClientConnection) -> dict[str, Any]:
+    """The subscription's next message; 30 s at most: a gateway that hung on a silent link fails here."""
+    message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    return message
 
 
-async def _converged(eu: Region, us: Region, board: str, oracle: Oracle) -> bool:
-    return not (await _problems(eu, board, oracle) + await _problems(us, board, oracle))
+async def _top(gateway: GatewayProcess, board: str, scope: str) -> dict[str, Any]:
+    """A top-K read through the gateway. The client waits up to 30 s: a gateway that hung on a silent
+    link would fail the test here."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        response = await http.post(
+            gateway.url, json={"query": TOP, "variables": {"id": board, "scope": scope}}
+        )
+    answer: dict[str, Any] = response.json()
+    return answer
 
 
-async def _metric(region: Region, name: str) -> float:
-    async with httpx.AsyncClient() as http:
-        text = (await http.get(region.health_url("audit") + "/metrics")).text
+def _scores(answer: dict[str, Any]) -> dict[str, int]:
+    return {e["userId"]: e["score"] for e in answer["data"]["leaderboard"]["top"]["entries"]}
+
+
+async def _ready(url: str) -> bool:
+    async with httpx.AsyncClient(timeout=10) as http:
+        return (await http.get(url + "/readyz")).status_code == 200
+
+
+async def _left_to_home(audit_url: str, awards: int) -> bool:
+    """The region's audit sink has left at least ``awards`` awards to their home region's sink."""
+    return await _metric(audit_url, "lb_audit_left_to_home_total") >= awards
+
+
+async def _metric(url: str, name: str) -> float:
+    async with httpx.AsyncClient(timeout=10) as http:
+        text = (await http.get(url + "/metrics")).text
     return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
 
 
+async def _replicators_say(d: Deployment, reachable: float) -> tuple[bool, list[float]]:
+    """Whether every replicator says its source region is (1) or is not (0) reachable, and the lag
+    in seconds of every replicator's partitions."""
+    said, lags = True, []
+    for replicator in d.replicators.values():
+        samples = await replicator.metrics()
+        said &= samples[f'lb_replicator_source_reachable{{source="{replicator.source}"}}'] == reachable
+        lags += [v for k, v in samples.items() if k.startswith("lb_replicator_lag_seconds{")]
+    return said, lags
+
+
+async def _silent_sources_reported(d: Deployment) -> bool:
+    """Every replicator says its source does not answer, and its lag grows: never caught up."""
+    unreachable, lags = await _replicators_say(d, 0)
+    return unreachable and min(lags) > 3
+
+
+async def _sources_back(d: Deployment) -> bool:
+    reachable, lags = await _replicators_say(d, 1)
+    return reachable and max(lags) < STALE_AFTER_S
+
+
+def _covers(as_of: AsOf, acked: dict[tuple[str, int], int], region: str) -> bool:
+    """``as_of`` reflects every award ``region`` acknowledged up to ``acked``."""
+    return all(as_of.positions.get(k, -1) >= o for k, o in acked.items() if k[0] == region)
+
+
+@pytest.mark.timeout(600)
+async def test_two_regions_cut_off_from_each_other_keep_serving_and_converge_after_the_heal(
+    deploy: Deploy, cassandra_session: Session
+) -> None:
+    """Both directions are cut while awards flow into both intakes (some sent to both). During the
+    cut: REGIONAL stays fresh in each region; every asOf read from ``STALE_AFTER_S`` after the cut
+    on says the other region is stale; a HOME read from ``us`` of the board homed in ``eu`` answers
+    HOME_UNAVAILABLE (the gateway's own bound is 1 s, enforced by its timer, which
+    tests/unit/gateway/test_home_reads.py shows ending a read that hangs; here the client's 30 s
+    limit proves only that the read does not hang, since a busy machine may add seconds to any answer); HOME (eu) lacks us's awards of the cut and
+    the oracle check says so; the replicators say their sources do not answer and their lag grows,
+    and they and the gateway stay ready. After the heal, within
+    ``HEAL_WITHIN_S``, every region equals the oracle and the audit holds one row per award."""
+    d = await deploy(["eu", "us"], gateways_in=["us"])
+    eu, us, gateway = d.regions["eu"], d.regions["us"], d.gateways["us"]
+    board = Board("regions-board", "Regions", "eu", SortOrder.DESC, tie_policy=TiePolicy.USER_ID)
+    await eu.create_board(board)
+    oracle = Oracle()
+
+    await d.flow(oracle, board.id, 40, USERS)  # the catalog is global: us's intake resolves the board
+    await Region.wait_until(
+        lambda: d.converged(board.id, oracle), HEAL_WITHIN_S, "convergence before the cut"
+    )
+    assert oracle.acks > len(oracle.amounts)  # some awards were acknowledged by both regions
+    home = await _top(gateway, board.id, "HOME")  # through the link that is about to be cut
+    assert home["data"]["leaderboard"]["top"]["asOf"]["region"] == "eu", home
+    assert _scores(home) == oracle.totals()
+
+    cut_at = d.cut("eu", "us")
+    await d.flow(oracle, board.id, 10, USERS)  # awards of the cut in both regions
+    during = dict(oracle.acked)
+    cut_over = asyncio.Event()
+    flowing = asyncio.create_task(_flow_until(d, oracle, board.id, cut_over))
+    late_reads = 0
+
+    async def cut_seen() -> bool:
+        """Each region's REGIONAL projection has its own awards of the cut and says its own region
+        is fresh; any read begun ``STALE_AFTER_S`` after the cut says the other region is stale."""
+        nonlocal late_reads
+        begun = time.time()
+        eu_as_of, us_as_of = await d.readers["eu"].as_of(), await d.readers["us"].as_of()
+        if begun > cut_at + STALE_AFTER_S + 0.01:
+            late_reads += 1
+            assert status(eu_as_of, "us").stale, eu_as_of.regions
+            assert status(us_as_of, "eu").stale, us_as_of.regions
+        fresh = not status(eu_as_of, "eu").stale and not status(us_as_of, "us").stale
+        regional = _covers(eu_as_of, during, "eu") and _covers(us_as_of, during, "us")
+        return late_reads > 0 and fresh and regional
+
+    await Region.wait_until(cut_seen, 60, "REGIONAL fresh in both regions, each other region stale")
+    home = await _top(gateway, board.id, "HOME")
+    assert {e["extensions"]["code"] for e in home["errors"]} == {"HOME_UNAVAILABLE"}, home
+    async with _subscribed(gateway, board.id, USERS[0]) as ws:
+        refused = await _next(ws)
+    assert refused["payload"]["errors"][0]["extensions"]["code"] == "HOME_UNAVAILABLE", refused
+
+    async def regional_fresh() -> bool:
+        """us's gateway answers REGIONAL, saying eu is stale (every answer this late) and, once its
+        own heartbeats are projected, us fresh."""
+        answer = await _top(gateway, board.id, "REGIONAL")
+        regions = {s["region"]: s["stale"] for s in answer["data"]["leaderboard"]["top"]["asOf"]["regions"]}
+        assert regions.keys() == {"eu", "us"} and regions["eu"], answer
+        return not regions["us"]
+
+    await Region.wait_until(regional_fresh, 60, "us's REGIONAL answer saying us is fresh")
+    # HOME (eu's projection) lacks us's awards of the cut, and the oracle check names them.
+    eu_lacks, us_lacks = await problems(eu, board.id, oracle), await problems(us, board.id, oracle)
+    assert any("asOf ('us'," in p for p in eu_lacks) and any("the oracle" in p for p in eu_lacks), eu_lacks
+    assert any("asOf ('eu'," in p for p in us_lacks), us_lacks
+    await Region.wait_until(
+        lambda: _silent_sources_reported(d), 60, "replicators reporting their sources silent"
+    )
+    for url in [r.url for r in d.replicators.values()] + [gateway.base]:
+        assert await _ready(url), (
+            f"{url} is not ready during the cut: readiness never waits for another region"
+        )
+    assert not flowing.done()
+
+    cut_over.set()
+    await flowing
+    d.heal()
+    await Region.wait_until(
+        lambda: d.converged(board.id, oracle), HEAL_WITHIN_S, "convergence after the heal"
+    )
+
+    async def all_fresh() -> bool:
+        as_ofs = [await reader.as_of() for reader in d.readers.values()]
+        return all(not (s.stale or s.gap) for a in as_ofs for s in a.regions)
+
+    await Region.wait_until(all_fresh, HEAL_WITHIN_S, "every region fresh in every asOf")
+
+    async def home_answers() -> bool:
+        answer = await _top(gateway, board.id, "HOME")
+        return "errors" not in answer and _scores(answer) == oracle.totals()
+
+    await Region.wait_until(home_answers, HEAL_WITHIN_S, "us's HOME read answering the oracle's totals")
+    async with _subscribed(gateway, board.id, USERS[0]) as ws:  # HOME updates flow again, from eu
+        await Region.wait_until(lambda: _subscribers(gateway, 1), 30, "the HOME subscription joined")
+        update, totals, resyncs = await _update_after_awards(ws, oracle, eu, board.id, USERS[0])
+    print(f"HOME subscription after the heal: Resync reasons before its first update: {resyncs}")
+    assert update["__typename"] == "ScoreUpdated" and update["asOf"] == {"region": "eu"}, (update, resyncs)
+    assert update["score"] in totals, (update, totals)
+    await Region.wait_until(lambda: _sources_back(d), HEAL_WITHIN_S, "every replicator reaching its source")
+    await Region.wait_until(
+        lambda: audited(cassandra_session, board.id, oracle), HEAL_WITHIN_S, "one audit row per award"
+    )
+    # us applied every award and left the history to eu (its sink may still be reading: wait for it).
+    await Region.wait_until(
+        lambda: _left_to_home(us.health_url("audit"), len(oracle.amounts)),
+        HEAL_WITHIN_S,
+        "us leaving every award to eu",
+    )
+
+
+async def _update_after_awards(
+    ws: ClientConnection, oracle: Oracle, region: Region, board: str, user: str
+) -> tuple[dict[str, Any], list[int], list[str]]:
+    """Awards to ``user`` until the subscription tells of one (a joining subscriber reads the board
+    first, and a hint older than that read is not repeated): the update, the user's totals, and the
+    reasons of any ``Resync`` before it (a subscriber is told to refetch when hints may be missing)."""
+    totals, resyncs = [], []
+    for n in range(10):
+        await oracle.send(region, board, user, f"after-the-heal-{n}", 3)
+        totals.append(oracle.totals()[user])
+        with contextlib.suppress(TimeoutError):
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                update = message["payload"]["data"]["leaderboardUpdates"]
+                if update["__typename"] != "Resync":
+                    return update, totals, resyncs
+                resyncs.append(update["reason"])
+    raise AssertionError(f"no HOME update after 10 awards to {user} (resyncs: {resyncs})")
+
+
+async def _subscribers(gateway: GatewayProcess, count: int) -> bool:
+    return await gateway.subscriptions() == count
+
+
+async def _flow_until(d: Deployment, oracle: Oracle, board: str, done: asyncio.Event) -> None:
+    """Keep awards flowing into both regions until ``done``."""
+    while not done.is_set():
+        await d.flow(oracle, board, 2, USERS)
+
+
+@pytest.mark.timeout(600)
+async def test_three_regions_converge_with_awards_retried_in_another_region(
+    deploy: Deploy, cassandra_session: Session
+) -> None:
+    """eu, us and ap each accept awards, every fifth one again in the next region: every region's
+    projection equals the oracle and the home region (us) alone writes the audit, once per award."""
+    d = await deploy(["eu", "us", "ap"])
+    board = Board("three-regions-board", "Three regions", "us", SortOrder.DESC, tie_policy=TiePolicy.USER_ID)
+    await d.regions["us"].create_board(board)
+    oracle = Oracle()
+
+    await d.flow(oracle, board.id, 45, USERS)
+    assert oracle.acks > len(oracle.amounts)
+    assert {region for region, _ in oracle.acked} == {"eu", "us", "ap"}
+    await Region.wait_until(lambda: d.converged(board.id, oracle), HEAL_WITHIN_S, "three regions converged")
+    await Region.wait_until(
+        lambda: audited(cassandra_session, board.id, oracle), HEAL_WITHIN_S, "one audit row per award"
+    )
+    for name in ("eu", "ap"):  # neither writes audit rows of a board homed in us
+        url = d.regions[name].health_url("audit")
+        await Region.wait_until(
+            lambda url=url: _left_to_home(url, len(oracle.amounts)),
+            HEAL_WITHIN_S,
+            f"{name} leaving every award to us",
+        )
+
+
 async def test_awards_deleted_before_they_were_replicated_show_as_a_gap_in_as_of(
-    eu_us: tuple[Settings, Settings], replicators: Replicators, region_factory: RegionFactory
+    deploy: Deploy, replicators: Replicators
 ) -> None:
     """us deletes awards (retention) before eu's replicator copied them: eu's asOf says ``gap`` for
     us, never passes them silently."""
-    eu_settings, us_settings = eu_us
-    eu = await region_factory(eu_settings, services=("processor", "projector"))
-    rule = FreshnessRule(("eu", "us"), eu_settings.kafka.partitions, STALE_AFTER_S)
-    reader = RankReader(eu.projection, eu_settings.redis.key_prefix, "eu", rule)
-    sent = await send_awards(us_settings, 20, partition=0)
-    await delete_before(us_settings, 0, 12)
-    await replicators(eu_settings, "us")
+    d = await deploy(["eu", "us"], services=(), replicate=False)
+    eu, us = d.regions["eu"], d.regions["us"]
+    await eu.start("processor", "projector")
+    sent = await send_awards(us.settings, 20, partition=0)
+    await delete_before(us.settings, 0, 12)
+    await replicators(eu.settings, "us")
 
     async def passed_with_a_gap() -> bool:
-        as_of = await reader.as_of()
-        return as_of.positions.get(("us", 0), -1) >= sent[-1].offset and _status(as_of, "us").gap
+        as_of = await d.readers["eu"].as_of()
+        return as_of.positions.get(("us", 0), -1) >= sent[-1].offset and status(as_of, "us").gap
 
     await Region.wait_until(passed_with_a_gap, within=60, what="us's partition 0 passed, with a gap")
-    assert not _status(await reader.as_of(), "eu").gap
+    assert not status(await d.readers["eu"].as_of(), "eu").gap
 
 
-async def test_the_convergence_check_fails_when_repeats_are_counted_again(
-    eu_us: tuple[Settings, Settings],
-    replicators: Replicators,
-    redis_client: Redis,
-    us_redis: Redis,
-    cassandra_session: Session,
-    tmp_path: Path,
-) -> None:
+async def test_the_convergence_check_fails_when_repeats_are_counted_again(deploy: Deploy) -> None:
     """Negative control: with the processors' dedupe switched off (the test-only setting
     ``processor.fault_forget_event_ids``), the same award sent to both regions is counted twice, and
     the check used above names it."""
-    eu_settings, us_settings = _regions(*eu_us, tmp_path)
-    catalog = CassandraCatalog(cassandra_session)
-    regions = []
-    for settings, redis in ((eu_settings, redis_client), (us_settings, us_redis)):
-        logs = tmp_path / settings.region
-        logs.mkdir()
-        region = Region(settings, catalog, RedisProjection(redis, settings.redis.key_prefix), logs)
-        region.env["LB_PROCESSOR__FAULT_FORGET_EVENT_IDS"] = "true"
-        regions.append(region)
-    eu, us = regions
-    try:
-        await asyncio.gather(
-            eu.start("processor", "projector", "intake"), us.start("processor", "projector", "intake")
-        )
-        await replicators(eu_settings, "us")
-        await replicators(us_settings, "eu")
-        board = Board("negative-board", "Negative control", "eu")
-        await eu.create_board(board)
-        oracle = Oracle()
-        for n in range(6):
-            for region in (eu, us):  # the same award, acknowledged by both regions
-                await oracle.send(region, board.id, "ann", f"m{n}", 1)
+    d = await deploy(
+        ["eu", "us"],
+        services=("processor", "projector", "intake"),
+        env={"LB_PROCESSOR__FAULT_FORGET_EVENT_IDS": "true"},
+    )
+    eu, us = d.regions["eu"], d.regions["us"]
+    board = Board("negative-board", "Negative control", "eu")
+    await eu.create_board(board)
+    oracle = Oracle()
+    for n in range(6):
+        for region in (eu, us):  # the same award, acknowledged by both regions
+            await oracle.send(region, board.id, "ann", f"m{n}", 1)
 
-        async def counted_twice() -> bool:
-            return (await eu.total_of(board.id, "ann") or 0) > oracle.totals()["ann"]
+    async def counted_twice() -> bool:
+        return (await eu.total_of(board.id, "ann") or 0) > oracle.totals()["ann"]
 
-        await Region.wait_until(counted_twice, within=HEAL_WITHIN_S, what="a total above the oracle")
-        [problem] = [p for p in await _problems(eu, board.id, oracle) if "ann" in p]
-        assert problem.startswith("eu: ann has ") and problem.endswith(f"the oracle {oracle.totals()['ann']}")
-    finally:
-        for region in regions:
-            for service in region.processes:
-                print(f"---- {region.settings.region} {service} log tail\n{region.tail(service)}")
-            await region.close()
+    await Region.wait_until(counted_twice, within=HEAL_WITHIN_S, what="a total above the oracle")
+    [problem] = [p for p in await problems(eu, board.id, oracle) if "ann" in p]
+    assert problem.startswith("eu: ann has ") and problem.endswith(f"the oracle {oracle.totals()['ann']}")
+    assert not await d.converged(board.id, oracle)

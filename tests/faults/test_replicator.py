@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Awaitable, Callable
 
 from aiokafka import ConsumerRecord
 
 from regions.settings import Settings
-from schema.replication import GAP_KEY, ReplicationCodec, ReplicationGap
+from schema.replication import (
+    CHECKPOINTS_TOPIC,
+    GAP_KEY,
+    ReplicationCodec,
+    ReplicationGap,
+    replicated_awards_topic,
+)
 from tests.clusters import (
     Replicators,
     Sent,
     assert_each_copied_once,
     delete_before,
-    end_offsets,
+    read_all,
     read_copies,
     send_awards,
     source_position,
@@ -116,26 +123,66 @@ async def test_records_deleted_while_the_replicator_is_behind_are_reported_as_a_
     assert await replicator.metric("lb_replicator_missing_records_total", 1) == 250 - gap.first_missing
 
 
+async def _sizes(eu: Settings, us: Settings) -> dict[str, int]:
+    """Committed records of every topic the replicators read or write, in both regions."""
+    found = {}
+    for local, source in ((eu, "us"), (us, "eu")):
+        k = local.kafka
+        for topic in (
+            k.topic("awards"),
+            k.topic(replicated_awards_topic(source)),
+            k.topic(CHECKPOINTS_TOPIC),
+        ):
+            found[f"{local.region}: {topic}"] = len(await read_all(k, topic, k.partitions))
+    return found
+
+
 async def test_replicators_in_both_directions_copy_each_record_once_and_then_stay_quiet(
     eu_us: tuple[Settings, Settings], replicators: Replicators
 ) -> None:
+    """Once quiet, the six topics (each region's awards, copies and checkpoints) hold exactly what
+    was sent, each record copied once; two rounds of one more award each way then grow every one
+    of them by exactly one record (the award, its copy, the copy's checkpoint): nothing is copied
+    back, copied again or checkpointed again while the replicators go round."""
     eu, us = eu_us
     into_eu, into_us = await replicators(eu, "us"), await replicators(us, "eu")
     from_eu, from_us = await asyncio.gather(send_awards(eu, 200), send_awards(us, 200))
     await wait_caught_up(into_eu, us)
     await wait_caught_up(into_us, eu)
-    assert_each_copied_once(from_us, await read_copies(eu, "us"))
-    assert_each_copied_once(from_eu, await read_copies(us, "eu"))
 
-    # Quiet now. One more record each way, once copied, shows the replicators went round again:
-    # had anything been copied back or twice, the topics would have grown by more than it.
-    from_eu += await send_awards(eu, 1)
-    from_us += await send_awards(us, 1)
-    await wait_caught_up(into_eu, us)
-    await wait_caught_up(into_us, eu)
-    assert sum((await end_offsets(eu)).values()) == len(from_eu)  # the awards topics hold only their own
-    assert sum((await end_offsets(us)).values()) == len(from_us)
-    for local, source, sent in ((eu, "us", from_us), (us, "eu", from_eu)):
-        copies = await read_copies(local, source)
-        assert_each_copied_once(sent, copies)
-        assert all(source_position(c)[0] == c.partition for c in copies)
+    async def copied_once() -> None:
+        for local, source, sent in ((eu, "us", from_us), (us, "eu", from_eu)):
+            copies = await read_copies(local, source)
+            assert_each_copied_once(sent, copies)
+            assert all(source_position(c)[0] == c.partition for c in copies)
+
+    await wait_until(lambda: _holds(copied_once), 30, "each record copied once")
+    sizes = await _sizes(eu, us)
+    awards = {f"eu: {eu.kafka.topic('awards')}": 200, f"us: {us.kafka.topic('awards')}": 200}
+    assert {name: sizes[name] for name in awards} == awards  # the awards topics hold only their own
+
+    for _ in range(2):
+        # One more record each way, once copied, shows each replicator went round again.
+        from_eu += await send_awards(eu, 1)
+        from_us += await send_awards(us, 1)
+        await wait_caught_up(into_eu, us)
+        await wait_caught_up(into_us, eu)
+        expected = {name: count + 1 for name, count in sizes.items()}
+        # A read sees a transaction's records once its commit markers land, shortly after the commit.
+        await wait_until(lambda e=expected: _reached(eu, us, e), 30, f"the topics growing to {expected}")
+        sizes = await _sizes(eu, us)
+        assert sizes == expected
+        await copied_once()
+
+
+async def _reached(eu: Settings, us: Settings, expected: dict[str, int]) -> bool:
+    found = await _sizes(eu, us)
+    return all(found[name] >= count for name, count in expected.items())
+
+
+async def _holds(check: Callable[[], Awaitable[None]]) -> bool:
+    try:
+        await check()
+    except AssertionError:
+        return False
+    return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from cassandra import InvalidRequest
 from cassandra.cluster import Session
 from redis.asyncio import Redis
 
@@ -69,42 +70,67 @@ async def test_redis_lua_applies_only_newer_versions(settings: Settings, redis_c
     assert await projection.version_of(keys, "alice") == 2
 
 
-async def test_cassandra_insert_if_not_exists_applies_once(cassandra_session: Session) -> None:
+def _row(i: int = 0, **changes: object) -> AuditRow:
+    values: dict[str, object] = dict(
+        event_id=f"ev-{uuid.uuid4().hex}", board_id="b", user_id=f"u{i}", match_id="m", award_type="kill",
+        amount=i + 1, occurred_at_ms=None, region="local", source_partition=0, source_offset=i, total=i + 1,
+        version=1, applied_at_ms=1_700_000_000_500 + i,
+    )  # fmt: skip
+    return AuditRow(**(values | changes))  # type: ignore[arg-type]
+
+
+_STORED = (
+    "SELECT event_id, board_id, user_id, match_id, award_type, amount, occurred_at, region, source_partition, "
+    "source_offset, total, version, recorded_at, WRITETIME(amount) AS written FROM award_history WHERE event_id = %s"
+)
+
+
+async def test_cassandra_audit_row_written_again_is_the_same_single_row(cassandra_session: Session) -> None:
     audit = CassandraAudit(cassandra_session)
-    row = AuditRow(
-        event_id=f"ev-{uuid.uuid4().hex}",
-        board_id="b",
-        user_id="u",
-        match_id="m",
-        award_type="kill",
-        amount=5,
-        occurred_at_ms=1_700_000_000_000,
-        region="local",
-        source_partition=0,
-        source_offset=7,
-        total=5,
-        version=1,
-    )
+    row = _row(occurred_at_ms=1_699_999_999_000)
 
-    first = await audit.record(row)
-    second = await audit.record(row)
+    assert await audit.present_many([row.event_id]) == [False]
+    assert await audit.write_many([row]) == [None]
+    first = cassandra_session.execute(_STORED, (row.event_id,)).all()
+    assert await audit.write_many([row]) == [None]
+    second = cassandra_session.execute(_STORED, (row.event_id,)).all()
 
-    assert (first, second) == (True, False)
-    assert await audit.count(row.event_id) == 1
+    assert first == second and len(first) == 1  # byte for byte, its write time included
+    assert first[0].written == row.applied_at_ms * 1000
+    assert await audit.present_many([row.event_id]) == [True]
 
 
-async def test_cassandra_many_inserts_report_each_row(cassandra_session: Session) -> None:
+async def test_cassandra_audit_batches_fail_only_the_rows_that_cannot_be_written(
+    cassandra_session: Session,
+) -> None:
+    audit = CassandraAudit(cassandra_session, batch_rows=10)
+    rows = [_row(i) for i in range(50)]
+    rows[17] = _row(17, amount=2**63)  # not a bigint: the driver cannot bind it
+    rows[33] = _row(33, event_id="e" * 70_000)  # binds, but Cassandra refuses a key over 64 KiB
+
+    results = await audit.write_many(rows)
+
+    assert [i for i, r in enumerate(results) if r is not None] == [17, 33]
+    assert isinstance(results[17], TypeError) and "amount" in str(results[17])
+    assert isinstance(results[33], InvalidRequest)
+    written = [i for i, r in enumerate(rows) if i != 33 and await audit.count(r.event_id) == 1]
+    assert written == [i for i in range(50) if i not in (17, 33)]
+
+
+async def test_cassandra_audit_keeps_the_latest_application_of_an_event_id_whatever_the_order(
+    cassandra_session: Session,
+) -> None:
+    """An event id applied again (a replay after a processor fix): the later application's row
+    stays, every column of it, even when the earlier one is written last."""
     audit = CassandraAudit(cassandra_session)
-    rows = [
-        AuditRow(
-            event_id=f"ev-{uuid.uuid4().hex}", board_id="b", user_id=f"u{i}", match_id="m", award_type="kill",
-            amount=i, occurred_at_ms=None, region="local", source_partition=0, source_offset=i, total=i, version=1,
-        )
-        for i in range(50)
-    ]  # fmt: skip
-    await audit.record(rows[0])
+    earlier = _row(amount=5, total=5, version=1, source_offset=10)
+    later = _row(event_id=earlier.event_id, amount=5, total=7, version=2, source_offset=99,
+                 applied_at_ms=earlier.applied_at_ms + 600_000)  # fmt: skip
 
-    results = await audit.record_many(rows)
+    assert await audit.write_many([later]) == [None]
+    assert await audit.write_many([earlier]) == [None]
 
-    assert results == [False] + [True] * 49
-    assert [await audit.count(r.event_id) for r in rows] == [1] * 50
+    stored = cassandra_session.execute(_STORED, (earlier.event_id,)).all()
+    assert [(r.total, r.version, r.source_offset, r.written) for r in stored] == [
+        (7, 2, 99, later.applied_at_ms * 1000)
+    ]

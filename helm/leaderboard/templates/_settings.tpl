@@ -64,8 +64,8 @@ through (values.schema.json lists the fields), so a new setting needs no change 
 {{- $parts := splitn "://" 2 $v.redis.url -}}
 {{- $_ := set $env "LB_REDIS__URL" (printf "%s://:$(REDIS_PASSWORD)@%s" $parts._0 $parts._1) -}}
 {{- end -}}
-{{- range $section := list "kafka" "redis" "cassandra" "intake" "gateway" "processor" "projector" "audit" "lifecycle" "replicator" -}}
-{{- range $field, $value := (get $v $section).settings -}}
+{{- range $section := list "kafka" "redis" "cassandra" "intake" "gateway" "processor" "projector" "audit" "lifecycle" "replicator" "windows" -}}
+{{- range $field, $value := (get $v $section | default dict).settings -}}
 {{- $_ := set $env (printf "LB_%s__%s" (upper $section) (upper $field)) $value -}}
 {{- end -}}
 {{- end -}}

@@ -60,9 +60,54 @@ async def test_admin_creates_a_board_with_its_rules(gateway: Gateway, cassandra_
     assert read["data"]["leaderboard"] == {"name": "Sprint", "window": None}
 
 
-@pytest.mark.parametrize("window", [{"period": "ROLLING", "days": 7}, {"period": "DAILY"}])
-async def test_a_time_window_is_refused_until_windows_are_supported(
-    gateway: Gateway, cassandra_session: Session, window: dict[str, object]
+WINDOWED = """mutation($input: CreateLeaderboardInput!) {
+  createLeaderboard(input: $input) { id window { period days timeZone firstDayOfWeek } }
+}"""
+
+
+@pytest.mark.parametrize(
+    ("window", "read", "stored"),
+    [
+        ({"period": "ROLLING", "days": 7}, {"period": "ROLLING", "days": 7, "timeZone": "UTC", "firstDayOfWeek": None},
+         "rolling:7d"),
+        ({"period": "WEEKLY", "timeZone": "America/New_York", "firstDayOfWeek": "SUNDAY"},
+         {"period": "WEEKLY", "days": None, "timeZone": "America/New_York", "firstDayOfWeek": "SUNDAY"},
+         "weekly;tz=America/New_York;first=SUNDAY"),
+        ({"period": "DAILY", "timeZone": "Asia/Kolkata"},
+         {"period": "DAILY", "days": None, "timeZone": "Asia/Kolkata", "firstDayOfWeek": None}, "daily;tz=Asia/Kolkata"),
+    ],
+)  # fmt: skip
+async def test_a_time_window_is_stored_with_its_zone_and_first_day(
+    gateway: Gateway,
+    cassandra_session: Session,
+    window: dict[str, object],
+    read: dict[str, object],
+    stored: str,
+) -> None:
+    board_id = new_id()
+
+    body = await gateway.query(
+        WINDOWED, {"input": {"id": board_id, "name": "W", "window": window}}, headers=ADMIN
+    )
+
+    assert body["data"]["createLeaderboard"] == {"id": board_id, "window": read}
+    found = await CassandraCatalog(cassandra_session).get(board_id)
+    assert found is not None and found.window == stored
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        ({"period": "ROLLING"}, "input.window.days: a ROLLING window needs 1..366 days"),
+        ({"period": "DAILY", "days": 2}, "input.window.days: only a ROLLING window takes days, not DAILY"),
+        ({"period": "DAILY", "timeZone": "Europe/Atlantis"},
+         "input.window.timeZone: 'Europe/Atlantis' is not an IANA time zone name such as Europe/Stockholm"),
+        ({"period": "MONTHLY", "firstDayOfWeek": "SUNDAY"},
+         "input.window.firstDayOfWeek: only a WEEKLY window takes a first day, not MONTHLY"),
+    ],
+)  # fmt: skip
+async def test_a_window_that_breaks_a_rule_is_refused_naming_the_field(
+    gateway: Gateway, cassandra_session: Session, window: dict[str, object], message: str
 ) -> None:
     board_id = new_id()
 
@@ -72,10 +117,7 @@ async def test_a_time_window_is_refused_until_windows_are_supported(
 
     assert body["data"] is None
     assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
-    assert (
-        body["errors"][0]["message"]
-        == "window: time windows are not supported yet; omit it for an all-time board"
-    )
+    assert body["errors"][0]["message"] == message
     assert await CassandraCatalog(cassandra_session).get(board_id) is None
 
 

@@ -1,7 +1,7 @@
 """HOME and REGIONAL through GraphQL with two regions: a gateway of region eu answers HOME reads of a
 board homed in us from us's projection (another Redis database here, reached by the URL the settings
 give, as across machines), REGIONAL ones from its own, and HOME_UNAVAILABLE when us's projection
-cannot be reached, while REGIONAL still answers."""
+cannot be reached, while REGIONAL still answers; a HOME feed cut off silently reconnects."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, cast
+from urllib.parse import urlparse
 
 import msgspec
 import pytest
@@ -17,6 +18,7 @@ from cassandra.cluster import Session
 from redis.asyncio import Redis
 from websockets.asyncio.client import connect
 
+from gateway.hub import HintHub
 from gateway.wiring import HomeLink, home_links
 from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board
@@ -27,6 +29,7 @@ from schema.redis_keys import board_keys
 from tests.harness import free_port
 from tests.integration.gateway.conftest import Gateway, eventually, serve_gateway
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
+from tests.proxy import TcpProxy
 
 READ = """query($id: ID!, $scope: Scope!) { leaderboard(id: $id) {
   playerCount(scope: $scope)
@@ -170,3 +173,62 @@ async def _close(homes: list[HomeLink]) -> None:
     for link in homes:
         await link.reads.aclose(close_connection_pool=True)
         await link.feed.aclose()
+
+
+async def test_a_home_feed_cut_off_silently_is_reconnected_and_its_subscribers_resync_and_stream_again(
+    settings: Settings, redis_client: Redis, us_redis: Redis, cassandra_session: Session
+) -> None:
+    """The link to the home region's Redis passes nothing (a silent partition: no connection
+    refused or reset). The HOME feed notices by the PING it gets no answer to, says it is not
+    connected, and once the link is back reconnects: its subscriber gets a Resync (hints may have
+    been missed), then the home region's updates again."""
+    prefix = settings.redis.key_prefix
+    board = Board(f"gw-home-{uuid.uuid4().hex[:8]}", "Homed in us", "us")
+    assert await CassandraCatalog(cassandra_session).create(board)
+    home = RedisProjection(us_redis, prefix)
+    await _totals(home, prefix, board, {"ann": 5})
+    await home.start_epoch("us-epoch")
+    url = urlparse(settings.redis.url)
+    proxy = TcpProxy(url.hostname or "127.0.0.1", url.port or 6379)
+    linked = _eu(settings, f"redis://127.0.0.1:{await proxy.start()}/1")
+    linked = linked.model_copy(
+        update={"gateway": linked.gateway.model_copy(update={"hints_ping_interval_s": 0.5})}
+    )
+    homes = home_links(linked)
+    try:
+        async with serve_gateway(linked, redis_client, cassandra_session, homes) as gw:
+            hub = gw.services.hubs["us"]
+            await eventually(lambda: _connected(hub, True))
+            async with connect(gw.ws_url, subprotocols=[TRANSPORT_WS]) as ws:
+                await ws.send(json.dumps({"type": "connection_init"}))
+                assert json.loads(await ws.recv())["type"] == "connection_ack"
+                payload = {
+                    "query": SUBSCRIBE,
+                    "variables": {"board": board.id, "user": "ann", "scope": "HOME"},
+                }
+                await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+                await eventually(lambda: _following(gw, "us", board.id))
+
+                proxy.blackhole()
+                await eventually(lambda: _connected(hub, False), within=20)
+                proxy.heal()
+                await eventually(lambda: _connected(hub, True), within=20)
+                resync = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                assert resync["payload"]["data"]["leaderboardUpdates"]["__typename"] == "Resync", resync
+
+                await eventually(lambda: _following(gw, "us", board.id))
+                applied = await home.apply(board_keys(prefix, board.id), [_total(board, "ann", 9, version=2)])
+                hint = {"boardId": board.id, "sequence": applied.sequence, "positions": {"us:0": 1},
+                        "users": [{"userId": "ann", "score": 9, "version": 2}], "truncated": False}  # fmt: skip
+                await home.publish_hint(board.id, msgspec.json.encode(hint))
+                update = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                assert update["payload"]["data"]["leaderboardUpdates"] == {
+                    "__typename": "ScoreUpdated", "score": 9, "asOf": {"region": "us"}
+                }, update  # fmt: skip
+    finally:
+        await _close(homes)
+        await proxy.close()
+
+
+async def _connected(hub: HintHub, connected: bool) -> bool:
+    return hub.connected is connected

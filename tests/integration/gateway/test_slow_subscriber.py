@@ -83,6 +83,12 @@ class StalledClient:
         with contextlib.suppress(TimeoutError):
             await self._read_until(lambda: False, quiet_s)
 
+    async def read_until_resync(self, within_s: float = 30.0) -> None:
+        """Read until a Resync arrived (a busy gateway may pause longer than a quiet period before
+        sending it), then what follows until the socket is quiet."""
+        await self._read_until(lambda: any(_is_resync(m) for m in self.messages), within_s)
+        await self.read_all()
+
     def close(self) -> None:
         self._writer.close()
 
@@ -107,7 +113,7 @@ async def test_slow_subscriber_gets_resync_and_stays_bounded(
             await boards.set_totals(board, [("u00", 1000 + i), (f"u{1 + i % 19:02d}", 2000 + i)], hint=True)
             deepest = max([deepest, *gw.services.hub.mailbox_depths(board.id)])
             await asyncio.sleep(0)
-        await client.read_all()
+        await client.read_until_resync()
         client.close()
 
     updates = [m["payload"]["data"]["leaderboardUpdates"] for m in client.messages if m["type"] == "next"]
@@ -120,6 +126,10 @@ async def test_slow_subscriber_gets_resync_and_stays_bounded(
     last_resync = max(i for i, u in enumerate(updates) if u["__typename"] == "Resync")
     later_scores = [u["score"] for u in updates[last_resync + 1 :] if u["__typename"] == "ScoreUpdated"]
     assert later_scores == [] or later_scores[-1] == 1000 + ROUNDS - 1
+
+
+def _is_resync(message: dict[str, Any]) -> bool:
+    return message["type"] == "next" and message["payload"]["data"]["leaderboardUpdates"]["__typename"] == "Resync"
 
 
 async def _subscribed(depths: list[int]) -> bool:

@@ -33,16 +33,25 @@ async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_s
     created = await lb(topics, "create-board", board, "--name", "Cli", "--tie-policy", "FIRST_REACHED",
                        "--sort-order", "ASC", "--allow-negative")  # fmt: skip
     refused = await lb(topics, "create-board", "x", "--aggregation", "MAX", "--allow-negative")
+    weekly = f"cli-{uuid.uuid4().hex[:8]}"
+    windowed = await lb(topics, "create-board", weekly, "--window", "WEEKLY", "--time-zone", "America/New_York",
+                        "--first-day-of-week", "SUNDAY")  # fmt: skip
+    bad_zone = await lb(topics, "create-board", "y", "--window", "DAILY", "--time-zone", "Moon/Base")
+    scoped = await lb(topics, "create-board", "z@2026-11-30")
 
     code, out, err = await lb(topics, "boards")
 
     assert created[0] == 0 and refused[0] == 2 and "allow_negative" in refused[2]
+    assert windowed[0] == 0 and bad_zone[0] == 2 and "--time-zone: 'Moon/Base' is not an IANA" in bad_zone[2]
+    assert scoped[0] == 2 and "must be 1..128 of letters" in scoped[2]
     header, *rows = out.splitlines()
     assert header.split() == ["ID", "STATUS", "HOME", "AGGREGATION", "ORDER", "TIE", "POLICY", "WINDOW",
                               "NEGATIVE", "CREATED"]  # fmt: skip
     row = next(r for r in rows if r.startswith(board + " "))
     assert row.split()[1:8] == ["OPEN", "local", "SUM", "ASC", "FIRST_REACHED", "none", "allowed"]
     assert row.split()[8].startswith("20") and code == 0 and err == ""
+    row = next(r for r in rows if r.startswith(weekly + " "))
+    assert row.split()[6] == "WEEKLY:SUNDAY@America/New_York"
 
 
 async def test_put_profile_stores_what_the_gateway_shows_and_refuses_bad_values(

@@ -123,11 +123,12 @@ async def _processed(settings: Settings, sent: Sent) -> bool:
     )
 
 
-async def _archived(results: CassandraResults, board_id: str) -> list[ResultEntry]:
-    header = await results.get(board_id, 1)
+async def _archived(results: CassandraResults, board_id: str, version: int = 1) -> list[ResultEntry]:
+    """Every entry of an archived result: each chunk once, none missing and none beyond the last."""
+    header = await results.get(board_id, version)
     assert header is not None
-    chunks = await results.chunks(board_id, 1, range(header.chunk_count))
-    assert sorted(chunks) == list(range(header.chunk_count)), "a chunk is missing"
+    chunks = await results.chunks(board_id, version, range(header.chunk_count + 1))
+    assert sorted(chunks) == list(range(header.chunk_count)), "a chunk is missing, or one beyond the last"
     entries = [e for n in sorted(chunks) for e in chunks[n]]
     assert len(entries) == header.player_count
     return entries

@@ -204,7 +204,7 @@ async def test_heartbeats_and_gaps_advance_watermarks_without_changing_totals(
             source_region="us", source_partition=0, first_missing=51, first_available=60, detected_at_ms=7_000
         )
         await sources.write(sources.remote, GAP_KEY, ReplicationCodec().encode(gap), 59)
-        await sources.write(sources.remote, b"\x00expiry|board", b"anything", 60)  # unknown control: ignored
+        await sources.write(sources.remote, b"\x00someday|board", b"anything", 60)  # unknown control: ignored
         await _round(processor, consumer, local=1, remote=3)
 
         assert await sources.totals() == []

@@ -266,3 +266,28 @@ async def test_boards_spread_over_every_master(settings: Settings, redis_client:
         assert len(masters) > 1 and homes == masters and per_board == {1}
     for keys in boards:
         assert await redis_client.zrange(keys.ranking, 0, -1) == ["u"]
+
+
+async def test_a_removal_takes_the_player_off_the_board_only_when_newer(
+    settings: Settings, redis_client: Redis
+) -> None:
+    prefix = settings.redis.key_prefix
+    projection = RedisProjection(redis_client, prefix)
+    board = Board("rolling-removal", "r", "local")
+    keys = board_keys(prefix, board.id)
+    reader = RankReader(projection, prefix, "local")
+    await projection.apply(
+        keys, [ProjectedTotal("ann", 3, 7, -7.0, "ann"), ProjectedTotal("bob", 1, 5, -5.0, "bob")]
+    )
+
+    stale = await projection.apply(keys, [ProjectedTotal("ann", 2, 0, 0.0, "")])  # an older removal
+    removed = await projection.apply(keys, [ProjectedTotal("ann", 4, 0, 0.0, "")])
+    assert (stale.users, removed.users) == ([], ["ann"])
+    assert [e.user_id for e in (await reader.top(board, 10)).entries] == ["bob"]
+    assert (await reader.player(board, "ann"))[0] is None
+    assert await projection.count(keys) == 1 and await projection.version_of(keys, "ann") == 4
+
+    older = await projection.apply(keys, [ProjectedTotal("ann", 4, 9, -9.0, "ann")])  # not newer
+    back = await projection.apply(keys, [ProjectedTotal("ann", 5, 9, -9.0, "ann")])
+    assert (older.users, back.users) == ([], ["ann"])
+    assert [e.user_id for e in (await reader.top(board, 10)).entries] == ["ann", "bob"]

@@ -6,7 +6,7 @@ from regions.settings import Settings
 from replicator.core import header
 from schema.replication import HOP_HEADER, ORIGIN_HEADER, SOURCE_OFFSET_HEADER, SOURCE_PARTITION_HEADER
 from tests.clusters import (
-    KafkaCluster,
+    RegionServers,
     Replicators,
     assert_each_copied_once,
     bootstrap_topics,
@@ -85,7 +85,7 @@ async def test_a_restart_resumes_from_the_checkpoint_with_nothing_lost_or_double
 
 
 async def test_partition_counts_that_differ_between_regions_stop_the_replicator(
-    settings: Settings, second_kafka: KafkaCluster, replicators: Replicators
+    settings: Settings, second_kafka: RegionServers, replicators: Replicators
 ) -> None:
     eu, us = two_regions(settings, second_kafka.bootstrap_servers)
     us = us.model_copy(update={"kafka": us.kafka.model_copy(update={"partitions": 3})})

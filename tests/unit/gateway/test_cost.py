@@ -42,6 +42,16 @@ def cost_of(query: str) -> Measure:
             '{ leaderboard(id: "b") { top { entries { userId } asOf { positions { offset } } } } }',
             1 + 2 + 1 + 1 + 1,
         ),
+        ('{ leaderboard(id: "b") { period { key status top { entries { userId } } } } }', 1 + 5 + 2 + 1),
+        (
+            '{ leaderboard(id: "b") { periods(first: 20) { key top(k: 5) { entries { profile { country } } } } } }',
+            1 + 5 + 20 * (2 + 1 + 5 * 5),
+        ),
+        ('{ leaderboard(id: "b") { periods { result { entries(first: 3) { userId } } } } }', 1 + 5 + 10 * (5 + 5)),
+        (
+            '{ leaderboard(id: "b") { period(key: "2026-W49") { context(userId: "u", range: 2) { above { profile { country } } } } } }',
+            1 + 5 + 2 + 1 + 2 * 5,
+        ),
         ("{ leaderboards { id name } }", 10),
         (
             "{ leaderboards { top(k: 100) { entries { profile { displayName } } } } }",

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.core.feed import BoardSnapshot, FeedState, Round, TooManyPlayers
-from gateway.core.hints import Hint
-from gateway.core.updates import PlayerState, RankChange, ResyncNeeded, ScoreUpdate, TopKChange
+from gateway.core.hints import Hint, parse_hint
+from gateway.core.updates import PlayerState, RankChange, ResyncNeeded, ScoreUpdate, StatusChange, TopKChange
 from regions.core.reads import AsOf
 
 FRESH = AsOf("local", {("local", 0): 10}, 1_700_000_000_000, False)
@@ -153,3 +153,18 @@ def test_whatever_the_upstream_does_members_are_never_told_a_lower_sequence(
                 told += [u.sequence for _, u in feed.observe(snapshot(FRESH, top), step)]
                 told.append(step.sequence)
     assert told == sorted(told)
+
+
+def test_a_status_hint_is_told_to_every_member_with_its_sequence_and_needs_no_read() -> None:
+    feed: FeedState[str] = FeedState("b", max_players=10)
+    feed.hint(hint(3))
+    feed.take()
+    raw = b'{"boardId":"b","sequence":4,"status":{"status":"CLOSED","resultVersion":2}}'
+    feed.hint(parse_hint(raw))
+
+    step = feed.take()
+
+    assert step.status == StatusChange("b", "CLOSED", 2, 4)
+    assert step.hint is None and step.resync is None  # nothing to read: the standings did not change
+    feed.hint(hint(5))
+    assert feed.take().resync is None  # one sequence with the projector's hints: no gap

@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 CORES = ("gateway/core", "regions/core")
 PROJECT = ("gateway", "regions", "replicator", "schema")
-ALLOWED = ("gateway.core", "regions.core", "schema.records", "schema.event_id")
+ALLOWED = ("gateway.core", "regions.core", "schema.records", "schema.lifecycle", "schema.event_id", "schema.scoped")
 
 
 def _project_imports(path: Path) -> list[str]:

@@ -5,6 +5,7 @@ from gateway.core.updates import (
     RankChange,
     ResyncNeeded,
     ScoreUpdate,
+    StatusChange,
     TopKChange,
     player_updates,
     top_update,
@@ -90,3 +91,15 @@ def test_a_subscriber_that_falls_behind_gets_one_resync_and_memory_stays_bounded
     drained = box.drain()
     assert isinstance(drained[0], ResyncNeeded)
     assert drained[0].reason == "slow_subscriber"
+
+
+def test_a_slow_subscriber_keeps_the_boards_latest_status_through_its_resync() -> None:
+    box = Coalescer("b", resync_after=3)
+    box.offer(StatusChange("b", "CLOSING", None, 1))
+    box.offer(StatusChange("b", "CLOSED", 1, 2))
+    outcomes = [box.offer(score(i)) for i in range(3, 6)]
+
+    assert Offered.RESYNC in outcomes
+    drained = box.drain()
+    assert [type(u).__name__ for u in drained] == ["ResyncNeeded", "StatusChange"]
+    assert drained[1] == StatusChange("b", "CLOSED", 1, 2)

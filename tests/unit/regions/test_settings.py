@@ -59,6 +59,7 @@ def test_production_with_real_secrets_and_replicas_loads(monkeypatch: pytest.Mon
         ({"LB_KAFKA__MIN_INSYNC_REPLICAS": "1"}, "LB_KAFKA__MIN_INSYNC_REPLICAS"),
         ({"LB_KAFKA__MIN_INSYNC_REPLICAS": "3"}, "LB_KAFKA__MIN_INSYNC_REPLICAS"),
         ({"LB_CASSANDRA__REPLICATION_FACTOR": "1"}, "LB_CASSANDRA__REPLICATION_FACTOR"),
+        ({"LB_WINDOWS__CLOCK_OFFSET_S": "-3600"}, "LB_WINDOWS__CLOCK_OFFSET_S"),
     ],
 )
 def test_production_refuses_each_unsafe_setting_by_name(

@@ -167,6 +167,15 @@ def test_lag_counts_records_and_ages_the_newest_copy_while_behind() -> None:
     assert lag(start(0, 0), 3, 9_000).seconds is None
 
 
+def test_a_source_that_does_not_answer_is_never_reported_caught_up() -> None:
+    """A silent source (cut off) has written heartbeats since: its lag is the time since the newest
+    copy, even when the end it last reported was reached; the records are a lower bound."""
+    silent = lag(start(0, 10, 1_000), 10, 9_000, source_answers=False)
+    assert (silent.records, silent.seconds) == (0, 8.0)
+    assert lag(start(0, 10, 1_000), 14, 9_000, source_answers=False) == lag(start(0, 10, 1_000), 14, 9_000)
+    assert lag(start(0, 0), 0, 9_000, source_answers=False).seconds is None  # nothing heard from it, ever
+
+
 class ReplicationMachine(RuleBasedStateMachine):
     """A source partition that grows and loses old records to retention; a replicator that fetches
     a batch, may crash before committing it, and resumes from its checkpoint after a restart."""

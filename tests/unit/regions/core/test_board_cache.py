@@ -95,3 +95,14 @@ def test_whatever_happens_unknown_ids_stay_bounded_and_one_refresh_at_a_time(
             cache.answered(board_id, Board(board_id, "B", "local") if op == "found" else None, now)
             refreshing.discard(board_id)
         assert cache.unknown_ids() <= max_unknown
+
+
+def test_a_forgotten_board_is_read_from_the_catalog_again_at_once() -> None:
+    cache = BoardCache(ttl_s=60.0, max_unknown=10)
+    cache.answered("b1", BOARD, now=0)
+    cache.answered("nope", None, now=0)
+
+    cache.forget("b1")
+    cache.forget("nope")
+
+    assert cache.lookup("b1", now=1) == Miss() and cache.lookup("nope", now=1) == Miss()

@@ -112,3 +112,13 @@ def test_negative_delta_only_on_a_board_that_allows_it() -> None:
 def test_only_sum_boards_may_allow_negative_deltas() -> None:
     with pytest.raises(InvalidBoardError, match="allow_negative"):
         Board("best", "Best", "eu", aggregation=Aggregation.MAX, allow_negative=True)
+
+
+def test_a_board_with_a_time_window_needs_the_event_time() -> None:
+    board = Board("daily", "Daily", "eu", window="daily;tz=Europe/Stockholm")
+    without = AwardInput("daily", "m", "u", "t", 5, None, None)
+    with_time = AwardInput("daily", "m", "u", "t", 5, None, 1_764_500_000_000)
+    refused = check_against_board(without, board, "awards[2].")
+    assert [(e.field, "required" in e.rule) for e in refused] == [("awards[2].occurredAt", True)]
+    assert check_against_board(with_time, board) == []
+    assert check_against_board(without, Board("all-time", "All time", "eu")) == []

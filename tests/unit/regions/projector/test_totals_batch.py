@@ -3,7 +3,15 @@ from aiokafka import ConsumerRecord
 
 from regions.core.positions import SourcePosition
 from regions.projector.totals import TotalsBatch
-from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Watermark, totals_key, watermark_key
+from schema.records import (
+    WATERMARK_KEY,
+    Codec,
+    ExpiryReached,
+    PlayerTotal,
+    Watermark,
+    totals_key,
+    watermark_key,
+)
 
 
 def _record(offset: int, key: bytes, value: bytes) -> ConsumerRecord:
@@ -90,3 +98,19 @@ def test_only_keeps_one_board_and_every_watermark() -> None:
     batch.only("o")
 
     assert list(batch.latest) == [("o", "u")] and batch.marks == {("us", 3): SourcePosition(9, 1)}
+
+
+def test_a_board_rebuilt_alone_keeps_its_periods_and_removals_leave_no_member() -> None:
+    codec, batch = Codec(), TotalsBatch("eu")
+    batch.add([
+        _record(0, b"k", codec.encode(_total("u", 1, 5, board_id="b@2026-11-30"))),
+        _record(1, b"k", codec.encode(_total("u", 1, 5, board_id="bb@2026-11-30"))),
+        _record(2, b"k", codec.encode(_total("v", 3, 0, board_id="b", removed=True))),
+        _record(3, b"k", codec.encode(ExpiryReached(board_id="b", expired_through=1, source_region="eu",
+                                                    source_partition=0, source_offset=2))),
+    ])  # fmt: skip
+    batch.only("b")
+    assert sorted(batch.latest) == [("b", "v"), ("b@2026-11-30", "u")]
+    [(_, _, removed)] = [w for w in batch.by_board("p") if w[0] == "b"]
+    assert [(t.user_id, t.version, t.member) for t in removed] == [("v", 3, "")]
+    assert batch.unprojectable == []

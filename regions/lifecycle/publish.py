@@ -1,0 +1,122 @@
+"""The home region's lifecycle worker publishing a recorded correction as result version n+1.
+
+The steps (``regions.core.corrections.correction_step``), each resumable after a crash:
+1. write one correction record per adjusted player into the awards partition of that player's key,
+   then record in the correction's row where the last one of each partition landed (a crash in
+   between writes them again: the processors deduplicate them per correction and player);
+2. wait until the home projection's positions reach those offsets and every adjusted player holds
+   the corrected score (the processors applied them, the projector projected them);
+3. archive the projection as version n+1 (chunked; a crash mid-archive writes it again), record it
+   as the board's newest result, and mark the correction published.
+Corrections of one board are published one at a time, in version order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime
+
+from aiokafka import AIOKafkaProducer
+
+from regions.cassandra_corrections import CassandraCorrections, CorrectionEntry
+from regions.cassandra_lifecycle import CassandraLifecycle, CloseRecord
+from regions.cassandra_results import CassandraResults
+from regions.core.corrections import (
+    FIRST_RESULT_VERSION,
+    ArchiveVersion,
+    AwaitProjection,
+    WriteRecords,
+    correction_step,
+)
+from regions.core.lifecycle import parse_position_name, position_name
+from regions.kafka_clients import partition_of_key
+from regions.lifecycle.archive import archive_projection
+from regions.redis_projection import RedisProjection
+from regions.settings import Settings
+from regions.throttled_log import ThrottledLog
+from schema.lifecycle import CorrectionRecord, LifecycleCodec, correction_key
+from schema.records import totals_key
+from schema.redis_keys import board_keys
+
+log = logging.getLogger(__name__)
+
+
+class CorrectionPublisher:
+    def __init__(
+        self,
+        settings: Settings,
+        stores: tuple[CassandraLifecycle, CassandraResults, CassandraCorrections],
+        projection: RedisProjection,
+        errors: ThrottledLog,
+    ) -> None:
+        self._settings, self._region = settings, settings.region
+        self._lifecycle, self._results, self._corrections = stores
+        self._projection, self._prefix = projection, settings.redis.key_prefix
+        self._encode = LifecycleCodec().encode
+        self._errors = errors
+
+    async def step(self, record: CloseRecord, producer: AIOKafkaProducer, partitions: list[int]) -> None:
+        """The next step of the board's next correction (the caller knows one is recorded)."""
+        board = record.board
+        version = (record.result_version or FIRST_RESULT_VERSION) + 1
+        entry = next(
+            (e for e in await self._corrections.of_board(board.id) if e.result_version == version), None
+        )
+        if entry is None:
+            raise RuntimeError(f"{board.id}: result version {version} is assigned but no correction holds it")
+        positions = await self._projection.positions()
+        reached = {position_name(r, p): mark.offset for (r, p), mark in positions.marks.items()}
+        users = [a.user_id for a in entry.adjustments]
+        totals = await self._projection.totals_of(board_keys(self._prefix, board.id), users)
+        step = correction_step(entry.written, reached, entry.adjustments, totals)
+        if isinstance(step, WriteRecords):
+            await self._write(record, entry, producer, partitions)
+        elif isinstance(step, AwaitProjection):
+            self._errors.log(logging.INFO, f"await:{board.id}",
+                             "%s: version %d waits for the projection (positions %s, players %s)",
+                             board.id, version, sorted(step.missing), list(step.players[:5]))  # fmt: skip
+        elif isinstance(step, ArchiveVersion):
+            await self._archive(record, entry)
+
+    async def _write(
+        self, record: CloseRecord, entry: CorrectionEntry, producer: AIOKafkaProducer, partitions: list[int]
+    ) -> None:
+        board, topic = record.board, self._settings.kafka.topic("awards")
+        regions = sorted({parse_position_name(where)[0] for where in record.cutoffs})
+        created_ms = int((entry.created_at or datetime.now(UTC)).replace(tzinfo=UTC).timestamp() * 1000)
+
+        async def send(user_id: str, score: int) -> tuple[int, int]:
+            value = CorrectionRecord(
+                board_id=board.id, correction_id=entry.correction_id, user_id=user_id, score=score,
+                result_version=entry.result_version, created_at_ms=created_ms, region=self._region,
+                sort_order=board.sort_order.value, tie_policy=board.tie_policy.value, regions=regions,
+            )  # fmt: skip
+            partition = partition_of_key(totals_key(board.id, user_id), partitions)
+            sent = await producer.send_and_wait(
+                topic, self._encode(value), key=correction_key(board.id, user_id), partition=partition
+            )
+            return partition, sent.offset
+
+        written: dict[str, int] = {}
+        for partition, offset in await asyncio.gather(*(send(a.user_id, a.score) for a in entry.adjustments)):
+            where = position_name(self._region, partition)
+            written[where] = max(written.get(where, -1), offset)
+        await self._corrections.record_written(board.id, entry.correction_id, written)
+        log.info("%s: correction %r (version %d): %d records written to %s",
+                 board.id, entry.correction_id, entry.result_version, len(entry.adjustments), topic)  # fmt: skip
+
+    async def _archive(self, record: CloseRecord, entry: CorrectionEntry) -> None:
+        board, started = record.board, time.perf_counter()
+        archived = await archive_projection(
+            self._projection.redis, self._prefix, self._results, board, version=entry.result_version,
+            reason=entry.reason, chunk_size=self._settings.lifecycle.chunk_size, created_at=datetime.now(UTC),
+            pause_s=self._settings.lifecycle.fault_chunk_pause_ms / 1000,
+        )  # fmt: skip
+        if await self._lifecycle.publish_version(board.id, entry.result_version):
+            log.info("%s: result version %d published (correction %r): %d players in %d chunks "
+                     "(%d written in %.2f s)", board.id, entry.result_version, entry.correction_id,
+                     archived.header.player_count, archived.header.chunk_count, archived.chunks_written,
+                     time.perf_counter() - started)  # fmt: skip
+        await self._corrections.record_published(board.id, entry.correction_id, datetime.now(UTC))

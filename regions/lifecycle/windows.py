@@ -1,0 +1,122 @@
+"""The lifecycle worker's part in time windows: periods that roll over by themselves, rolling days
+that expire.
+
+- **Rollover** (home region only): every period whose end plus ``windows.grace_s`` has passed on the
+  worker's clock begins closing (and once the whole board is closing, its current period too): its row is made CLOSING in ``board_periods``. From there every
+  region's worker closes it exactly as it closes a board (``LifecycleWorker.step``), as the board
+  ``<board>@<key>``: cutoff markers into each of its awards partitions, then in the home region the
+  drain to every (region, partition)'s cutoff, the chunked archive as result version 1, CLOSED. The
+  intakes refuse the period's awards from the same moment on their own clocks (409
+  ``period_closed``); one accepted before and landing after a cutoff is late (reconciliation).
+- **Expiry** (home region only): when a local day leaves a rolling board's window, an expiry
+  marker (``schema.windows``) goes into every partition of this region's awards topic, then the
+  catalog records it; the markers replicate like awards, and every region's processor drops the
+  expired days from the players that have points in them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from aiokafka import AIOKafkaProducer
+
+from regions.cassandra_lifecycle import CloseRecord
+from regions.cassandra_periods import CassandraPeriods, PeriodRecord, WindowedBoard
+from regions.core.boards import BoardStatus
+from regions.core.periods import WindowSpec, day_key
+from regions.core.rollover import current_period, expiry_due, periods_to_close
+from schema.records import Codec
+from schema.windows import ExpiryMarker, expiry_key
+
+if TYPE_CHECKING:
+    from regions.lifecycle.loop import LifecycleWorker
+
+log = logging.getLogger(__name__)
+RECENT_PERIODS = 20  # period rows read per board and pass: the closes in progress are among the newest
+PERIODS_PER_PASS = 10  # periods one pass begins closing per board (a board created long ago catches up)
+_encode = Codec().encode
+
+
+async def tick(
+    worker: LifecycleWorker,
+    periods: CassandraPeriods,
+    producer: AIOKafkaProducer,
+    partitions: list[int],
+    required: frozenset[str],
+) -> None:
+    """One pass over every windowed board."""
+    for entry in await periods.windowed():
+        spec = entry.board.window_spec
+        if spec is None:
+            continue
+        if spec.rolling:
+            if entry.board.home_region == worker.region and entry.board.status is BoardStatus.OPEN:
+                await worker.guarded(
+                    entry.board.id, _expire(worker, periods, producer, partitions, entry, spec)
+                )
+            continue
+        await worker.guarded(
+            entry.board.id, _periods(worker, periods, producer, partitions, required, entry, spec)
+        )
+
+
+async def _periods(
+    worker: LifecycleWorker,
+    periods: CassandraPeriods,
+    producer: AIOKafkaProducer,
+    partitions: list[int],
+    required: frozenset[str],
+    entry: WindowedBoard,
+    spec: WindowSpec,
+) -> None:
+    board = entry.board
+    recent = await periods.recent(board.id, RECENT_PERIODS)
+    if board.home_region == worker.region:
+        now = worker.now_ms()
+        until = now
+        if board.status is not BoardStatus.OPEN:  # the whole board closes: its current period with it
+            until = max(now, current_period(spec, now).end_ms + worker.grace_ms)
+        due = periods_to_close(spec, newest_key=recent[0].key if recent else None,
+                               created_at_ms=entry.created_at_ms or now, now_ms=until,
+                               grace_ms=worker.grace_ms, limit=PERIODS_PER_PASS)  # fmt: skip
+        for span in due:
+            if await periods.begin(board.id, span, datetime.fromtimestamp(now / 1000, UTC)):
+                log.info("%s: period %s ended; closing it", board.id, span.key)
+        if due:
+            recent = await periods.recent(board.id, RECENT_PERIODS)
+    for period in reversed(recent):  # oldest first
+        if period.status is BoardStatus.CLOSING:
+            await worker.step(periods, _close_record(entry, period), producer, partitions, required)
+
+
+def _close_record(entry: WindowedBoard, period: PeriodRecord) -> CloseRecord:
+    return CloseRecord(
+        board=entry.board.for_period(period.key), closing_at_ms=period.closing_at_ms,
+        close_reason=f"period {period.key} ended", markers=period.markers,
+    )  # fmt: skip
+
+
+async def _expire(
+    worker: LifecycleWorker,
+    periods: CassandraPeriods,
+    producer: AIOKafkaProducer,
+    partitions: list[int],
+    entry: WindowedBoard,
+    spec: WindowSpec,
+) -> None:
+    board = entry.board
+    through = expiry_due(spec, entry.expired_through, worker.now_ms())
+    if through is None:
+        return
+    marker = ExpiryMarker(board_id=board.id, region=worker.region, expired_through=through,
+                          aggregation=board.aggregation.value, sort_order=board.sort_order.value,
+                          tie_policy=board.tie_policy.value, window=board.window or "",
+                          written_at_ms=worker.now_ms())  # fmt: skip
+    topic, key, value = worker.awards_topic, expiry_key(board.id), _encode(marker)
+    await asyncio.gather(*(producer.send_and_wait(topic, value, key=key, partition=p) for p in partitions))
+    await periods.record_expiry(board.id, through)
+    log.info("%s: days up to %s left the rolling window (expiry markers in %d partitions)",
+             board.id, day_key(through), len(partitions))  # fmt: skip

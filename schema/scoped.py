@@ -1,0 +1,23 @@
+"""The board id under which one period of a windowed board is projected, closed and archived.
+
+A period of board ``B`` is the board ``B@<period key>`` everywhere past the intake: in the awards'
+state, the totals topic, the projection's keys and hints channel, cutoff markers and archived
+results. Board ids cannot contain ``@``, so a scoped id never names a board of its own.
+"""
+
+from __future__ import annotations
+
+SEPARATOR = "@"
+
+
+def period_board_id(board_id: str, period_key: str) -> str:
+    """The id of period ``period_key`` of board ``board_id``."""
+    if SEPARATOR in board_id or not period_key:
+        raise ValueError(f"cannot scope {board_id!r} to period {period_key!r}")
+    return f"{board_id}{SEPARATOR}{period_key}"
+
+
+def split_board_id(board_id: str) -> tuple[str, str | None]:
+    """(board, period key) of a scoped id; (board, None) of a plain board id."""
+    board, separator, key = board_id.partition(SEPARATOR)
+    return (board, key) if separator else (board, None)
