@@ -44,7 +44,10 @@ PROFILES_UNAVAILABLE = Counter(
     "lb_gateway_profiles_unavailable_total", "Profile fields answered null because the store could not say"
 )
 PROFILE_BREAKER_OPEN = Gauge("lb_gateway_profile_breaker_open", "1 while the profile breaker skips the store")
-SUBSCRIPTIONS = Gauge("lb_gateway_subscriptions", "leaderboardUpdates subscriptions being told updates (their board and player read)")
+SUBSCRIPTIONS = Gauge(
+    "lb_gateway_subscriptions",
+    "leaderboardUpdates subscriptions being told updates (their board and player read)",
+)
 FEEDS = Gauge("lb_gateway_board_feeds", "Boards with at least one subscriber in this process")
 HINTS_IN = Counter("lb_gateway_hints_in_total", "Hints received from the upstream feed")
 UPDATES = Counter(

@@ -1,7 +1,7 @@
 """One board's state for the hints feed: top K and many players' ranks in one Redis round trip.
 
-asOf is read first, as every read of :class:`regions.redis_reads.RankReader` does, so it never
-claims more than the windows read after it hold.
+Its asOf comes with the windows from one read of :class:`regions.redis_reads.RankReader`, so it
+never claims more than they hold (stale when Redis lost the projection meanwhile).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ class SnapshotReader:
         self._reader = reader
 
     async def read(self, board: Board, users: Sequence[str], k: int) -> BoardSnapshot:
-        as_of = await self._reader.as_of(board)
-        top, windows = await self._reader.windows(board, users, k)
-        top_entries = [] if top is None else entries_of(board, top)
+        as_of, top, windows = await self._reader.windows(board, users, k)
+        top_entries = entries_of(board, top)
         players = {
             user: PlayerState() if window is None else _state(board, window)
             for user, window in zip(users, windows, strict=True)

@@ -233,6 +233,11 @@ class RedisProjection:
         args: list[str | int] = [epoch, "1" if completes_rebuild else "0", *position_fields(marks)]
         return bool(await self._advance(keys=[self._positions], args=args))
 
+    async def epoch(self) -> str | None:
+        """The projection's epoch now: read after a board's keys, another one than the epoch read
+        before them says Redis lost the projection meanwhile."""
+        return cast(str | None, await self.redis.hget(self._positions, "epoch"))
+
     async def positions(self) -> Positions:
         raw = cast(dict[str, str], await self.redis.hgetall(self._positions))
         accepted = raw.get("accepted_at")

@@ -5,6 +5,12 @@ asOf is read before the board's keys. Positions only move forward after the tota
 applied, so every award at or before a reported position is in the response (it may hold more).
 A projection without an epoch (lost) or marked rebuilding answers ``stale``. A CLOSED board's reads
 claim its cutoffs (``regions.core.reads.board_positions``): they come from its frozen standings.
+
+The epoch is read again after the board's keys. Redis may lose the projection between the two
+reads, and a Redis that lost it need not be empty when the board is read: the projector's batch in
+flight at that moment writes its totals into it before it finds the epoch gone (and then removes
+them). Such an answer holds a few players while the positions read before claim the whole board, so
+an answer read across a change of epoch is stale, whatever it holds.
 """
 
 from __future__ import annotations
@@ -155,27 +161,22 @@ class RankReader:
         """What the projection reflects (for ``board``: what a read of it claims)."""
         return self._as_of(await self._projection.positions(), board)
 
-    async def _confirmed(self, before: Positions, board: Board, empty: bool) -> AsOf:
-        """The asOf of an answer read after ``before``. An empty answer may come from a Redis that
-        lost the projection after ``before`` was read, and ``before`` would claim what it lacks:
-        then the positions are read again, and a changed epoch makes the answer stale."""
-        as_of = self._as_of(before, board)
-        if empty and not as_of.stale and (await self._projection.positions()).epoch != before.epoch:
-            return self._as_of(before, board, stale=True)
-        return as_of
+    async def _confirmed(self, before: Positions, board: Board) -> AsOf:
+        """The asOf of an answer read after ``before``: stale when the epoch read now is another
+        (see the module's note)."""
+        return self._as_of(before, board, stale=await self._projection.epoch() != before.epoch)
 
     async def top(self, board: Board, k: int) -> RankPage:
         before = await self._projection.positions()
         window = await self._laid_out(board, lambda layout: self._top(board, layout, k), EMPTY)
-        entries = entries_of(board, window)
-        return RankPage(entries, await self._confirmed(before, board, not entries))
+        return RankPage(entries_of(board, window), await self._confirmed(before, board))
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
         before = await self._projection.positions()
         window = await self._laid_out(
             board, lambda layout: self._player(board, layout, user_id, around), None
         )
-        as_of = await self._confirmed(before, board, window is None)
+        as_of = await self._confirmed(before, board)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
     async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:
@@ -192,13 +193,15 @@ class RankReader:
 
     async def windows(
         self, board: Board, user_ids: Sequence[str], k: int
-    ) -> tuple[Window, list[Window | None]]:
-        """The top ``k`` and each player's own rank (no neighbours): one round trip for a board of
-        one shard, two for a sharded one; read the asOf before calling, as the other reads do."""
+    ) -> tuple[AsOf, Window, list[Window | None]]:
+        """The top ``k`` and each player's own rank (no neighbours) with their asOf: one round trip
+        to the board for one shard, two for a sharded one."""
         none: list[Window | None] = [None for _ in user_ids]
-        return await self._laid_out(
+        before = await self._projection.positions()
+        top, players = await self._laid_out(
             board, lambda layout: self._windows(board, layout, user_ids, k), (EMPTY, none)
         )
+        return await self._confirmed(before, board), top, players
 
     async def _windows(
         self, board: Board, layout: Layout, user_ids: Sequence[str], k: int

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from redis.asyncio import Redis, RedisCluster
 
@@ -20,13 +18,13 @@ from regions.projector.redis_control import (
     RebuildState,
 )
 from regions.redis_layouts import Layout, LayoutMoved
-from regions.redis_projection import BoardTotals, ProjectedTotal, RedisProjection
+from regions.redis_projection import BoardTotals, Positions, ProjectedTotal, RedisProjection
 from regions.redis_reads import RankReader
 from regions.settings import Settings
 from schema.redis_keys import board_keys
 
 
-async def _forget_everything(redis: Redis, prefix: str) -> None:
+async def _forget_everything(redis: Redis | RedisCluster, prefix: str) -> None:
     """What FLUSHALL does to this test's keys."""
     keys = [k async for k in redis.scan_iter(match=f"{prefix}:*")]
     if keys:
@@ -191,34 +189,86 @@ async def test_asking_for_a_rebuild_while_one_is_active_returns_the_active_one(
     assert await control.ask_rebuild(second) == second
 
 
-class _LostBeforeTheBoard(RankReader):
-    """Redis loses the projection between the reader's positions read and its board read."""
+RACE = "race-board"
 
-    def __init__(self, projection: RedisProjection, prefix: str, region: str) -> None:
-        super().__init__(projection, prefix, region)
-        read_board = self._script
 
-        async def lose_then_read(**kwargs: Any) -> Any:
-            await _forget_everything(projection.redis, prefix)
-            return await read_board(**kwargs)
+async def _project(projection: RedisProjection, prefix: str, region: str) -> None:
+    """Epoch ``e1``: u, v and w on the race board, and positions that claim them."""
+    await projection.start_epoch("e1")
+    await projection.apply(RACE, [ProjectedTotal(u, 1, 5, -5.0, u) for u in ("u", "v", "w")])
+    assert await projection.advance("e1", {(region, 0): SourcePosition(10, accepted_at_ms=1)})
 
-        self._script = lose_then_read  # type: ignore[assignment]
+
+class _LostAfterPositions(RedisProjection):
+    """Redis loses the projection right after each read of the positions, so between a reader's
+    positions read and its board read; then the projector's batch in flight, if any, writes its
+    totals into the emptied Redis, as it does before it finds the epoch gone."""
+
+    def __init__(self, redis: Redis, prefix: str, in_flight: list[ProjectedTotal]) -> None:
+        super().__init__(redis, prefix)
+        self._in_flight, self._forget = in_flight, prefix
+
+    async def positions(self) -> Positions:
+        positions = await super().positions()
+        await _forget_everything(self.redis, self._forget)
+        if self._in_flight:
+            await self.apply(RACE, self._in_flight)
+        return positions
 
 
 async def test_an_answer_read_across_a_loss_says_stale(settings: Settings, redis_client: Redis) -> None:
-    prefix = settings.redis.key_prefix
-    projection, board = RedisProjection(redis_client, prefix), Board("race-board", "Race", settings.region)
-    for step in range(2):
-        await projection.start_epoch("e1")
-        await projection.apply(board.id, [ProjectedTotal("u", 1 + step, 5, -5.0, "u")])
-        assert await projection.advance("e1", {(settings.region, 0): SourcePosition(10, accepted_at_ms=1)})
-        reader = _LostBeforeTheBoard(projection, prefix, settings.region)
-        if step == 0:
-            page = await reader.top(board, 10)
-            assert (page.entries, page.as_of.stale) == ([], True)
-        else:
-            entry, as_of = await reader.player(board, "u")
-            assert (entry, as_of.stale) == (None, True)
+    prefix, region = settings.redis.key_prefix, settings.region
+    projection, board = _LostAfterPositions(redis_client, prefix, []), Board(RACE, "Race", region)
+    reader = RankReader(projection, prefix, region)
+
+    await _project(projection, prefix, region)
+    page = await reader.top(board, 10)
+    assert (page.entries, page.as_of.stale) == ([], True)
+    await _project(projection, prefix, region)
+    entry, as_of = await reader.player(board, "u")
+    assert (entry, as_of.stale) == (None, True)
+
+
+async def test_an_answer_read_across_a_loss_says_stale_though_the_projector_wrote_into_the_lost_redis(
+    settings: Settings, redis_client: Redis
+) -> None:
+    """The batch in flight when Redis lost the projection puts w back before the projector finds the
+    epoch gone: answers show w alone, where the positions read before the loss claim u and v too."""
+    prefix, region = settings.redis.key_prefix, settings.region
+    in_flight = [ProjectedTotal("w", 2, 9, -9.0, "w")]
+    projection, board = _LostAfterPositions(redis_client, prefix, in_flight), Board(RACE, "Race", region)
+    reader = RankReader(projection, prefix, region)
+
+    await _project(projection, prefix, region)
+    page = await reader.top(board, 10)
+    assert [e.user_id for e in page.entries] == ["w"] and page.as_of.positions
+    assert page.as_of.stale
+    await _project(projection, prefix, region)
+    entry, as_of = await reader.player(board, "w")
+    assert entry is not None and entry.rank == 1 and as_of.stale
+    await _project(projection, prefix, region)
+    context = await reader.context(board, "w", 2)
+    assert context is not None and context.above == context.below == [] and context.as_of.stale
+    await _project(projection, prefix, region)
+    as_of, top, windows = await reader.windows(board, ["w", "u"], 10)
+    assert top is not None and top.count == 1 and windows[1] is None and as_of.stale
+
+
+async def test_the_same_reads_while_the_epoch_holds_are_not_stale(
+    settings: Settings, redis_client: Redis
+) -> None:
+    """The control of the two tests above: with no loss between the reads, answers claim their positions."""
+    prefix, region = settings.redis.key_prefix, settings.region
+    projection, board = RedisProjection(redis_client, prefix), Board(RACE, "Race", region)
+    reader = RankReader(projection, prefix, region)
+    await _project(projection, prefix, region)
+
+    page = await reader.top(board, 10)
+    assert [e.user_id for e in page.entries] == ["u", "v", "w"] and not page.as_of.stale
+    entry, as_of = await reader.player(board, "v")
+    assert entry is not None and entry.rank == 2 and not as_of.stale
+    as_of, top, windows = await reader.windows(board, ["w", "x"], 10)
+    assert top is not None and top.count == 3 and windows[1] is None and not as_of.stale
 
 
 async def test_a_projection_in_its_first_life_starts_fresh_instead_of_rebuilding(

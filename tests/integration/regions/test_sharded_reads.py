@@ -88,8 +88,8 @@ async def test_a_sharded_board_answers_top_player_and_context_like_one_sorted_se
             assert (await reader.player(many, user))[0] == (await reader.player(one, user))[0]
             wanted = _context(await reader.context(one, user, around))
             assert _context(await reader.context(many, user, around)) == wanted
-        top_one, ranks_one = await reader.windows(one, asked, k)
-        top_many, ranks_many = await reader.windows(many, asked, k)
+        _, top_one, ranks_one = await reader.windows(one, asked, k)
+        _, top_many, ranks_many = await reader.windows(many, asked, k)
         assert (top_many.rows, top_many.count) == (top_one.rows, top_one.count)
         assert [(w.rank, w.rows) if w else None for w in ranks_many] == [
             (w.rank, w.rows) if w else None for w in ranks_one
