@@ -22,6 +22,7 @@ def server_config(app: Starlette, settings: Settings) -> uvicorn.Config:
         ws_max_size=gw.max_ws_message_bytes,
         ws_ping_interval=20,
         ws_ping_timeout=20,
+        timeout_graceful_shutdown=gw.shutdown_grace_s,
         access_log=False,
         log_level="warning",
     )

@@ -403,6 +403,13 @@ class GatewaySettings(BaseModel):
     )
     profile_breaker_reset_s: float = Field(5.0, gt=0, description="How long an open breaker skips profiles.")
     connection_init_timeout_s: float = Field(10.0, gt=0, description="WebSocket connection_init deadline.")
+    shutdown_grace_s: int = Field(
+        10,
+        ge=1,
+        description="On shutdown, how long open requests and WebSockets may take to finish before they are "
+        "cancelled: a client that stopped reading never completes its close handshake. Keep it under the "
+        "pod's terminationGracePeriodSeconds (30).",
+    )
     max_subscriptions_per_connection: int = Field(
         20, ge=1, description="Subscriptions one WebSocket may hold."
     )
