@@ -236,9 +236,11 @@ class _Progress:
         self._replayed = (done, total)
         metrics.REBUILD_PROGRESS.set(done / max(total, 1))
 
-    async def flush(self, checkpoint: Callable[[], str]) -> None:
+    async def flush(self, checkpoint: Callable[[], str], final: bool = False) -> None:
+        """Record the replay's progress and checkpoint, at most every PROGRESS_EVERY_S; ``final``:
+        now, as the replay ended (so the record says what it read, however quick it was)."""
         done, total = self._replayed
-        if self.request.state is RebuildState.REPLAYING and time.monotonic() >= self._next:
+        if self.request.state is RebuildState.REPLAYING and (final or time.monotonic() >= self._next):
             self._next = time.monotonic() + PROGRESS_EVERY_S
             await self.to(RebuildState.REPLAYING, done=done, total=total, resume=checkpoint())
 
@@ -293,6 +295,7 @@ async def _run(
         log.info("rebuild %s resumes its replay at %s", request.id, sorted(offsets.items()))
     await progress.to(RebuildState.REPLAYING, done=0, total=0, error="")  # (re)started
     end = await replay(kafka, tps, into, start=start, progress=progress.replayed)
+    await progress.flush(into.checkpoint, final=True)
     records = sum(end.values())
     await progress.to(RebuildState.CATCHING_UP, done=records, total=records)
     try:
