@@ -33,7 +33,7 @@ from tests.integration.regions.test_close import (
     _processed,
     _settings,
 )
-from tests.integration.regions.test_corrections import corrected, published, rows
+from tests.integration.regions.test_corrections import corrected, correction_published, rows
 
 PLAYERS = 500  # one chunk each: the archive writes 500 rows, 8 at a time, 30 ms apart
 
@@ -115,8 +115,10 @@ async def test_a_close_and_a_correction_complete_after_kills_mid_archive(
     await _kill_mid_archive(region, results, board.id, 2)
     await starting
     await region.start("lifecycle")
-    await region.wait_until(
-        lambda: published(results, board.id, 2), within=120, what="version 2 after the restarts"
+    await region.wait_until(  # recorded after version 2's archive and the board's version
+        lambda: correction_published(corrections, board.id, "crash-fix"),
+        within=120,
+        what="version 2 published after the restarts",
     )
 
     assert rows(await _archived(results, board.id, 2)) == corrected(board, v1, scores)

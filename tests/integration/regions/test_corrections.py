@@ -70,6 +70,12 @@ async def published(results: CassandraResults, board_id: str, version: int) -> b
     return await results.get(board_id, version) is not None
 
 
+async def correction_published(corrections: CassandraCorrections, board_id: str, correction_id: str) -> bool:
+    """The correction is recorded as published: its version is archived and the board's."""
+    entry = await corrections.get(board_id, correction_id)
+    return entry is not None and entry.published
+
+
 async def _region(region_factory: RegionFactory, topics: Settings) -> Region:
     """A region with every process a close and a correction need, the markers written at once."""
     region = await region_factory(_settings(topics, honour_cutoffs=True, catalog_ttl_s=1.0),
@@ -91,6 +97,7 @@ async def test_a_correction_publishes_version_2_serves_it_and_tells_subscribers(
 ) -> None:
     region = await _region(region_factory, topics)
     lifecycle, results = CassandraLifecycle(cassandra_session), CassandraResults(cassandra_session)
+    corrections = CassandraCorrections(cassandra_session)
     board = Board(f"fix-{uuid.uuid4().hex[:8]}", "corrected", region.settings.region,
                   tie_policy=TiePolicy.FIRST_REACHED)  # fmt: skip
     await _played(region, board, 80)
@@ -111,6 +118,9 @@ async def test_a_correction_publishes_version_2_serves_it_and_tells_subscribers(
 
         recorded = await gw.query(CORRECT, variables, headers=ADMIN)
         await region.wait_until(lambda: published(results, board.id, 2), within=60, what="version 2 archived")
+        # The correction is recorded PUBLISHED once its archive is written; the retry answers that.
+        await region.wait_until(lambda: correction_published(corrections, board.id, "fix-1"),
+                                what="the correction recorded as published")  # fmt: skip
         retried = await gw.query(CORRECT, variables, headers=ADMIN)
         await region.wait_until(lambda: _told(updates, 3), what="three status changes told")
         read = await gw.query(READ, {"id": board.id, "user": bottom.user_id, "v1": 1, "v2": None})
