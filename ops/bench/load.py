@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import msgspec
 import uvloop
@@ -47,6 +48,7 @@ class Schedule:
     slot: int = 0
     slots: int = 1
     start_at: float = 0.0  # time.time() of the first request; 0: at once
+    occurred_at: bool = False  # stamp each award's occurredAt (the send time), as boards with windows need
 
 
 class Reply(msgspec.Struct, array_like=True):
@@ -113,8 +115,8 @@ class RawHttp:
 class _Requests:
     """Signed bodies of random awards for one board."""
 
-    def __init__(self, board: str, batch: int, players: int, seed: int) -> None:
-        self._board, self._batch = board, batch
+    def __init__(self, board: str, batch: int, players: int, seed: int, occurred_at: bool) -> None:
+        self._board, self._batch, self._occurred_at = board, batch, occurred_at
         self._players = [f"p{i}" for i in range(players)]
         self._rng = random.Random(seed)
 
@@ -122,6 +124,10 @@ class _Requests:
         rng = self._rng
         awards = [{"leaderboardId": self._board, "matchId": uuid.uuid4().hex, "userId": rng.choice(self._players),
                    "awardType": "points", "delta": rng.randint(1, 100)} for _ in range(self._batch)]  # fmt: skip
+        if self._occurred_at:
+            now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            for award in awards:
+                award["occurredAt"] = now
         body = msgspec.json.encode(awards[0] if self._batch == 1 else {"awards": awards})
         ts = int(time.time())
         headers = {"content-type": "application/json", "x-award-key-id": "dev", "x-award-timestamp": str(ts),
@@ -146,7 +152,7 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> Offere
     """Send this generator's share of the schedule, open loop; ``on_reply`` is told of each answer."""
     s = schedule
     interval = s.batch * s.slots / s.rate
-    requests = _Requests(s.board, s.batch, s.players, seed=s.slot + 1)
+    requests = _Requests(s.board, s.batch, s.players, seed=s.slot + 1, occurred_at=s.occurred_at)
     idle: list[RawHttp] = []
     freed = asyncio.Event()
     opened, offered = 0, Offered()

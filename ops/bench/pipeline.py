@@ -97,10 +97,14 @@ class Results:
             self.rejected[reply.status] = self.rejected.get(reply.status, 0) + 1
 
 
-async def drive(port: int, board: str, args: argparse.Namespace, results: Results) -> None:
+async def drive(
+    port: int, board: str, args: argparse.Namespace, results: Results, occurred_at: bool = False
+) -> None:
     """Open-loop load from this process: one request of ``batch`` awards every 1/(rate/batch) s, on
-    at most ``connections`` connections (see ``load.offer``)."""
-    schedule = Schedule(port, board, args.rate, args.batch, args.duration, args.players, args.connections)
+    at most ``connections`` connections (see ``load.offer``); ``occurred_at``: each award carries
+    its send time as occurredAt (a board with a time window requires it)."""
+    schedule = Schedule(port, board, args.rate, args.batch, args.duration, args.players, args.connections,
+                        occurred_at=occurred_at)  # fmt: skip
     offered = await offer(schedule, lambda reply: results.add(reply, args.batch))
     results.connections, results.waited_for_connection = offered.connections, offered.waited_for_connection
 

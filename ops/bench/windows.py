@@ -147,7 +147,7 @@ async def phase(settings: Settings, projection: RedisProjection, board: Board, a
     results, history, stop = Results(), PositionHistory(), asyncio.Event()
     load = argparse.Namespace(**{**vars(args), "duration": seconds})
     watcher = asyncio.create_task(history.watch(projection, stop, results.pending))
-    await drive(settings.intake.port, board.id, load, results)
+    await drive(settings.intake.port, board.id, load, results, occurred_at=True)
     stop.set()
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(watcher, 60)  # what is not visible by then counts as never visible
