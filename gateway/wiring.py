@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 
 from gateway.boards import BoardDirectory
 from gateway.cassandra_stores import Stores, open_stores
@@ -21,7 +21,7 @@ from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
 from regions.cassandra_store import CassandraConnection
 from regions.core.freshness import FreshnessRule
-from regions.redis_connection import ProjectionRedis, connect_redis
+from regions.redis_connection import ProjectionRedis, connect_redis, server_pool
 from regions.redis_projection import RedisProjection
 from regions.redis_reads import RankReader
 from regions.settings import Settings
@@ -39,15 +39,15 @@ def home_redis(settings: Settings, url: str) -> tuple[Redis, Redis]:
     the pool, connecting, an answer) is bounded by the home timeout, and one for its hints feed,
     which waits for messages as long as it takes."""
     timeout = settings.gateway.home_timeout_s
-    pool = BlockingConnectionPool.from_url(
+    pool = server_pool(
         url,
-        decode_responses=True,
+        blocking=True,
         max_connections=settings.gateway.redis_max_connections,
         timeout=timeout,
         socket_connect_timeout=timeout,
         socket_timeout=timeout + 1,  # the caller gives up at the timeout; the connection soon after
     )
-    feed = Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout)
+    feed = Redis.from_pool(server_pool(url, socket_connect_timeout=timeout))
     return Redis(connection_pool=pool), feed
 
 

@@ -6,22 +6,28 @@ the others. Every key of one projection scope shares a hash tag (``schema.redis_
 script, MULTI and RENAME touches one slot and runs on one master. Reads go to masters only: a
 replica may lag behind the positions its master already shows, and asOf would claim too much.
 
-A cluster pipeline cannot load a script a node is missing: there several script calls run as one
-pipeline of EVALSHA (one round trip per node), and when a node answers NOSCRIPT the scripts are
-loaded on every master and the pipeline runs once more.
+Several script calls run as one pipeline of EVALSHA (one round trip per node), and when a server
+answers NOSCRIPT the scripts are loaded (on every master) and the pipeline runs once more (see
+``call_scripts``).
+
+Commands to one server are packed in C (hiredis), as redis-py's synchronous client packs them; its
+asyncio client packs them in Python, which is most of the client's time when a projector applies
+thousands of totals per call. (A cluster client packs them in Python: it takes no connection class.)
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.client import Pipeline, PubSub
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
+from redis.asyncio.connection import AbstractConnection, Connection, SSLConnection
 from redis.commands.core import AsyncScript
+from redis.connection import HiredisRespSerializer
 from redis.exceptions import NoScriptError
 
 ProjectionRedis: TypeAlias = Redis | RedisCluster
@@ -32,6 +38,29 @@ CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 class InvalidRedisUrlError(ValueError):
     """A Redis URL this platform cannot use; the message names it and the schemes it takes."""
+
+
+class _PackedInC:
+    """Packs a connection's commands with hiredis: the same bytes as redis-py's Python packer."""
+
+    _packer = HiredisRespSerializer()
+
+    def pack_command(self, *args: Any) -> list[bytes]:
+        return cast(list[bytes], self._packer.pack(*args))
+
+
+class PackedConnection(_PackedInC, Connection):
+    pass
+
+
+class PackedSSLConnection(_PackedInC, SSLConnection):
+    pass
+
+
+_PACKED: dict[type[AbstractConnection], type[AbstractConnection]] = {
+    Connection: PackedConnection,
+    SSLConnection: PackedSSLConnection,
+}
 
 
 def is_cluster_url(url: str) -> bool:
@@ -58,19 +87,26 @@ def connect_redis(url: str, *, max_connections: int | None = None, blocking: boo
     the connections (per node on a cluster); with ``blocking`` a single server's pool makes callers
     wait for a free connection instead of failing under a burst (a cluster client has no waiting pool)."""
     _check(url)
+    limit: dict[str, Any] = {} if max_connections is None else {"max_connections": max_connections}
     if is_cluster_url(url):
-        limit = {} if max_connections is None else {"max_connections": max_connections}
         return RedisCluster.from_url(
             _node_url(url), decode_responses=True, **limit
         )  # masters only: the default
     if blocking:
-        pool = BlockingConnectionPool.from_url(
-            url, decode_responses=True, max_connections=max_connections or 64, timeout=5
+        return Redis.from_pool(  # closing the client closes its pool
+            server_pool(url, blocking=True, max_connections=max_connections or 64, timeout=5)
         )
-        return Redis.from_pool(pool)  # closing the client closes its pool
-    if max_connections is None:
-        return Redis.from_url(url, decode_responses=True)
-    return Redis.from_url(url, decode_responses=True, max_connections=max_connections)
+    return Redis.from_pool(server_pool(url, **limit))
+
+
+def server_pool(url: str, *, blocking: bool = False, **options: Any) -> ConnectionPool:
+    """A pool of connections to one server (``redis://`` or ``rediss://``) that decode replies to str
+    and pack commands in C; ``blocking``: callers wait for a free connection (``options``: the pool's
+    and the connections' settings, as redis-py names them)."""
+    kind = BlockingConnectionPool if blocking else ConnectionPool
+    pool = kind.from_url(url, decode_responses=True, **options)
+    pool.connection_class = _PACKED.get(pool.connection_class, pool.connection_class)
+    return pool
 
 
 async def execute_pipeline(pipe: Pipeline | ClusterPipeline) -> list[Any]:
@@ -92,29 +128,24 @@ async def execute_pipeline(pipe: Pipeline | ClusterPipeline) -> list[Any]:
 
 
 async def call_scripts(redis: ProjectionRedis, calls: Sequence[ScriptCall]) -> list[Any]:
-    """Run script calls in one round trip, replies in call order (see the module's note on clusters)."""
+    """Run script calls in one round trip (per node on a cluster), replies in call order: one
+    pipeline of EVALSHA, and when a server answers NOSCRIPT the scripts are loaded (on every master)
+    and the pipeline runs once more, so the calls must be ones that may run twice (versioned
+    applies, reads). A pipeline that checked its scripts first would wait a round trip before it
+    sends anything."""
     if not calls:
         return []
-    if isinstance(redis, RedisCluster):
-        return await _cluster_scripts(redis, calls)
-    pipe = redis.pipeline(transaction=False)
-    for script, keys, args in calls:
-        await script(keys=keys, args=args, client=pipe)
-    return await execute_pipeline(pipe)
-
-
-async def _cluster_scripts(redis: RedisCluster, calls: Sequence[ScriptCall]) -> list[Any]:
     for attempt in range(2):
-        pipe = redis.pipeline()
-        for script, keys, args in calls:
-            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)  # evalsha() is refused
+        pipe = redis.pipeline() if isinstance(redis, RedisCluster) else redis.pipeline(transaction=False)
+        for script, keys, args in calls:  # (a cluster pipeline refuses evalsha())
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         try:
             return await execute_pipeline(pipe)
         except NoScriptError:
             if attempt:
                 raise
             for source in {script.script for script, _, _ in calls}:
-                await redis.script_load(source)  # on every master
+                await redis.script_load(source)  # on every master of a cluster
     raise AssertionError("unreachable")
 
 

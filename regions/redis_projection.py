@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Coroutine, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from regions import redis_connection
 from regions.core.boards import SortOrder
 from regions.core.ordering import total_of
 from regions.core.positions import SourceKey, SourcePosition
-from regions.redis_connection import ProjectionRedis, call_scripts, execute_pipeline, publish_many
+from regions.redis_connection import (
+    ProjectionRedis,
+    ScriptCall,
+    call_scripts,
+    execute_pipeline,
+    publish_many,
+)
 from regions.redis_layouts import BUILDING, LIVE, Layout, LayoutMoved, Layouts
 from regions.settings import RedisSettings
 from schema.redis_keys import (
@@ -145,14 +151,26 @@ class RedisProjection:
     ) -> list[list[str] | None]:
         """Apply each layout's totals shard by shard, in one round trip (each shard atomically):
         per layout the users applied, or None when a shard's layout was not in the state given."""
-        calls, owners = [], []
+        return await self._applied(*self._apply_calls(work))
+
+    def _apply_calls(
+        self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal], str]]
+    ) -> tuple[int, list[ScriptCall], list[int]]:
+        """The script calls that apply ``work``: the layouts' count, the calls, each call's layout."""
+        calls: list[ScriptCall] = []
+        owners: list[int] = []
         for i, (layout, totals, state) in enumerate(work):
             for shard, part in enumerate(_by_shard(layout, totals)):
                 if part:
                     keys, args = _apply_call(layout.shard(self._prefix, shard), state, part)
                     calls.append((self._apply, keys, args))
                     owners.append(i)
-        applied: list[list[str] | None] = [[] for _ in work]
+        return len(work), calls, owners
+
+    async def _applied(
+        self, layouts: int, calls: list[ScriptCall], owners: list[int]
+    ) -> list[list[str] | None]:
+        applied: list[list[str] | None] = [[] for _ in range(layouts)]
         for i, reply in zip(owners, await call_scripts(self.redis, calls), strict=True):
             users = applied[i]
             if int(reply[0]) == 0 or users is None:
@@ -198,17 +216,26 @@ class RedisProjection:
         """Apply one board's totals to its live layout (see ``apply_live``)."""
         return (await self.apply_live([BoardTotals(board_id, shards, totals)]))[0]
 
-    async def apply_fresh(
+    def apply_fresh(
         self, work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]], swapped: Set[str] = frozenset()
-    ) -> list[list[str]]:
+    ) -> Coroutine[Any, Any, list[list[str]]]:
         """Apply totals to fresh layouts being built (see ``Layouts.prepare``), leaving hint
         sequences alone: their writes are no news for subscribers. A layout of a board in
-        ``swapped`` is live already (a rebuild resumed after it swapped some boards in). LayoutMoved
-        when one is no longer in its state (swapped in or discarded meanwhile, or lost with Redis's
-        data)."""
-        replies = await self._apply_into(
+        ``swapped`` is live already (a rebuild resumed after it swapped some boards in). The calls
+        are prepared now (this may run on a worker thread) and sent when awaited: a rebuild
+        prepares a batch while Redis applies the ones before. LayoutMoved when one is no longer in its state (swapped in or discarded
+        meanwhile, or lost with Redis's data)."""
+        prepared = self._apply_calls(
             [(layout, totals, LIVE if layout.board_id in swapped else BUILDING) for layout, totals in work]
         )
+        return self._fresh_applied(work, prepared)
+
+    async def _fresh_applied(
+        self,
+        work: Sequence[tuple[Layout, Sequence[ProjectedTotal]]],
+        prepared: tuple[int, list[ScriptCall], list[int]],
+    ) -> list[list[str]]:
+        replies = await self._applied(*prepared)
         for (layout, _), users in zip(work, replies, strict=True):
             if users is None:
                 raise LayoutMoved(

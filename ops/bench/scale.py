@@ -24,6 +24,11 @@ spent, so a run interrupted by a shell's time limit goes on where it stopped whe
 5. apply:   the live projector's apply rate: ``--apply`` changed totals (a new version each) through
             ``RedisProjection.apply_live`` in batches of the projector's size, as the live loop does.
 6. reads:   top-10, player and context latency through the gateway at a paced rate (default 500 q/s).
+7. archive: the lifecycle's archive of the board's final standings (chunks of the lifecycle's
+            chunk size, then the header) into a Cassandra keyspace of the benchmark's own, as the
+            home lifecycle worker writes it once every cutoff is reached; then a page from the
+            middle read back. The keyspace is dropped afterwards (``--keep-archive`` keeps it;
+            ``--no-archive`` leaves the step out).
 
 ``--keep-redis`` leaves the benchmark's Redis running for another run of the reads (an interrupted
 run always leaves it, to resume); ``--clean`` deletes the benchmark's topics, Redis servers and state. Run through ``ops/bench/scale``; compare 1
@@ -43,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +58,14 @@ from pipeline import redis_benchmark  # type: ignore[import-not-found]  # ops/be
 from reads import CONTEXT, PLAYER, TOP, paced, post, start, stop  # type: ignore[import-not-found]
 
 from regions.cassandra_catalog import CassandraCatalog
+from regions.cassandra_results import CassandraResults
 from regions.cassandra_store import apply_migrations
 from regions.cassandra_store import connect as connect_cassandra
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
+from regions.core.results import page, page_chunks
 from regions.kafka_clients import ensure_topics, make_producer
+from regions.lifecycle.archive import archive_projection
 from regions.projector.command import ProgressPrinter
 from regions.projector.rebuild import rebuild, rebuild_to_run
 from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest
@@ -73,6 +82,7 @@ PREFIX = "lbscale"
 REDIS_PORT = int(os.environ.get("LB_OPS_BENCH_REDIS_PORT", "6390"))
 CLUSTER_PORTS = [REDIS_PORT + 1 + i for i in range(3)]
 RECORD_EVERY_S = 5.0
+ARCHIVE_KEYSPACE = "lbbench_scale"
 
 
 def user_id(i: int) -> str:
@@ -352,6 +362,42 @@ async def reads(
     return p99
 
 
+# ------------------------------------------------------------------ 7. the lifecycle's archive
+
+
+async def archive(settings: Settings, shards: int, keep: bool) -> dict[str, float]:
+    board = Board(BOARD, "Scale benchmark board", settings.region, sort_order=SortOrder.DESC,
+                  tie_policy=TiePolicy.USER_ID, shards=shards)  # fmt: skip
+    cassandra = settings.cassandra.model_copy(update={"keyspace": ARCHIVE_KEYSPACE})
+    apply_migrations(cassandra)
+    cluster, session = connect_cassandra(cassandra)
+    redis = connect_redis(settings.redis)
+    try:
+        session.execute("TRUNCATE board_results", timeout=120)  # an interrupted archive starts over
+        session.execute("TRUNCATE board_result_chunks", timeout=120)
+        results, chunk_size = CassandraResults(session), settings.lifecycle.chunk_size
+        started = time.perf_counter()
+        archived = await archive_projection(redis, PREFIX, results, board, version=1, reason="benchmark",
+                                            chunk_size=chunk_size, created_at=datetime.now(UTC))  # fmt: skip
+        seconds = time.perf_counter() - started
+        header = archived.header
+        print(f"   archived {header.player_count:,} players in {seconds:,.1f} s ({header.player_count / seconds:,.0f} "
+              f"players/s): {header.chunk_count:,} chunks of {chunk_size:,} + 1 header in Cassandra")  # fmt: skip
+        middle = header.player_count // 2
+        started = time.perf_counter()
+        chunks = await results.chunks(board.id, 1, page_chunks(middle, 100, chunk_size, header.player_count))
+        entries = page(chunks, middle, 100, chunk_size)
+        read_ms = (time.perf_counter() - started) * 1000
+        print(f"   read ranks {middle + 1:,}..{middle + len(entries):,} of the archive in {read_ms:.0f} ms")
+        return {"seconds": seconds, "players": header.player_count, "chunks": header.chunk_count,
+                "page_ms": read_ms}  # fmt: skip
+    finally:
+        await redis.aclose()
+        if not keep:
+            session.execute(f"DROP KEYSPACE IF EXISTS {ARCHIVE_KEYSPACE}", timeout=120)
+        cluster.shutdown()
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -414,6 +460,11 @@ async def run(args: argparse.Namespace) -> None:
         state.record("reads_p99_ms", p99)
         for label, value in p99.items():
             print(f"   {label:12} p99 {value:6.1f} ms (target < 10 ms: {met(value < 10)})")
+        if not args.no_archive:
+            print(
+                f"== 7. the lifecycle's archive of the standings into Cassandra (keyspace {ARCHIVE_KEYSPACE})"
+            )
+            state.record("archive", await archive(settings, args.shards, args.keep_archive))
         print(
             "== processor: not run by this benchmark (the board is loaded through the totals topic);"
             " ops/bench/restore measures its disk per player and its RSS, bounded by its store cache"
@@ -445,6 +496,10 @@ def main() -> None:
         "--apply", type=int, default=200_000, help="changed totals for the apply rate (200,000)"
     )
     parser.add_argument("--keep-redis", action="store_true", help="leave the benchmark's Redis running")
+    parser.add_argument(
+        "--keep-archive", action="store_true", help=f"keep the archive's keyspace ({ARCHIVE_KEYSPACE})"
+    )
+    parser.add_argument("--no-archive", action="store_true", help="leave out step 7 (the archive)")
     parser.add_argument("--clean", action="store_true", help="delete the benchmark's topics, Redis and state")
     args = parser.parse_args()
     if not args.clean:

@@ -4,7 +4,8 @@ Whoever holds the projection's write lease runs the rebuild recorded in Redis: t
 or ``ops/lb rebuild`` when no projector runs (see ``redis_control``).
 
 1. Replay the totals topic from the beginning into a fresh generation of keys, then from where that
-   ended to the new end; the live keys keep answering and the live projector keeps projecting.
+   ended to the new end; the live keys keep answering and the live projector keeps projecting. The
+   replay decodes a batch while Redis applies the batches before (``_Into``).
 2. Pause the live projector between two batches and replay the short tail to the end once more:
    the fresh keys now hold every version the live keys hold, or a newer one. (Compaction cannot
    hide a record from the replay: a record is removed only for a newer one with the same key that
@@ -27,6 +28,8 @@ newer versions makes the replay idempotent, so it resumes without orphaning keys
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 import logging
 import time
@@ -61,6 +64,7 @@ from schema.redis_keys import LAYOUT_FORMAT
 log = logging.getLogger(__name__)
 Pause = Callable[[], AbstractAsyncContextManager[object]]
 PROGRESS_EVERY_S = 0.5
+APPLYING = 2  # batches a replay has in flight to Redis: it reads the next while Redis applies them
 
 
 class ProjectionLost(Exception):
@@ -136,6 +140,10 @@ class _Into:
     ties: dict[str, TiePolicy] = field(default_factory=dict)  # board -> its tie policy (from its totals)
     offsets: dict[int, int] = field(default_factory=dict)  # totals partition -> next offset to replay
     skipped: int = 0
+    # the batches being applied, oldest first: each one's apply, the batch, its last record
+    _applying: collections.deque[tuple[asyncio.Future[list[list[str]]], TotalsBatch, ConsumerRecord]] = field(
+        default_factory=collections.deque
+    )
 
     def checkpoint(self) -> str:
         """Where the replay is, with what it found so far: a rebuild resumed from here loses nothing."""
@@ -158,25 +166,64 @@ class _Into:
         return self.offsets
 
     async def __call__(self, records: list[ConsumerRecord]) -> None:
-        request = self.progress.request
+        """Take one partition's batch: decode it and prepare its apply on a worker thread, the event
+        loop meanwhile sending the batches before to Redis and reading their answers (up to
+        APPLYING in flight, so that Redis and this client work at the same time; versioned
+        applies need no order), then send it."""
+        batch, work = await asyncio.to_thread(self._decoded, records)
+        await self._lay_out(work)
+        applying = await asyncio.to_thread(
+            self.projection.apply_fresh, [(self.fresh[w.board_id], w.totals) for w in work], self.swapped
+        )
+        try:
+            while len(self._applying) >= APPLYING:
+                await self.settle()
+        except BaseException:
+            applying.close()
+            raise
+        self._applying.append((asyncio.ensure_future(applying), batch, records[-1]))
+
+    def _decoded(self, records: list[ConsumerRecord]) -> tuple[TotalsBatch, list[BoardTotals]]:
         batch = TotalsBatch(self.region)
         batch.add(records)
-        if request.board:
-            batch.only(request.board)
+        if self.progress.request.board:
+            batch.only(self.progress.request.board)
+        return batch, batch.by_board()
+
+    async def settle(self) -> None:
+        """Wait for the oldest batch being applied, then remember what it covers and record the
+        progress: a checkpoint holds only batches applied, in order."""
+        if not self._applying:
+            return
+        applying, batch, last = self._applying[0]
+        await applying
+        self._applying.popleft()
+        request = self.progress.request
         self.covered = merge_marks(self.covered, batch.marks)
         for board, reached in batch.cutoffs.items():
             if not request.board or of_board(board, request.board):
                 self.cutoffs.setdefault(board, {}).update(reached)
         self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
         self.ties.update((t.board_id, t.tie_policy) for t in batch.latest.values())
-        work = batch.by_board()
-        await self._lay_out(work)
-        if work:
-            await self.projection.apply_fresh(
-                [(self.fresh[w.board_id], w.totals) for w in work], self.swapped
-            )
-        self.offsets[records[-1].partition] = records[-1].offset + 1  # (replay hands one partition's)
+        self.offsets[last.partition] = last.offset + 1  # (replay hands one partition's)
         await self.progress.flush(self.checkpoint)
+
+    async def replay(
+        self, kafka: KafkaSettings, tps: list[TopicPartition], start: dict[TopicPartition, int] | None
+    ) -> dict[TopicPartition, int]:
+        """Replay ``tps`` from ``start`` to their end offsets now into the fresh layouts, every
+        batch applied when it returns; those end offsets."""
+        try:
+            end = await replay(kafka, tps, self, start=start, progress=self.progress.replayed)
+            while self._applying:
+                await self.settle()
+            return end
+        finally:
+            while self._applying:  # stopped by an error: the applies in flight go with it
+                applying = self._applying.popleft()[0]
+                applying.cancel()
+                with contextlib.suppress(BaseException):
+                    await applying
 
     async def _lay_out(self, work: list[BoardTotals]) -> None:
         new = [w for w in work if w.board_id not in self.fresh]
@@ -294,7 +341,7 @@ async def _run(
         start = {tp: offsets[tp.partition] for tp in tps if tp.partition in offsets}
         log.info("rebuild %s resumes its replay at %s", request.id, sorted(offsets.items()))
     await progress.to(RebuildState.REPLAYING, done=0, total=0, error="")  # (re)started
-    end = await replay(kafka, tps, into, start=start, progress=progress.replayed)
+    end = await into.replay(kafka, tps, start)
     await progress.flush(into.checkpoint, final=True)
     records = sum(end.values())
     await progress.to(RebuildState.CATCHING_UP, done=records, total=records)
@@ -329,12 +376,12 @@ async def _catch_up_and_swap(
             await check.verify(progress, every=True)
         await _swap_in(projection, into, positions)
         return
-    end = await replay(kafka, tps, into, start=end)
+    end = await into.replay(kafka, tps, end)
     for check in checks:  # the whole layout before the pause, so that the pause stays short
         await check.verify(progress, every=True)
     paused = time.monotonic()
     async with pause():
-        await replay(kafka, tps, into, start=end)
+        await into.replay(kafka, tps, end)
         for check in checks:
             await check.verify(progress, every=False)  # those behind before: now caught up
         await progress.to(RebuildState.SWAPPING)

@@ -343,3 +343,24 @@ async def test_a_removal_takes_the_player_off_the_board_only_when_newer(
     assert (older.users, back.users) == ([], ["ann"])
     assert [e.user_id for e in (await reader.top(board, 10)).entries] == ["ann", "bob"]
     assert await projection.total_of(board.id, "ann") == 9
+
+
+async def test_applies_and_reads_go_on_after_the_server_forgot_its_scripts(
+    settings: Settings, redis_client: Redis
+) -> None:
+    """A restarted or failed-over Redis has an empty script cache: a pipeline of script calls loads
+    them and runs once more (the calls are versioned applies and reads: running twice is harmless)."""
+    prefix = settings.redis.key_prefix
+    projection = RedisProjection(redis_client, prefix)
+    board = Board("forgotten-scripts", "f", "local", shards=2)
+    reader = RankReader(projection, prefix, "local")
+    await projection.apply(board.id, [ProjectedTotal(f"p{i}", 1, i, -i, f"p{i}") for i in range(6)], 2)
+
+    await redis_client.script_flush()
+    applied = await projection.apply(board.id, [ProjectedTotal("p1", 2, 10, -10.0, "p1")], 2)
+    await redis_client.script_flush()
+    top = await reader.top(board, 3)  # one call per shard, in one pipeline
+
+    assert applied.users == ["p1"]
+    assert [(e.user_id, e.score) for e in top.entries] == [("p1", 10), ("p5", 5), ("p4", 4)]
+    assert await projection.version_of(board.id, "p1") == 2
