@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from regions.cassandra_results import CassandraResults
@@ -26,7 +27,8 @@ from regions.cassandra_store import apply_migrations, connect
 from regions.core.boards import Board
 from regions.core.ordering import encode, reached_position
 from regions.core.results import page, page_chunks
-from regions.lifecycle.archive import archive_projection
+from regions.lifecycle.archive import Archived, archive_projection
+from regions.redis_connection import ProjectionRedis
 from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
 from regions.settings import load_settings
 from schema.redis_keys import board_keys
@@ -44,6 +46,31 @@ async def fill(projection: RedisProjection, board: Board, players: int) -> None:
         await projection.apply(board.id, totals, board.shards)
 
 
+@dataclass(frozen=True, slots=True)
+class Timed:
+    archived: Archived
+    seconds: float  # the archive's
+    first: int  # 0-based rank of the page read back from the middle
+    entries: int  # entries on that page
+    page_ms: float
+
+
+async def archive_timed(
+    redis: ProjectionRedis, prefix: str, results: CassandraResults, board: Board, chunk_size: int
+) -> Timed:
+    """Archive ``board``'s projection as result version 1 (as the home lifecycle worker does), then
+    read a page of 100 from the middle of it back; the seconds of each."""
+    started = time.perf_counter()
+    archived = await archive_projection(redis, prefix, results, board, version=1, reason="benchmark",
+                                        chunk_size=chunk_size, created_at=datetime.now(UTC))  # fmt: skip
+    seconds = time.perf_counter() - started
+    players = archived.header.player_count
+    middle, started = players // 2, time.perf_counter()
+    chunks = await results.chunks(board.id, 1, page_chunks(middle, 100, chunk_size, players))
+    entries = page(chunks, middle, 100, chunk_size)
+    return Timed(archived, seconds, middle, len(entries), (time.perf_counter() - started) * 1000)
+
+
 async def main(args: argparse.Namespace) -> None:
     settings = load_settings()
     tag = uuid.uuid4().hex[:8]
@@ -59,26 +86,15 @@ async def main(args: argparse.Namespace) -> None:
         await fill(projection, board, args.players)
         print(f"filled the projection with {args.players:,} players in {time.perf_counter() - started:.1f} s")
         results = CassandraResults(session)
-        started = time.perf_counter()
-        archived = await archive_projection(redis, prefix, results, board, version=1, reason="benchmark",
-                                            chunk_size=args.chunk_size, created_at=datetime.now(UTC))  # fmt: skip
-        seconds = time.perf_counter() - started
-        header = archived.header
-        rows = archived.chunks_written + 1
+        timed = await archive_timed(redis, prefix, results, board, args.chunk_size)
+        header, seconds = timed.archived.header, timed.seconds
+        rows = timed.archived.chunks_written + 1
         rows_read = session.execute("SELECT ranked FROM board_result_chunks", timeout=120)
         size = sum(len(r.ranked) for r in rows_read)
         print(f"archived {header.player_count:,} players in {seconds:.1f} s ({header.player_count / seconds:,.0f} "
               f"players/s): {header.chunk_count} chunks of {header.chunk_size} + 1 header = {rows} Cassandra "
               f"rows, {size / 1e6:.1f} MB of chunk blobs")  # fmt: skip
-        middle = header.player_count // 2
-        started = time.perf_counter()
-        chunks = await results.chunks(
-            board.id, 1, page_chunks(middle, 100, header.chunk_size, header.player_count)
-        )
-        entries = page(chunks, middle, 100, header.chunk_size)
-        print(
-            f"read ranks {middle + 1}..{middle + len(entries)} in {(time.perf_counter() - started) * 1000:.0f} ms"
-        )
+        print(f"read ranks {timed.first + 1}..{timed.first + timed.entries} in {timed.page_ms:.0f} ms")
         started = time.perf_counter()
         again = await archive_projection(redis, prefix, results, board, version=1, reason="benchmark",
                                          chunk_size=args.chunk_size, created_at=datetime.now(UTC))  # fmt: skip

@@ -48,13 +48,13 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import uvloop
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from pipeline import redis_benchmark  # type: ignore[import-not-found]  # ops/bench, run as a script
+from close import archive_timed  # type: ignore[import-not-found]  # ops/bench, run as a script
+from pipeline import redis_benchmark  # type: ignore[import-not-found]
 from reads import CONTEXT, PLAYER, TOP, paced, post, start, stop  # type: ignore[import-not-found]
 
 from regions.cassandra_catalog import CassandraCatalog
@@ -63,9 +63,7 @@ from regions.cassandra_store import apply_migrations
 from regions.cassandra_store import connect as connect_cassandra
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
-from regions.core.results import page, page_chunks
 from regions.kafka_clients import ensure_topics, make_producer
-from regions.lifecycle.archive import archive_projection
 from regions.projector.command import ProgressPrinter
 from regions.projector.rebuild import rebuild, rebuild_to_run
 from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest
@@ -375,22 +373,16 @@ async def archive(settings: Settings, shards: int, keep: bool) -> dict[str, floa
     try:
         session.execute("TRUNCATE board_results", timeout=120)  # an interrupted archive starts over
         session.execute("TRUNCATE board_result_chunks", timeout=120)
-        results, chunk_size = CassandraResults(session), settings.lifecycle.chunk_size
-        started = time.perf_counter()
-        archived = await archive_projection(redis, PREFIX, results, board, version=1, reason="benchmark",
-                                            chunk_size=chunk_size, created_at=datetime.now(UTC))  # fmt: skip
-        seconds = time.perf_counter() - started
-        header = archived.header
-        print(f"   archived {header.player_count:,} players in {seconds:,.1f} s ({header.player_count / seconds:,.0f} "
-              f"players/s): {header.chunk_count:,} chunks of {chunk_size:,} + 1 header in Cassandra")  # fmt: skip
-        middle = header.player_count // 2
-        started = time.perf_counter()
-        chunks = await results.chunks(board.id, 1, page_chunks(middle, 100, chunk_size, header.player_count))
-        entries = page(chunks, middle, 100, chunk_size)
-        read_ms = (time.perf_counter() - started) * 1000
-        print(f"   read ranks {middle + 1:,}..{middle + len(entries):,} of the archive in {read_ms:.0f} ms")
-        return {"seconds": seconds, "players": header.player_count, "chunks": header.chunk_count,
-                "page_ms": read_ms}  # fmt: skip
+        chunk_size = settings.lifecycle.chunk_size
+        timed = await archive_timed(redis, PREFIX, CassandraResults(session), board, chunk_size)
+        header = timed.archived.header
+        print(f"   archived {header.player_count:,} players in {timed.seconds:,.1f} s "
+              f"({header.player_count / timed.seconds:,.0f} players/s): {header.chunk_count:,} chunks of "
+              f"{chunk_size:,} + 1 header in Cassandra")  # fmt: skip
+        print(f"   read ranks {timed.first + 1:,}..{timed.first + timed.entries:,} of the archive in "
+              f"{timed.page_ms:.0f} ms")  # fmt: skip
+        return {"seconds": timed.seconds, "players": header.player_count, "chunks": header.chunk_count,
+                "page_ms": timed.page_ms}  # fmt: skip
     finally:
         await redis.aclose()
         if not keep:
