@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import socket
 
 import uvicorn
@@ -12,7 +11,8 @@ import uvicorn
 from gateway.app import create_app
 from gateway.server import server_config
 from regions.reuseport import serve_processes
-from regions.settings import Settings, load_settings
+from regions.settings import Settings
+from regions.worker import process_settings
 
 
 def serve(settings: Settings, sock: socket.socket | None) -> None:
@@ -24,8 +24,7 @@ def serve(settings: Settings, sock: socket.socket | None) -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s gateway %(message)s")
-    settings = load_settings()
+    settings = process_settings("gateway")  # the platform's log format; refused settings exit 2
     gw = settings.gateway
     serve_processes(gw.workers, gw.host, gw.port, lambda sock: serve(settings, sock))
 

@@ -18,6 +18,7 @@ from typing import TypeVar
 from redis.exceptions import RedisError
 
 from gateway import metrics
+from gateway.core.generations import BoardGenerations
 from gateway.core.ttl_cache import TtlCache
 from regions.core.boards import Board
 from regions.core.reads import AsOf, PlayerContext, RankedEntry, RankPage, Scope
@@ -53,22 +54,24 @@ class Projections:
         homes: Mapping[str, RankReader] | None = None,
         home_timeout_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        max_changed_boards: int = 10_000,
     ) -> None:
         self._region = region
         self._readers = {**(homes or {}), region: local}
         self._home_timeout_s = home_timeout_s
         self._top: TtlCache[TopKey, tuple[int, RankPage]] = TtlCache(top_ttl_s, max_entries=4096)
         self._inflight: dict[TopKey, asyncio.Future[RankPage]] = {}
-        self._generations: dict[str, int] = {}
+        # Bounded: period boards add a board id a day, for as long as the process runs.
+        self._generations = BoardGenerations(max_changed_boards)
         self._clock = clock
 
     def generation(self, board_id: str) -> int:
-        """How many hints said the board changed since this process started."""
-        return self._generations.get(board_id, 0)
+        """The board's generation: a new one after each hint that said the board changed."""
+        return self._generations.of(board_id)
 
     def changed(self, board_id: str) -> None:
         """A hint said the board changed: cached pages read before it are not served again."""
-        self._generations[board_id] = self._generations.get(board_id, 0) + 1
+        self._generations.changed(board_id)
 
     def region_for(self, board: Board, scope: Scope) -> str:
         """The region whose projection answers (raises ``HomeUnreachable``)."""
@@ -94,7 +97,7 @@ class Projections:
         """Top ``k``; a page read less than the cache's TTL ago, and since the board's last hint,
         is reused with its own asOf."""
         region = self.region_for(board, scope)
-        key, generation = (region, board.id, k), self._generations.get(board.id, 0)
+        key, generation = (region, board.id, k), self._generations.of(board.id)
         cached = self._top.get(key, self._clock())
         if cached is not None and cached[0] == generation:
             metrics.TOP_CACHE.labels("hit").inc()
@@ -111,7 +114,7 @@ class Projections:
         finally:
             if self._inflight.get(key) is future:
                 del self._inflight[key]
-        if self._generations.get(board.id, 0) == generation:
+        if self._generations.of(board.id) == generation:
             self._top.put(key, (generation, page), self._clock())
         return page
 

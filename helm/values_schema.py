@@ -6,7 +6,8 @@
 Each component's ``settings`` map passes fields of its section of ``regions/settings.py`` straight
 through as ``LB_<SECTION>__<FIELD>``; its schema is taken from that section, so a setting added there
 is a value of the chart once the schema is regenerated, and a misspelt one is refused. Fields the
-chart sets itself (addresses, ports, secrets) are not part of those maps.
+chart sets itself (addresses, ports, secrets) and the switches for tests only
+(``regions.settings.TEST_ONLY``, which production mode refuses) are not part of those maps.
 
 JSON Schema cannot compare one value with another: that ``global.region`` is one of
 ``global.regions`` and that processor replicas do not exceed the awards partitions are checked by
@@ -26,6 +27,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from regions.settings import (
+    TEST_ONLY,
     AuditSettings,
     CassandraSettings,
     GatewaySettings,
@@ -68,7 +70,7 @@ SECTIONS: dict[str, tuple[type[BaseModel], frozenset[str]]] = {
     "audit": (AuditSettings, frozenset({"health_port"})),
     "lifecycle": (LifecycleSettings, frozenset({"health_port"})),
     "replicator": (ReplicatorSettings, frozenset({"source_region", "health_port"})),
-    "windows": (WindowsSettings, frozenset({"clock_offset_s"})),  # a test-only setting: never in a release
+    "windows": (WindowsSettings, frozenset()),
 }
 
 NAME = r"^[a-z][a-z0-9-]{0,31}$"
@@ -81,8 +83,10 @@ class Values(BaseModel):
 
 
 def passthrough_schema(section: str) -> dict[str, Any]:
-    """JSON schema of a ``settings`` map: the section's fields less the chart's and the secrets."""
+    """JSON schema of a ``settings`` map: the section's fields less the chart's, the secrets and the
+    switches for tests only (never in a release)."""
     model, owned = SECTIONS[section]
+    owned = owned | {name for (of, name) in TEST_ONLY if of == section}
     schema = _inline_enums(model.model_json_schema())
     properties = {
         name: {k: v for k, v in prop.items() if k != "title"}

@@ -18,6 +18,6 @@ class BootstrapReport:
 async def bootstrap(settings: Settings) -> BootstrapReport:
     """Create missing topics (partitions and compaction from settings; the replicated awards of
     every other region in ``regions``) and apply CQL migrations."""
-    topics = await ensure_topics(settings.kafka, settings.remote_regions(), settings.processor)
+    topics = await ensure_topics(settings.kafka, settings.remote_regions())
     migrations = apply_migrations(settings.cassandra)
     return BootstrapReport(topics_created=topics, migrations_applied=migrations)

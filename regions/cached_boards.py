@@ -1,7 +1,10 @@
 """Board lookups on a hot path (the intake per award, the gateway per read), cached by the rule of
-:mod:`regions.core.board_cache`: a known board is answered without waiting on the catalog and
-refreshed in the background once stale, unknown ids are remembered in bounded number, and a catalog
-outage serves the last answer; with none, the lookup raises :class:`CatalogUnavailable`.
+:mod:`regions.core.board_cache`: a board in steady use is refreshed in the background before its
+answer expires, an expired answer is read again before it is served, unknown ids are remembered in
+bounded number, and a catalog outage serves the last answer up to a hard bound; past it, or with no
+answer at all, the lookup raises :class:`CatalogUnavailable`.
+
+One catalog read per board at a time: lookups that need a board being read wait for that read.
 """
 
 from __future__ import annotations
@@ -12,14 +15,14 @@ import time
 from collections.abc import Awaitable, Callable
 
 from regions.cassandra_store import CASSANDRA_ERRORS
-from regions.core.board_cache import BoardCache, Hit
+from regions.core.board_cache import BoardCache, Down, Hit
 from regions.core.boards import Board
 
 BoardLookup = Callable[[str], Awaitable[Board | None]]
 
 
 class CatalogUnavailable(Exception):
-    """The board catalog could not be read and no earlier answer is cached."""
+    """The board catalog could not be read and no answer young enough to serve is cached."""
 
 
 class CachedBoards:
@@ -30,40 +33,48 @@ class CachedBoards:
         max_unknown: int,
         failed: Callable[[Exception], None],
         clock: Callable[[], float] = time.monotonic,
+        *,
+        max_stale_s: float = float("inf"),
     ) -> None:
         self._lookup = lookup  # the catalog read; raises one of CASSANDRA_ERRORS when it cannot answer
-        self._cache = BoardCache(ttl_s, max_unknown)
+        self._cache = BoardCache(ttl_s, max_unknown, max_stale_s)
         self._failed = failed  # told of every failed catalog read, to count and log it
         self._clock = clock
-        self._refreshing: set[asyncio.Task[None]] = set()
+        self._reads: dict[str, asyncio.Task[Hit | None]] = {}
 
     async def get(self, board_id: str) -> Board | None:
         found = self._cache.lookup(board_id, self._clock())
         if isinstance(found, Hit):
             if found.refresh:
-                task = asyncio.create_task(self._refresh(board_id))
-                self._refreshing.add(task)
-                task.add_done_callback(self._refreshing.discard)
+                self._read(board_id)
             return found.board
+        if isinstance(found, Down):
+            raise CatalogUnavailable(board_id)
+        # Shielded: a request that goes away does not cancel the read the others wait for.
+        last = await asyncio.shield(self._read(board_id))
+        if last is None:
+            raise CatalogUnavailable(board_id)
+        return last.board
+
+    def _read(self, board_id: str) -> asyncio.Task[Hit | None]:
+        """The catalog read of ``board_id`` under way, started if there is none."""
+        task = self._reads.get(board_id)
+        if task is None:
+            task = asyncio.create_task(self._read_catalog(board_id))
+            self._reads[board_id] = task
+            task.add_done_callback(lambda _: self._reads.pop(board_id, None))
+        return task
+
+    async def _read_catalog(self, board_id: str) -> Hit | None:
+        """Read the catalog into the cache; the answer to serve (None: nothing can be served)."""
+        began = self._clock()
         try:
             board = await self._lookup(board_id)
         except CASSANDRA_ERRORS as exc:
             self._failed(exc)
-            last = self._cache.unreachable(board_id, self._clock())
-            if last is None:
-                raise CatalogUnavailable(board_id) from exc
-            return last.board
-        self._cache.answered(board_id, board, self._clock())
-        return board
-
-    async def _refresh(self, board_id: str) -> None:
-        try:
-            board = await self._lookup(board_id)
-        except CASSANDRA_ERRORS as exc:  # keep serving the known definition
-            self._failed(exc)
-            self._cache.unreachable(board_id, self._clock())
-            return
-        self._cache.answered(board_id, board, self._clock())
+            return self._cache.unreachable(board_id, self._clock())
+        self._cache.answered(board_id, board, began)
+        return Hit(board)
 
     def learned(self, board: Board) -> None:
         """``board`` was just created or changed here: answer it from now on without asking the catalog."""
@@ -78,8 +89,8 @@ class CachedBoards:
         return self._cache.unknown_ids()
 
     async def close(self) -> None:
-        """Stop the background refreshes."""
-        for task in list(self._refreshing):
+        """Stop the catalog reads under way."""
+        for task in list(self._reads.values()):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

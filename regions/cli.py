@@ -35,6 +35,7 @@ from regions.core.corrections import parse_correction
 from regions.core.ids import board_id_error
 from regions.core.periods import InvalidWindow, Period, Weekday, WindowSpec
 from regions.core.profiles import InvalidProfileError, Profile
+from regions.core.redaction import mask_url, redact
 from regions.core.windows import describe_window, encode_window
 from regions.intake.client import AwardClient, describe_answer
 from regions.kafka_clients import TopicMissing
@@ -43,7 +44,7 @@ from regions.lifecycle.command import close_command, correct_command, results_co
 from regions.lifecycle.correct import CorrectionRefused
 from regions.projector.command import rebuild_command, reshard_command
 from regions.reconciliation import ReconciliationReader
-from regions.settings import Settings, UnknownSettingsError, load_settings
+from regions.settings import Settings, UnknownSettingsError, describe_refusal, load_settings
 
 
 class CommandError(Exception):
@@ -247,7 +248,7 @@ async def _correct(settings: Settings, args: argparse.Namespace) -> int:
                                          wait_s=None if args.no_wait else args.wait)  # fmt: skip
         except RedisError as exc:  # the players are checked against this region's projection
             raise CommandError(
-                f"the projection's Redis at {settings.redis.url} did not answer ({type(exc).__name__}); "
+                f"the projection's Redis at {mask_url(settings.redis.url)} did not answer ({type(exc).__name__}); "
                 "see 'ops/services status'"
             ) from exc
     return 0 if done else 1
@@ -262,6 +263,8 @@ async def _results(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _award(settings: Settings, args: argparse.Namespace) -> int:
     keys = settings.intake.award_keys
+    if not keys:  # production mode has no development key: only the intake's pod holds the keys
+        raise CommandError("no award keys in LB_INTAKE__AWARD_KEYS: run this where the intake's keys are set")
     key_id = args.key_id or ("dev" if "dev" in keys else min(keys))
     if key_id not in keys:
         raise CommandError(
@@ -410,12 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings()
     except (UnknownSettingsError, ValidationError) as exc:
-        print(f"error: settings refused: {exc}", file=sys.stderr)
+        print(f"error: settings refused: {describe_refusal(exc)}", file=sys.stderr)
         return 2
     try:
         return asyncio.run(COMMANDS[args.command](settings, args))
     except (TopicMissing, CassandraUnavailable, CommandError, CloseRefused, CorrectionRefused) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc), settings.secret_values())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -21,7 +22,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from regions.kafka_partitioner import KeyPartitioner
 from regions.kafka_security import connection_options
-from regions.settings import KafkaSettings, ProcessorSettings
+from regions.settings import KafkaSettings
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
 
 log = logging.getLogger(__name__)
@@ -35,18 +36,16 @@ class TopicSpec:
     retention_ms: int | None = None  # also delete records older than this (compacted topics too)
 
 
-def platform_topics(
-    kafka: KafkaSettings, remote_regions: Sequence[str] = (), processor: ProcessorSettings | None = None
-) -> list[TopicSpec]:
+def platform_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[TopicSpec]:
     """The topics the platform owns. Totals is compacted: it is also the processor's changelog of
-    player state; dedupe is the changelog of the dedupe memory, compacted and forgetting what the
-    horizon (plus a margin) forgets. With other regions, one topic per remote region receives its
-    replicated awards, and a compacted topic holds the replicators' checkpoints."""
-    dedupe_retention = (processor or ProcessorSettings()).dedupe_retention_ms
+    player state; dedupe is the changelog of the dedupe memory, compacted only: the processor forgets
+    by stream time, with tombstones, never by the broker's clock. With other regions, one topic per
+    remote region receives its replicated awards, and a compacted topic holds the replicators'
+    checkpoints."""
     topics = [
         TopicSpec(kafka.topic("awards"), False, "accepted awards, key boardId|userId"),
         TopicSpec(kafka.topic("totals"), True, "versioned absolute totals and processor state"),
-        TopicSpec(kafka.topic("dedupe"), True, "processor dedupe memory, key event id", dedupe_retention),
+        TopicSpec(kafka.topic("dedupe"), True, "processor dedupe memory, key event id"),
         TopicSpec(kafka.topic("applied"), False, "applied awards with their totals: the audit feed"),
         TopicSpec(kafka.topic("reconciliation"), False, "conflicting repeats and rejected awards"),
     ]
@@ -71,9 +70,7 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
     return config
 
 
-async def ensure_topics(
-    kafka: KafkaSettings, remote_regions: Sequence[str] = (), processor: ProcessorSettings | None = None
-) -> list[str]:
+async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[str]:
     """Create the platform's topics that are missing; returns the names created. Re-runnable."""
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
     await admin.start()
@@ -86,7 +83,7 @@ async def ensure_topics(
                 replication_factor=kafka.replication_factor,
                 topic_configs=_topic_config(kafka, spec),
             )
-            for spec in platform_topics(kafka, remote_regions, processor)
+            for spec in platform_topics(kafka, remote_regions)
             if spec.name not in existing
         ]
         if wanted:
@@ -95,6 +92,10 @@ async def ensure_topics(
             except TopicAlreadyExistsError:
                 log.info("topics were created concurrently")
             await _until_described(admin, [t.name for t in wanted])
+        dedupe = next(s for s in platform_topics(kafka) if s.name == kafka.topic("dedupe"))
+        if dedupe.name in existing:  # made by an older release with time retention: compacted only now
+            resource = ConfigResource(ConfigResourceType.TOPIC, dedupe.name, _topic_config(kafka, dedupe))
+            await admin.alter_configs([resource])
         return [t.name for t in wanted]
     finally:
         await admin.close()

@@ -30,6 +30,8 @@ from redis.commands.core import AsyncScript
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import NoScriptError
 
+from regions.core.redaction import mask_url
+
 ProjectionRedis: TypeAlias = Redis | RedisCluster
 ScriptCall: TypeAlias = tuple[AsyncScript, Sequence[str], Sequence[str | int | float]]
 
@@ -77,7 +79,7 @@ def _check(url: str) -> None:
     scheme = urlsplit(url).scheme
     if scheme not in ("redis", "rediss", *CLUSTER_SCHEMES):
         raise InvalidRedisUrlError(
-            f"Redis URL scheme {scheme!r} in {url!r}: expected redis://, rediss://, redis+cluster:// or "
+            f"Redis URL scheme {scheme!r} in {mask_url(url)!r}: expected redis://, rediss://, redis+cluster:// or "
             "rediss+cluster://"
         )
 

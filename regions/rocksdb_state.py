@@ -1,15 +1,16 @@
 """RocksDB adapter of a processor task's state store (``regions.processor.state.TaskStore``).
 
 One database per task directory. Keys start with one byte naming what they hold:
-``p`` + ``board|user`` -> player state; ``d`` + event id (16 bytes) -> digest and acceptance time;
-``t`` + acceptance time (8 bytes, order-preserving) + event id -> nothing: the time index the purge
-walks, so forgetting old copies costs what is forgotten, not the whole memory; ``s`` + region ->
+``p`` + ``board|user`` -> player state; ``d`` + event id (16 bytes) -> the remembered copy (digest,
+acceptance time, amount, region: ``schema.records.pack_seen``); ``t`` + acceptance time (8 bytes,
+order-preserving) + event id -> nothing: the time index forgetting walks, so forgetting old copies
+costs what is forgotten, not the whole memory; ``s`` + region ->
 source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed);
 ``e`` + board -> the newest expired day of a ROLLING board (4 bytes); ``x`` + ``board|`` + day (4 bytes)
 + user -> nothing: the day index an expiry walks, so it visits the players with points that day and
 no other; ``h`` + board -> the correction records held for the board (absent: none); ``m`` + name ->
 metadata (identity, format, changelog offsets, completeness bound). A player value is msgpack
-(total, version, tie key) or, on a ROLLING board, (total, version, tie key, buckets).
+(total, version, tie key, ROLLING day buckets, MAX/MIN contributions), trailing defaults left out.
 
 Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
 included) and write buffers charged to it, both sized from settings. The write-ahead log is not
@@ -70,6 +71,7 @@ class _Player(msgspec.Struct, array_like=True, omit_defaults=True):
     version: int
     reached: str
     buckets: tuple[tuple[int, int, str], ...] = ()
+    contributions: tuple[tuple[str, int], ...] = ()
 
 
 class _Meta(msgspec.Struct, array_like=True):
@@ -123,7 +125,7 @@ class RocksStore:
         if raw is None:
             return None
         value = self._player(raw)
-        return PlayerState(value.total, value.version, value.reached, value.buckets)
+        return PlayerState(value.total, value.version, value.reached, value.buckets, value.contributions)
 
     def format(self) -> int:
         """1 for a store written before formats were recorded."""
@@ -174,6 +176,7 @@ class RocksStore:
 
     def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
         out = WriteBatch(raw_mode=True)
+        self._forget(out, batch.forgotten)  # before the puts: a copy forgotten and seen again stays
         for entry in batch.days_removed:  # before the puts: an entry removed and added again stays
             out.delete(_day_key(entry))
         items = self._items(batch)
@@ -201,21 +204,22 @@ class RocksStore:
 
     def _items(self, batch: StoreBatch) -> Iterator[tuple[bytes, bytes]]:
         """The players', their days' and the dedupe memory's keys and values. A replaced copy
-        leaves its old time in the index; the purge skips such entries."""
+        leaves its old time in the index; forgetting drops such entries without forgetting the copy."""
         encode = self._encode
         for key, state in batch.players.items():
-            yield _player_key(key), encode(_Player(state.total, state.version, state.reached, state.buckets))
+            value = _Player(state.total, state.version, state.reached, state.buckets, state.contributions)
+            yield _player_key(key), encode(value)
         for entry in batch.days_added:
             yield _day_key(entry), b""
         for event_id, copy in batch.seen.items():
             raw_id = bytes.fromhex(event_id)
-            yield b"d" + raw_id, pack_seen(copy.digest, copy.at_ms)
+            yield b"d" + raw_id, pack_seen(copy.digest, copy.at_ms, copy.region, copy.amount)
             yield b"t" + _time(copy.at_ms) + raw_id, b""
         for raw_id, packed in batch.packed_seen.items():
             yield b"d" + raw_id, packed
             # The index key's time, order-preserving: the packed big-endian signed time with its
             # sign bit flipped is exactly ``_time`` of it.
-            yield b"t" + bytes((packed[8] ^ 0x80,)) + packed[9:] + raw_id, b""
+            yield b"t" + bytes((packed[8] ^ 0x80,)) + packed[9:16] + raw_id, b""
 
     def flush(self) -> None:
         self._db.flush(wait=True)
@@ -225,18 +229,21 @@ class RocksStore:
         if since is not None and (current is None or since > current):
             out.put(_COMPLETE, since.to_bytes(8, "big", signed=True))
 
-    def purge_seen(self, before_ms: int) -> int:
-        out = WriteBatch(raw_mode=True)
-        purged = 0
+    def _forget(self, out: WriteBatch, forgotten: dict[bytes, int | None]) -> None:
+        for raw_id, at_ms in forgotten.items():
+            if at_ms is not None:
+                out.delete(b"t" + _time(at_ms) + raw_id)
+            current = self._get(b"d" + raw_id)
+            if current is not None and (at_ms is None or unpack_seen(current)[1] == at_ms):
+                out.delete(b"d" + raw_id)  # (a copy remembered since, at another time, stays)
+
+    def oldest_seen(self, before_ms: int, limit: int) -> list[tuple[str, int]]:
+        found = []
         for key, _ in self._scan(b"t", end=b"t" + _time(before_ms)):
-            out.delete(key)
-            current = self._get(b"d" + key[9:])
-            if current is not None and _time(unpack_seen(current)[1]) == key[1:9]:  # not replaced since
-                out.delete(b"d" + key[9:])
-                purged += 1
-        self._put_complete_since(out, before_ms)
-        self._db.write(out)
-        return purged
+            found.append((key[9:].hex(), int.from_bytes(key[1:9], "big") - _SIGN))
+            if len(found) >= limit:
+                break
+        return found
 
     def players_count(self) -> int:
         return sum(1 for _ in self._scan(b"p"))

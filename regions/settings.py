@@ -2,7 +2,9 @@
 
 Nested sections use a double underscore: ``LB_KAFKA__BOOTSTRAP_SERVERS``, ``LB_INTAKE__PORT``.
 Each ``__main__`` loads it once with :func:`load_settings` and passes it down. Defaults work on a
-developer machine; ``LB_MODE=production`` refuses the development secrets and single-copy storage.
+developer machine; ``LB_MODE=production`` refuses the development secrets, single-copy storage, the
+switches for tests (``TEST_ONLY``) and stores reached without protection (unless a store's opt-out
+says it is inside a private network).
 An ``LB_*`` variable that names no setting is refused, so a typo in a deployment is caught at start;
 ``LB_OPS_*`` variables belong to the ops scripts and are not settings.
 """
@@ -10,13 +12,18 @@ An ``LB_*`` variable that names no setting is refused, so a typo in a deployment
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Literal, Self, get_origin
+from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from regions.core.redaction import mask_url
+from regions.redacted_logs import protect_logs
 
 DEV_AWARD_KEY_ID = "dev"
 DEV_AWARD_SECRET = "dev-secret"
@@ -35,6 +42,9 @@ class KafkaSecurity(StrEnum):
     SASL_SSL = "SASL_SSL"
 
 
+PLAINTEXT_KAFKA = frozenset({KafkaSecurity.PLAINTEXT, KafkaSecurity.SASL_PLAINTEXT})
+
+
 class SaslMechanism(StrEnum):
     PLAIN = "PLAIN"
     SCRAM_SHA_256 = "SCRAM-SHA-256"
@@ -50,6 +60,15 @@ class UnknownSettingsError(ValueError):
 
 
 OPS_PREFIX = "LB_OPS_"
+
+#: Switches for tests only, by (section, field), with what they would break: production mode refuses
+#: any value but the default, and the chart offers none of them.
+TEST_ONLY: dict[tuple[str, str], str] = {
+    ("processor", "fault_forget_event_ids"): "repeats would be counted again",
+    ("processor", "honour_cutoffs"): "awards after a closing board's cutoff would be applied",
+    ("lifecycle", "fault_chunk_pause_ms"): "every archive would pause after each round of chunk writes",
+    ("windows", "clock_offset_s"): "periods would roll over at the wrong time",
+}
 
 
 class KafkaSettings(BaseModel):
@@ -78,6 +97,11 @@ class KafkaSettings(BaseModel):
     )
     sasl_username: str = Field("", description="SASL user (SASL_PLAINTEXT, SASL_SSL).")
     sasl_password: SecretStr = Field(SecretStr(""), description="SASL password (SASL_PLAINTEXT, SASL_SSL).")
+    allow_plaintext_in_private_network: bool = Field(
+        False,
+        description="Production mode: let the clients reach the brokers without TLS (PLAINTEXT, "
+        "SASL_PLAINTEXT), for brokers inside a private network only; every process warns at start.",
+    )
 
     def topic(self, name: str) -> str:
         """Full name of one of the platform's topics (``awards``, ``totals``, ``reconciliation``)."""
@@ -91,6 +115,11 @@ class RedisSettings(BaseModel):
         "a Redis Cluster through any of its nodes: redis+cluster://host:port (rediss+cluster://).",
     )
     key_prefix: str = Field("lb", description="Prefix of every Redis key this deployment owns.")
+    allow_no_password_in_private_network: bool = Field(
+        False,
+        description="Production mode: accept a Redis URL without a password, for a Redis inside a private "
+        "network only; every process warns at start.",
+    )
 
 
 class CassandraSettings(BaseModel):
@@ -115,6 +144,11 @@ class CassandraSettings(BaseModel):
     request_timeout_s: float = Field(5.0, gt=0, description="Per-request timeout.")
     username: str = Field("", description="User of password authentication; empty: none.")
     password: SecretStr = Field(SecretStr(""), description="Password of that user.")
+    allow_no_auth_in_private_network: bool = Field(
+        False,
+        description="Production mode: connect without password authentication (no username), for a "
+        "Cassandra inside a private network only; every process warns at start.",
+    )
 
 
 class IntakeSettings(BaseModel):
@@ -127,9 +161,28 @@ class IntakeSettings(BaseModel):
     max_clock_skew_s: int = Field(300, ge=1, description="Accepted |now - X-Award-Timestamp|.")
     max_batch: int = Field(500, ge=1, description="Most awards in one request.")
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body.")
-    rate_per_key: float = Field(20_000, gt=0, description="Awards per second per key id.")
-    burst_per_key: float = Field(40_000, gt=0, description="Burst of awards per key id.")
-    catalog_ttl_s: float = Field(2.0, ge=0, description="How long a board lookup is cached.")
+    rate_per_key: float = Field(
+        20_000,
+        gt=0,
+        description="Awards per second per key id, held by each intake pod on its own (not across the "
+        "region): N intake replicas accept up to N times this from one key id.",
+    )
+    burst_per_key: float = Field(
+        40_000, gt=0, description="Burst of awards per key id, per intake pod like rate_per_key."
+    )
+    catalog_ttl_s: float = Field(
+        2.0,
+        ge=0,
+        description="How long a board lookup is served without reading the catalog again: an intake "
+        "refuses a closing board's awards at most this long after the close began.",
+    )
+    catalog_max_stale_s: float = Field(
+        30.0,
+        ge=0,
+        description="While the catalog cannot be read, how long after its last answer a board is still "
+        "served from that answer (at least catalog_ttl_s); then the board's awards get 503 "
+        "store_unavailable until it is read again.",
+    )
     max_unknown_boards: int = Field(
         10_000,
         ge=1,
@@ -169,10 +222,13 @@ class ProcessorSettings(BaseModel):
     )
     dedupe_retention_margin_s: int = Field(
         21_600,
-        ge=60,
-        description="How much longer than the horizon the dedupe changelog and store keep an event id. An "
-        "award read later than this after its acceptance (a long outage, a long cross-region cut) may "
-        "repeat a forgotten copy, so it goes to reconciliation (beyond_dedupe_memory) instead of counting.",
+        ge=1,
+        description="How much longer than the horizon an event id is remembered, in stream time: a copy is "
+        "forgotten once every source (this region's awards and each other region's) has read awards or "
+        "heartbeats accepted horizon + margin after it, however long that takes (a cut or an outage only "
+        "holds the memory back). The margin covers clocks that differ between one region's intakes: an "
+        "award accepted more than this before its own source's newest goes to reconciliation "
+        "(beyond_dedupe_memory) instead of risking a double count.",
     )
     store: Literal["rocksdb", "memory"] = Field(
         "rocksdb",
@@ -204,7 +260,7 @@ class ProcessorSettings(BaseModel):
 
     @property
     def dedupe_retention_ms(self) -> int:
-        """How long the dedupe changelog keeps a record (cleanup.policy=compact,delete)."""
+        """How far behind the slowest source, in acceptance time, a remembered copy is still kept."""
         return (self.dedupe_horizon_s + self.dedupe_retention_margin_s) * 1000
 
 
@@ -460,8 +516,9 @@ class GatewaySettings(BaseModel):
     )
 
     def admin_tokens(self) -> list[str]:
-        """Every accepted admin token (two during a rotation)."""
-        return [token.strip() for token in self.admin_token.get_secret_value().split(",")]
+        """Every accepted admin token (two during a rotation); none when the token is empty."""
+        value = self.admin_token.get_secret_value()
+        return [token.strip() for token in value.split(",")] if value else []
 
     @model_validator(mode="after")
     def _one_token_per_comma(self) -> Self:
@@ -510,11 +567,100 @@ class Settings(BaseSettings):
         """The other regions of the deployment, by name: those whose awards are replicated here."""
         return sorted(name for name in self.regions if name != self.region)
 
+    def secret_values(self) -> set[str]:
+        """Every secret these settings hold (secret fields, each admin token, the passwords in Redis
+        URLs): what ``regions.core.redaction.redact`` keeps out of output and logs."""
+        found = set(self.gateway.admin_tokens())
+        for section in (getattr(self, name) for name in type(self).model_fields):
+            values = section.values() if isinstance(section, dict) else [section]
+            for model in (v for v in values if isinstance(v, BaseModel)):
+                for value in (getattr(model, name) for name in type(model).model_fields):
+                    inner = value.values() if isinstance(value, dict) else [value]
+                    found |= {v.get_secret_value() for v in inner if isinstance(v, SecretStr)}
+        for url in [self.redis.url, *(r.redis_url for r in self.regions.values() if r.redis_url)]:
+            password = urlsplit(url).password
+            if password:
+                found |= {password, unquote(password)}
+        found.discard("")
+        return found
+
+    def missing_secrets(self, service: str) -> list[str]:
+        """The secret settings ``service`` works with that were not given (production has no defaults)."""
+        needed = {"intake": ("LB_INTAKE__AWARD_KEYS", bool(self.intake.award_keys)),
+                  "gateway": ("LB_GATEWAY__ADMIN_TOKEN", bool(self.gateway.admin_tokens()))}  # fmt: skip
+        name, given = needed.get(service, ("", True))
+        return [] if given else [name]
+
+    def private_network_warnings(self) -> list[str]:
+        """What production mode lets through because an opt-out says the store is in a private network."""
+        if self.mode is not Mode.PRODUCTION:
+            return []
+        k, r, c = self.kafka, self.redis, self.cassandra
+        return [text for on, text in (
+            (k.allow_plaintext_in_private_network, f"LB_KAFKA__ALLOW_PLAINTEXT_IN_PRIVATE_NETWORK is set: Kafka "
+             f"is reached with {k.security_protocol}, awards cross the network unencrypted"),
+            (r.allow_no_password_in_private_network, "LB_REDIS__ALLOW_NO_PASSWORD_IN_PRIVATE_NETWORK is set: "
+             "anyone who reaches Redis can rewrite the projection"),
+            (c.allow_no_auth_in_private_network, "LB_CASSANDRA__ALLOW_NO_AUTH_IN_PRIVATE_NETWORK is set: anyone "
+             "who reaches Cassandra can rewrite the catalog, audit and archives"),
+        ) if on]  # fmt: skip
+
+    def _without_development_secrets(self) -> None:
+        """Production: a secret that was not given is none, never the development one."""
+        if "award_keys" not in self.intake.model_fields_set:
+            self.intake.award_keys = {}
+        if "admin_token" not in self.gateway.model_fields_set:
+            self.gateway.admin_token = SecretStr("")
+
+    def _test_switches(self) -> list[str]:
+        """Production problems: every test-only switch (``TEST_ONLY``) that is not at its default."""
+        problems = []
+        for (section, name), breaks in TEST_ONLY.items():
+            model = getattr(self, section)
+            value, default = getattr(model, name), type(model).model_fields[name].default
+            if value != default:
+                shown = str(value).lower() if isinstance(value, bool) else value
+                problems.append(
+                    f"LB_{section.upper()}__{name.upper()} is {shown}: {breaks} (a switch for tests only)"
+                )
+        return problems
+
+    def _unprotected_stores(self) -> list[str]:
+        """Production problems: a store reached without encryption or authentication, unless its
+        opt-out says it is inside a private network."""
+        problems = []
+        k, r, c = self.kafka, self.redis, self.cassandra
+        if k.security_protocol in PLAINTEXT_KAFKA and not k.allow_plaintext_in_private_network:
+            problems.append(
+                f"LB_KAFKA__SECURITY_PROTOCOL is {k.security_protocol}: awards and credentials would cross "
+                "the network unencrypted (use SSL or SASL_SSL; for brokers inside a private network, set "
+                "LB_KAFKA__ALLOW_PLAINTEXT_IN_PRIVATE_NETWORK=true)"
+            )
+        # An unset URL is a process that does not use Redis (the chart gives it to those that do).
+        if (
+            "url" in r.model_fields_set
+            and not urlsplit(r.url).password
+            and not r.allow_no_password_in_private_network
+        ):
+            problems.append(
+                f"LB_REDIS__URL {mask_url(r.url)} has no password: anyone who reaches it could rewrite the "
+                "projection (redis://:PASSWORD@host...; for a Redis inside a private network, set "
+                "LB_REDIS__ALLOW_NO_PASSWORD_IN_PRIVATE_NETWORK=true)"
+            )
+        if not c.username and not c.allow_no_auth_in_private_network:
+            problems.append(
+                "LB_CASSANDRA__USERNAME is empty: Cassandra would be used without authentication (set "
+                "LB_CASSANDRA__USERNAME and LB_CASSANDRA__PASSWORD; for a Cassandra inside a private "
+                "network, set LB_CASSANDRA__ALLOW_NO_AUTH_IN_PRIVATE_NETWORK=true)"
+            )
+        return problems
+
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Self:
         if self.mode is not Mode.PRODUCTION:
             return self
-        problems = []
+        self._without_development_secrets()
+        problems = [*self._test_switches(), *self._unprotected_stores()]
         if any(s.get_secret_value() == DEV_AWARD_SECRET for s in self.intake.award_keys.values()):
             problems.append("LB_INTAKE__AWARD_KEYS still holds the development secret")
         if DEV_ADMIN_TOKEN in self.gateway.admin_tokens():
@@ -530,10 +676,6 @@ class Settings(BaseSettings):
                 f"LB_KAFKA__MIN_INSYNC_REPLICAS is {k.min_insync_replicas}: it must be at least 2, so an "
                 "acknowledgement means two copies, and below the replication factor, so one broker may be down"
             )
-        if self.processor.fault_forget_event_ids:
-            problems.append("LB_PROCESSOR__FAULT_FORGET_EVENT_IDS is set: repeats would be counted again")
-        if self.windows.clock_offset_s:
-            problems.append("LB_WINDOWS__CLOCK_OFFSET_S is set: periods would roll over at the wrong time")
         c = self.cassandra
         for dc, replicas in c.datacenters.items() or [(c.local_dc, c.replication_factor)]:
             if replicas < 3:
@@ -594,8 +736,31 @@ def check_environment(environ: Mapping[str, str]) -> None:
     )
 
 
-def load_settings() -> Settings:
+def describe_refusal(exc: Exception) -> str:
+    """Why settings were refused, for a message: what was wrong with which setting, never the value
+    given (pydantic's own text repeats every input, secrets included)."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"].removeprefix("Value error, ")
+        for e in exc.errors(include_url=False, include_input=False, include_context=False)
+    )
+
+
+def load_settings(service: str | None = None) -> Settings:
     """Read the settings from the environment; call once per process, in ``__main__``. Raises
-    ``UnknownSettingsError`` for an ``LB_*`` variable that names no setting."""
+    ``UnknownSettingsError`` for an ``LB_*`` variable that names no setting, and
+    ``UnsafeSettingsError`` when production mode gives ``service`` none of a secret it works with.
+    From then on the process's logs mask every secret the settings hold, and the private-network
+    opt-outs in use are logged as warnings."""
     check_environment(os.environ)
-    return Settings()
+    settings = Settings()
+    protect_logs(settings.secret_values())
+    missing = settings.missing_secrets(service) if service and settings.mode is Mode.PRODUCTION else []
+    if missing:
+        raise UnsafeSettingsError(
+            f"production mode: the {service} needs {', '.join(missing)}, which is not set"
+        )
+    for warning in settings.private_network_warnings():
+        logging.getLogger("regions.settings").warning("UNSAFE IN PRODUCTION: %s", warning)
+    return settings

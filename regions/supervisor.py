@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from regions.core.supervision import CrashPolicy, GiveUp, after_crash
-from regions.settings import Settings, UnknownSettingsError, load_settings
+from regions.settings import Settings, UnknownSettingsError, describe_refusal, load_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         programs = region_programs(load_settings())
     except (UnknownSettingsError, ValueError) as exc:
-        print(f"error: settings refused: {exc}", file=sys.stderr)
+        print(f"error: settings refused: {describe_refusal(exc)}", file=sys.stderr)
         return 2
     taken = taken_ports(programs)
     if taken:

@@ -12,7 +12,13 @@ from typing import Any, NoReturn
 import uvloop
 from pydantic import ValidationError
 
-from regions.settings import Settings, UnknownSettingsError, load_settings
+from regions.settings import (
+    Settings,
+    UnknownSettingsError,
+    UnsafeSettingsError,
+    describe_refusal,
+    load_settings,
+)
 from regions.throttled_log import LibraryNoise
 
 log = logging.getLogger(__name__)
@@ -45,7 +51,7 @@ def run_process(service: str, main: Coroutine[Any, Any, None]) -> None:
     _log_format(service)
     try:
         uvloop.run(main)
-    except (UnknownSettingsError, ValidationError) as exc:
+    except (UnknownSettingsError, UnsafeSettingsError, ValidationError) as exc:
         _refused(service, exc)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -55,8 +61,8 @@ def process_settings(service: str) -> Settings:
     """The settings, read before a service starts its processes; refused ones end it as ``run_process`` does."""
     _log_format(service)
     try:
-        return load_settings()
-    except (UnknownSettingsError, ValidationError) as exc:
+        return load_settings(service)
+    except (UnknownSettingsError, UnsafeSettingsError, ValidationError) as exc:
         _refused(service, exc)
 
 
@@ -69,5 +75,5 @@ def _log_format(service: str) -> None:
 
 
 def _refused(service: str, exc: Exception) -> NoReturn:
-    log.error("%s cannot start, its settings are refused: %s", service, exc)
+    log.error("%s cannot start, its settings are refused: %s", service, describe_refusal(exc))
     sys.exit(2)

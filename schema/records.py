@@ -59,19 +59,34 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 SEEN_BYTES = 16
 EVENT_ID_BYTES = 16  # a dedupe changelog key: the event id's 32 hex digits as bytes
-"""Size of a dedupe changelog value: 8 bytes of payload digest (the binary form of its hex), then 8 of
-acceptance time in ms (big-endian, signed). The key is the event id's 16 bytes."""
+"""Least size of a dedupe changelog value: 8 bytes of payload digest (the binary form of its hex),
+then 8 of acceptance time in ms (big-endian, signed); since copies of an event id pick a winner, also
+8 of the copy's amount (signed) and its accepting region (UTF-8, the rest). The key is the event id's
+16 bytes. A value of only 16 bytes was written before amounts were kept."""
+COMPLETE_KEY = b"\x00complete"
+"""Key of the dedupe changelog's completeness record: 8 bytes (signed), a time before which the
+memory may have forgotten copies (``regions.core.aggregation.DedupeMemory.complete_since_ms``)."""
 
 
-def pack_seen(digest: str, at_ms: int) -> bytes:
-    return bytes.fromhex(digest) + at_ms.to_bytes(8, "big", signed=True)
+def pack_seen(digest: str, at_ms: int, region: str = "", amount: int | None = None) -> bytes:
+    head = bytes.fromhex(digest) + at_ms.to_bytes(8, "big", signed=True)
+    if amount is None:
+        return head
+    return head + amount.to_bytes(8, "big", signed=True) + region.encode()
 
 
-def unpack_seen(value: bytes) -> tuple[str, int]:
-    """(digest, acceptance time in ms) of a packed dedupe value; ValueError when it is not one."""
-    if len(value) != SEEN_BYTES:
-        raise ValueError(f"a dedupe value has {SEEN_BYTES} bytes, not {len(value)}")
-    return value[:8].hex(), int.from_bytes(value[8:], "big", signed=True)
+def unpack_seen(value: bytes) -> tuple[str, int, str, int | None]:
+    """(digest, acceptance time in ms, region, amount) of a packed dedupe value; ValueError when it
+    is not one."""
+    if len(value) != SEEN_BYTES and len(value) < SEEN_BYTES + 8:
+        raise ValueError(
+            f"a dedupe value has {SEEN_BYTES} or at least {SEEN_BYTES + 8} bytes, not {len(value)}"
+        )
+    at_ms = int.from_bytes(value[8:16], "big", signed=True)
+    if len(value) == SEEN_BYTES:
+        return value[:8].hex(), at_ms, "", None
+    amount = int.from_bytes(value[16:24], "big", signed=True)
+    return value[:8].hex(), at_ms, value[24:].decode(errors="replace"), amount
 
 
 def dedupe_key(event_id: str) -> bytes:
@@ -85,7 +100,7 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     The totals topic is also the processor's compacted changelog of player state (the dedupe memory
     has a changelog of its own, keyed by event id). ``version`` grows by one per applied award;
     ``source_region`` and ``source_offset`` name the award in its accepting region's awards topic.
-    On a ROLLING board ``buckets`` holds the player's days in the window (the state a processor
+    ``event_id`` names the award (the winning copy) that made this version, if one did. On a ROLLING board ``buckets`` holds the player's days in the window (the state a processor
     restores) and ``removed`` says the player has no points left there: it leaves the board, and
     only a newer version brings it back. On a windowed board with periods, ``board_id`` is the
     period's (``schema.scoped``).
@@ -105,6 +120,9 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     shards: int = 1  # the board's shards, from the award: the layout of a board not yet projected
     buckets: tuple[tuple[int, int, str], ...] = ()
     removed: bool = False
+    # MAX/MIN boards: (tie key, score) of the awards the best may be recomputed from when a winning
+    # copy replaces one (``regions.core.aggregation.PlayerState.contributions``)
+    contributions: tuple[tuple[str, int], ...] = ()
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):

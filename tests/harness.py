@@ -128,6 +128,7 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_CASSANDRA__REQUEST_TIMEOUT_S": str(c.request_timeout_s),
         "LB_INTAKE__PORT": str(settings.intake.port),
         "LB_INTAKE__CATALOG_TTL_S": str(settings.intake.catalog_ttl_s),
+        "LB_INTAKE__CATALOG_MAX_STALE_S": str(settings.intake.catalog_max_stale_s),
         "LB_INTAKE__WORKERS": str(settings.intake.workers),
         "LB_PROCESSOR__HEALTH_PORT": str(settings.processor.health_port),
         "LB_PROCESSOR__SESSION_TIMEOUT_MS": str(settings.processor.session_timeout_ms),

@@ -123,7 +123,7 @@ async def main(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="restore-bench-", dir=args.dir))
     print(f"== setup: {args.players:,} players in one partition, {args.recent} remembered event ids each, "
           f"store cache {args.cache_mib} MiB, stores under {work}")  # fmt: skip
-    await ensure_topics(settings.kafka, processor=settings.processor)
+    await ensure_topics(settings.kafka)
     try:
         await fill(settings, args.players, args.recent)
         processor = Processor(settings, Health("processor"))

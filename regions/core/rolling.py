@@ -25,6 +25,7 @@ from regions.core.aggregation import (
     OutOfRange,
     PlayerState,
     Seen,
+    copy_of,
     fold,
     reached_after,
     repeat_outcome,
@@ -92,7 +93,7 @@ def apply_rolling(
     if not -MAX_EXACT < total < MAX_EXACT or any(not -MAX_EXACT < b[1] < MAX_EXACT for b in buckets):
         return OutOfRange(award.event_id, total)
     version = 1 if state is None else state.version + 1
-    return Applied(PlayerState(total, version, reached, buckets), Seen(award.digest, award.accepted_at_ms))
+    return Applied(PlayerState(total, version, reached, buckets), copy_of(award))
 
 
 def expire(aggregation: Aggregation, state: PlayerState, expired_through: int) -> PlayerState | None:

@@ -77,8 +77,13 @@ class Intake:
     def __init__(self, settings: Settings, boards: BoardLookup, publish: Publish) -> None:
         self._settings = settings
         self._errors = ThrottledLog(log)
+        intake = settings.intake
         self._boards = CachedBoards(
-            boards, settings.intake.catalog_ttl_s, settings.intake.max_unknown_boards, self._catalog_failed
+            boards,
+            intake.catalog_ttl_s,
+            intake.max_unknown_boards,
+            self._catalog_failed,
+            max_stale_s=intake.catalog_max_stale_s,
         )
         self._publish = publish
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}

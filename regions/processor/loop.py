@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiokafka import (
@@ -33,19 +33,21 @@ from aiokafka import (
 )
 from aiokafka.structs import RecordMetadata
 
+from regions.core.forgetting import forget_before, should_forget
 from regions.health import Health
 from regions.kafka_clients import cluster_id, make_consumer, make_producer, partitions_of
 from regions.processor import metrics
 from regions.processor.restore import Restored, restore
 from regions.processor.state import MemoryStore, StoreIdentity, TaskStore
-from regions.processor.task import Output, Round, Source
+from regions.processor.task import FORGET_BATCH, Output, Round, Source
 from regions.rocksdb_state import open_store, store_options
 from regions.settings import Settings
 from schema.records import Codec
 from schema.replication import replicated_awards_topic
 
 log = logging.getLogger(__name__)
-PURGE_EVERY_S = 60.0
+FORGET_STEP_MS = 60_000
+"""The dedupe memory forgets in steps of this much stream time (one scan of its time index each)."""
 
 
 class PartitionsMismatch(RuntimeError):
@@ -63,7 +65,7 @@ class OwnedTask:
     next_offsets: dict[TopicPartition, int]
     restored: Restored
     committed_at: float = 0.0
-    purged_at: float = field(default_factory=time.monotonic)
+    remembered: int = 0  # copies the dedupe memory holds (approximate: restored records, then counted)
 
 
 class Processor:
@@ -84,6 +86,9 @@ class Processor:
         self._store_options = store_options(self._cfg.store_cache_mib, self._cfg.store_write_buffer_mib)
         self._cluster = ""
         self.owned: dict[int, OwnedTask] = {}
+        # Tasks being taken over (fenced, restored) outside the rebalance callback: their source
+        # partitions stay paused until they are owned, and the consumer keeps polling meanwhile.
+        self._acquiring: dict[int, asyncio.Task[OwnedTask]] = {}
         self.restored = asyncio.Event()
         # Held while a round's transactions run and while ownership changes, so a task is never
         # handed over in the middle of a transaction.
@@ -140,7 +145,7 @@ class Processor:
                 store.close()
             await producer.stop()
             raise
-        return OwnedTask(partition, producer, store, offsets, done)
+        return OwnedTask(partition, producer, store, offsets, done, remembered=done.remembered)
 
     async def _committed(self, consumer: AIOKafkaConsumer, partition: int) -> dict[TopicPartition, int]:
         tps = [TopicPartition(topic, partition) for topic in self.sources]
@@ -161,26 +166,53 @@ class Processor:
             self._failure = exc
 
     async def _take(self, consumer: AIOKafkaConsumer, assigned: Iterable[TopicPartition]) -> None:
+        """Release what is no longer assigned and start taking over what is new. A takeover (fencing,
+        restoring the store: minutes for a large partition) runs outside the rebalance callback, its
+        source partitions paused meanwhile, so the consumer goes on polling and the group stays
+        stable however long a restore takes (``adopt`` finishes it)."""
         async with self._lock:
             assigned = list(assigned)
             wanted = {tp.partition for tp in assigned}
             for partition in [p for p in self.owned if p not in wanted]:
                 await self._release(self.owned.pop(partition))
-            new = sorted(p for p in wanted if p not in self.owned)
-            acquired = await asyncio.gather(
-                *(self._acquire(consumer, p) for p in new), return_exceptions=True
-            )
-            for result in acquired:
-                if isinstance(result, OwnedTask):
-                    self.owned[result.partition] = result
-            failed = [r for r in acquired if isinstance(r, BaseException)]
-            if failed:
-                raise failed[0]
+            for partition in [p for p in self._acquiring if p not in wanted]:
+                acquiring = self._acquiring.pop(partition)
+                acquiring.cancel()  # (its store and producer are closed as it ends)
+                await asyncio.gather(acquiring, return_exceptions=True)
+            for partition in sorted(p for p in wanted if p not in self.owned and p not in self._acquiring):
+                self._acquiring[partition] = asyncio.create_task(self._acquire(consumer, partition))
             for tp in assigned:
-                # A task kept across the rebalance keeps its store: if anyone owned it meanwhile, they
-                # fenced this producer, the next commit fails, and the rerun replays their changes.
-                consumer.seek(tp, self.owned[tp.partition].next_offsets[tp])
+                if tp.partition in self._acquiring:
+                    consumer.pause(tp)
+                else:
+                    # A task kept across the rebalance keeps its store: if anyone owned it meanwhile, they
+                    # fenced this producer, the next commit fails, and the rerun replays their changes.
+                    consumer.seek(tp, self.owned[tp.partition].next_offsets[tp])
             self._rebalancing = False
+            self._settled()
+
+    async def adopt(self, consumer: AIOKafkaConsumer) -> None:
+        """Own the tasks whose takeover finished: continue each of their source partitions from where
+        the task stands. A takeover that failed is raised (the process reruns)."""
+        done = [p for p, t in self._acquiring.items() if t.done()]
+        if not done:
+            return
+        async with self._lock:
+            if self._rebalancing:
+                return  # the next assignment says whether they are still this instance's
+            for partition in done:
+                acquiring = self._acquiring.pop(partition, None)
+                if acquiring is None or acquiring.cancelled():
+                    continue
+                task = acquiring.result()  # raises the takeover's failure
+                self.owned[partition] = task
+                for tp, offset in task.next_offsets.items():
+                    consumer.seek(tp, offset)
+                    consumer.resume(tp)
+            self._settled()
+
+    def _settled(self) -> None:
+        if not self._acquiring and not self._rebalancing:
             self.restored.set()
             log.info("owning partitions %s", sorted(self.owned))
 
@@ -202,6 +234,7 @@ class Processor:
         fold = Round(self._kafka, self._codec, task.store, task.partition, self._cfg.dedupe_horizon_s * 1000,
                      honour_cutoffs=self._cfg.honour_cutoffs,
                      forget_event_ids=self._cfg.fault_forget_event_ids)  # fmt: skip
+        self._forget(task, fold)
         for tp, records in batch.items():
             source = self.sources[tp.topic]
             for record in records:
@@ -221,17 +254,27 @@ class Processor:
         changelog = {topic: end for topic, end in ends.items() if topic in self.changelogs}
         task.store.write(fold.store_batch(changelog))
         task.next_offsets.update(fold.offsets)
+        task.remembered += fold.counts["dedupe_remembered"] - fold.counts["dedupe_forgotten"]
         _count(fold)
         return fold
 
-    def purge(self, task: OwnedTask) -> None:
-        """Forget remembered event ids past the horizon and its margin (the changelog forgets them too)."""
-        now = time.monotonic()
-        if now - task.purged_at < PURGE_EVERY_S:
-            return
-        task.purged_at = now
-        forgotten = task.store.purge_seen(int(time.time() * 1000) - self._cfg.dedupe_retention_ms)
-        metrics.DEDUPE_PURGED.inc(forgotten)
+    def _forget(self, task: OwnedTask, fold: Round) -> None:
+        """Let the round forget remembered copies that every source has passed by the horizon and its
+        margin, in stream time (``regions.core.forgetting``); a lagging source holds them all."""
+        regions = {source.region for source in self.sources.values()}
+        before = forget_before(task.store.sources(), regions, self._cfg.dedupe_retention_ms)
+        if before is not None and should_forget(before, task.store.complete_since_ms(), FORGET_STEP_MS):
+            fold.forget(task.store.oldest_seen(before, FORGET_BATCH), before)
+
+    def _report_memory(self) -> None:
+        now_ms = time.time() * 1000
+        for task in self.owned.values():
+            oldest = task.store.oldest_seen(2**62, 1)
+            label = str(task.partition)
+            metrics.DEDUPE_REMEMBERED.labels(label).set(task.remembered)
+            metrics.DEDUPE_OLDEST_AGE.labels(label).set(
+                max(0.0, (now_ms - oldest[0][1]) / 1000) if oldest else 0
+            )
 
     async def _report_lag(self, consumer: AIOKafkaConsumer) -> None:
         """Records not yet committed, per source topic and owned partition (also what is owned)."""
@@ -268,8 +311,6 @@ class Processor:
             ]
             if failures:
                 raise failures[0]
-            for task in self.owned.values():
-                self.purge(task)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Join the group and process until ``stop`` is set. Raises on Kafka errors (the caller reruns,
@@ -291,9 +332,11 @@ class Processor:
             while not stop.is_set():
                 if self._failure is not None:
                     raise self._failure
+                await self.adopt(consumer)
                 await self._round(consumer)
                 if loop.time() >= next_lag:
                     await self._report_lag(consumer)
+                    self._report_memory()
                     next_lag = loop.time() + 2
         finally:
             self.restored.clear()
@@ -301,8 +344,12 @@ class Processor:
             await self.close()
 
     async def close(self) -> None:
-        """Release every task (stores closed, producers stopped)."""
+        """Release every task (stores closed, producers stopped), and end the takeovers under way."""
         async with self._lock:
+            for acquiring in self._acquiring.values():
+                acquiring.cancel()
+            await asyncio.gather(*self._acquiring.values(), return_exceptions=True)
+            self._acquiring.clear()
             for task in self.owned.values():
                 await self._release(task)
             self.owned.clear()
@@ -311,7 +358,7 @@ class Processor:
 async def _send_batched(producer: AIOKafkaProducer, partition: int, out: list[Output]) -> dict[str, int]:
     """Send ``out`` to ``partition`` of each topic, one record batch per topic (a batch costs far less
     than a send per record); returns each topic's offset after its last record."""
-    by_topic: dict[str, list[tuple[bytes, bytes]]] = {}
+    by_topic: dict[str, list[tuple[bytes, bytes | None]]] = {}
     for topic, key, value in out:
         by_topic.setdefault(topic, []).append((key, value))
     sent: list[tuple[str, int, asyncio.Future[RecordMetadata]]] = []
@@ -337,6 +384,12 @@ def _count(fold: Round) -> None:
             metrics.AWARDS_APPLIED.inc(n)
         elif what == "duplicate":
             metrics.REPEATS_IGNORED.inc(n)
+        elif what == "dedupe_forgotten":
+            metrics.DEDUPE_PURGED.inc(n)
+        elif what == "copy_replaced":
+            metrics.COPIES_REPLACED.inc(n)
+        elif what == "dedupe_remembered":
+            pass
         elif what.startswith("reconciled:"):
             metrics.RECONCILED.labels(what.removeprefix("reconciled:")).inc(n)
         else:

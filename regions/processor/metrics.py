@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 AWARDS_APPLIED = Counter("lb_processor_awards_applied_total", "Awards applied to a total")
 REPEATS_IGNORED = Counter(
@@ -29,5 +29,21 @@ RESTORE_RECORDS = Counter(
     "lb_processor_restore_records_total", "Changelog records read while restoring", ["mode"]
 )
 DEDUPE_PURGED = Counter(
-    "lb_processor_dedupe_purged_total", "Remembered event ids forgotten past the horizon and its margin"
+    "lb_processor_dedupe_purged_total",
+    "Remembered event ids forgotten once every source passed them by the horizon and its margin",
+)
+DEDUPE_REMEMBERED = Gauge(
+    "lb_processor_dedupe_remembered",
+    "Event ids the dedupe memory holds (approximate: the restored records, then counted)",
+    ["partition"],
+)
+DEDUPE_OLDEST_AGE = Gauge(
+    "lb_processor_dedupe_oldest_age_seconds",
+    "Age of the oldest copy the dedupe memory holds (grows while a source lags: a cut region, a backlog)",
+    ["partition"],
+)
+COPIES_REPLACED = Counter(
+    "lb_processor_copies_replaced_total",
+    "Copies of an event id applied here that lost to an earlier copy read later (a retry accepted in "
+    "another region): the earlier copy's total, tie order and audit row replaced them",
 )

@@ -24,6 +24,7 @@ from regions.processor import metrics
 from regions.processor.state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
 from regions.settings import KafkaSettings
 from schema.records import (
+    COMPLETE_KEY,
     EVENT_ID_BYTES,
     SEEN_BYTES,
     Codec,
@@ -43,6 +44,7 @@ class Restored:
     reason: str  # why a full restore was needed ("" for a tail)
     records: int  # changelog records read
     seconds: float
+    remembered: int = 0  # dedupe records read less tombstones: about what the memory holds
 
 
 async def _log_bounds(
@@ -89,6 +91,7 @@ class _Loader:
         self._store, self._totals, self._codec = store, totals_topic, Codec()
         self._writing: asyncio.Future[None] | None = None
         self.records = 0
+        self.remembered = 0
 
     async def __call__(self, records: list[ConsumerRecord]) -> None:
         """Records of one changelog partition (``replay`` hands them over per partition)."""
@@ -97,6 +100,7 @@ class _Loader:
             self._totals_records(batch, records)
         else:
             self._dedupe_records(batch, records)
+            self.remembered += len(batch.packed_seen) - len(batch.forgotten)
         batch.changelog[records[-1].topic] = records[-1].offset + 1
         await self.written()
         self._writing = asyncio.ensure_future(asyncio.to_thread(self._store.write, batch, bulk=True))
@@ -120,7 +124,7 @@ class _Loader:
                 continue
             if isinstance(value, PlayerTotal):
                 batch.players[(value.board_id, value.user_id)] = PlayerState(
-                    value.total, value.version, value.reached, value.buckets
+                    value.total, value.version, value.reached, value.buckets, value.contributions
                 )
                 # The day index may keep days a later total no longer has: an expiry skips them.
                 batch.days_added.update((value.board_id, day, value.user_id) for day, _, _ in value.buckets)
@@ -136,17 +140,20 @@ class _Loader:
 
     @staticmethod
     def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:
-        """Copied as they are: a dedupe record's key and value are what the store keeps."""
-        seen = batch.packed_seen
+        """Copied as they are: a dedupe record's key and value are what the store keeps; a tombstone
+        forgets its event id, and the completeness record raises the memory's bound."""
+        seen, forgotten = batch.packed_seen, batch.forgotten
         for record in records:
             key, value = record.key, record.value
-            if (
-                key is not None
-                and value is not None
-                and len(key) == EVENT_ID_BYTES
-                and len(value) == SEEN_BYTES
-            ):
+            if key == COMPLETE_KEY and value is not None and len(value) == 8:
+                since = int.from_bytes(value, "big", signed=True)
+                batch.complete_since_ms = max(since, batch.complete_since_ms or since)
+            elif key is not None and len(key) == EVENT_ID_BYTES and value is None:
+                seen.pop(key, None)
+                forgotten[key] = None
+            elif key is not None and value is not None and len(key) == EVENT_ID_BYTES and _is_seen(value):
                 seen[key] = value
+                forgotten.pop(key, None)
             else:
                 log.error("skipping a dedupe record at %s:%d that is not an event id and its digest and time "
                           "(%r: %r)", record.topic, record.offset, key, value)  # fmt: skip
@@ -156,6 +163,10 @@ class _Loader:
         batch.sources[mark.region] = SourcePosition(
             mark.source_offset, mark.accepted_at_ms, mark.heartbeat_at_ms, mark.gaps
         )
+
+
+def _is_seen(value: bytes) -> bool:
+    return len(value) == SEEN_BYTES or len(value) >= SEEN_BYTES + 8
 
 
 async def restore(
@@ -168,9 +179,6 @@ async def restore(
     reason = stale_reason(store, identity, begin, end)
     if reason:
         store.reset(identity)
-        if any(begin[t] > 0 for t in identity.changelogs):
-            # Retention deleted records: copies accepted before the retention window may be gone.
-            store.write(StoreBatch(complete_since_ms=int(time.time() * 1000) - retention_ms), bulk=True)
     at = store.changelog_positions()
     loader = _Loader(store, identity.changelogs[0])
     start = {tp: max(at.get(tp.topic, 0), begin[tp.topic]) for tp in tps}
@@ -179,9 +187,16 @@ async def restore(
     finally:
         await loader.written()
     store.write(StoreBatch(changelog={tp.topic: ends[tp] for tp in tps}), bulk=True)  # past trailing markers
+    if reason and begin[identity.changelogs[-1]] > 0 and store.complete_since_ms() is None:
+        # A dedupe changelog that forgot by time (kept so before the memory forgot by stream time)
+        # and holds no completeness record: copies older than its retention may be gone.
+        log.warning("the dedupe changelog of partition %d starts at offset %d with no completeness record: "
+                    "assuming copies older than %d s are forgotten", identity.partition,
+                    begin[identity.changelogs[-1]], retention_ms // 1000)  # fmt: skip
+        store.write(StoreBatch(complete_since_ms=int(time.time() * 1000) - retention_ms), bulk=True)
     await asyncio.to_thread(store.flush)  # durable before the task writes anything with the log on
     mode = "full" if reason else "tail"
-    done = Restored(mode, reason, loader.records, time.perf_counter() - started)
+    done = Restored(mode, reason, loader.records, time.perf_counter() - started, max(0, loader.remembered))
     metrics.RESTORE_SECONDS.labels(mode).observe(done.seconds)
     metrics.RESTORE_RECORDS.labels(mode).inc(done.records)
     return done

@@ -56,10 +56,14 @@ class StoreBatch:
     held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)  # board -> all it holds now
     changelog: dict[str, int] = field(default_factory=dict)
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
+    # Remembered copies to forget, before the other changes: the event id's 16 bytes -> the time of
+    # the copy to forget (an entry of ``oldest_seen``; a newer copy stays), or None: whatever is held.
+    forgotten: dict[bytes, int | None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.players or self.seen or self.packed_seen or self.sources or self.cutoffs or self.held
-                    or self.changelog or self.expired or self.days_added or self.days_removed)  # fmt: skip
+                    or self.changelog or self.expired or self.days_added or self.days_removed
+                    or self.forgotten or self.complete_since_ms is not None)  # fmt: skip
 
 
 class TaskStore(Protocol):
@@ -106,9 +110,9 @@ class TaskStore(Protocol):
     def flush(self) -> None:
         """Make every write so far durable."""
 
-    def purge_seen(self, before_ms: int) -> int:
-        """Forget copies accepted before ``before_ms`` (and say so in ``complete_since_ms``); returns
-        how many were forgotten."""
+    def oldest_seen(self, before_ms: int, limit: int) -> list[tuple[str, int]]:
+        """Up to ``limit`` (event id, acceptance time) of remembered copies accepted before
+        ``before_ms``, oldest first. An entry may name a copy since replaced (``seen`` tells)."""
 
     def players_count(self) -> int: ...
 
@@ -171,6 +175,10 @@ class MemoryStore:
         return sorted((board, day, user) for day, user in self._days.get(board, ()) if low < day <= through)
 
     def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
+        for raw_id, at_ms in batch.forgotten.items():
+            copy = self._seen.get(raw_id.hex())
+            if copy is not None and (at_ms is None or copy.at_ms == at_ms):
+                del self._seen[raw_id.hex()]
         self._players.update(batch.players)
         self._seen.update(batch.seen)
         self._seen.update((key.hex(), Seen(*unpack_seen(value))) for key, value in batch.packed_seen.items())
@@ -195,12 +203,9 @@ class MemoryStore:
         if since is not None and (self._complete_since is None or since > self._complete_since):
             self._complete_since = since
 
-    def purge_seen(self, before_ms: int) -> int:
-        old = [e for e, s in self._seen.items() if s.at_ms < before_ms]
-        for event_id in old:
-            del self._seen[event_id]
-        self._raise_complete_since(before_ms)
-        return len(old)
+    def oldest_seen(self, before_ms: int, limit: int) -> list[tuple[str, int]]:
+        old = sorted((s.at_ms, e) for e, s in self._seen.items() if s.at_ms < before_ms)
+        return [(e, at) for at, e in old[:limit]]
 
     def flush(self) -> None:
         pass

@@ -47,6 +47,7 @@ from regions.core.aggregation import (
     Outcome,
     OutOfRange,
     PlayerState,
+    Replaced,
     Seen,
     apply_award,
 )
@@ -71,6 +72,7 @@ from schema.lifecycle import (
     held_key,
 )
 from schema.records import (
+    COMPLETE_KEY,
     CONTROL_PREFIX,
     CUTOFF_PREFIX,
     EXPIRY_PREFIX,
@@ -92,7 +94,9 @@ from schema.scoped import period_board_id
 from schema.windows import ExpiryMarker, ExpiryReached, expiry_key
 
 log = logging.getLogger(__name__)
-Output = tuple[str, bytes, bytes]
+Output = tuple[str, bytes, bytes | None]  # (topic, key, value; None: a tombstone)
+FORGET_BATCH = 50_000
+"""Most remembered copies one round forgets (the rest in the next rounds)."""
 T = TypeVar("T")
 M = TypeVar("M", CutoffMarker, ExpiryMarker)
 
@@ -173,6 +177,8 @@ class Round:
         self.days_added: set[DayEntry] = set()
         self.days_removed: set[DayEntry] = set()
         self.held: dict[str, tuple[HeldCorrection, ...]] = {}  # boards whose held corrections changed
+        self.forgotten: dict[bytes, int | None] = {}  # remembered copies this round forgets
+        self.complete_since_ms: int | None = None  # the memory's completeness bound, when raised here
         # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
         # the end of the round: one position update per region instead of one per award.
         self._newest: dict[str, tuple[int, int]] = {}
@@ -367,6 +373,8 @@ class Round:
         self._newest[source.region] = (max(newest[0], offset), max(newest[1], award.accepted_at_ms))
         if isinstance(outcome, Applied):
             self._applied(board_id, award, outcome, source.region, offset)
+        elif isinstance(outcome, Replaced):
+            self._replaced(board_id, award, outcome, source, offset)
         elif isinstance(outcome, Duplicate):
             self.counts["duplicate"] += 1
         elif isinstance(outcome, TooLate):
@@ -457,9 +465,17 @@ class Round:
         if self._forget:
             return None
         known = self.seen.get(event_id)
-        return known if known is not None else self._store.seen(event_id)
+        if known is not None:
+            return known
+        held = self._store.seen(event_id)
+        forgotten = self.forgotten.get(dedupe_key(event_id), -1) if self.forgotten else -1
+        return None if held is not None and held.at_ms == forgotten else held
 
-    def _applied(self, board_id: str, award: AwardEvent, outcome: Applied, region: str, offset: int) -> None:
+    def _applied(
+        self, board_id: str, award: AwardEvent, outcome: Applied | Replaced, region: str, offset: int
+    ) -> None:
+        """The award's player has a new state: a new total, the copy remembered, the applied award
+        for the audit (a replaced copy's row is written over)."""
         key = (board_id, award.user_id)
         self.players[key] = outcome.state
         total = PlayerTotal(
@@ -467,22 +483,71 @@ class Round:
             version=outcome.state.version, reached=outcome.state.reached, sort_order=award.sort_order,
             tie_policy=award.tie_policy, source_partition=self.partition, source_offset=offset,
             event_id=award.event_id, source_region=region, buckets=outcome.state.buckets,
-            shards=award.shards,
+            shards=award.shards, contributions=outcome.state.contributions,
         )  # fmt: skip
-        applied = AppliedAward(award=award, total=total.total, version=total.version,
-                               source_partition=self.partition, source_offset=offset, source_region=region)  # fmt: skip
         kafka, encode = self._kafka, self._codec.encode
         self.out.append((kafka.topic("totals"), totals_key(*key), encode(total)))
         self._remember(award.event_id, outcome.seen)
+        applied = AppliedAward(award=award, total=total.total, version=total.version,
+                               source_partition=self.partition, source_offset=offset, source_region=region)  # fmt: skip
         self.out.append((kafka.topic("applied"), totals_key(*key), encode(applied)))
         self.counts["applied"] += 1
+        if isinstance(outcome, Applied):
+            self.counts["dedupe_remembered"] += 1
+
+    def _replaced(
+        self, board_id: str, award: AwardEvent, outcome: Replaced, source: Source, offset: int
+    ) -> None:
+        """The award is another copy of one applied before, and it wins: its total and audit row
+        replace the loser's. A loser with another payload goes to reconciliation, as the losing
+        copy does in every region where it is read second."""
+        self._applied(board_id, award, outcome, source.region, offset)
+        self.counts["applied"] -= 1
+        self.counts["copy_replaced"] += 1
+        if outcome.refused is not None:
+            lost = outcome.refused  # what the memory kept of it: not its event time
+            loser = msgspec.structs.replace(award, digest=lost.digest, accepted_at_ms=lost.at_ms,
+                                            region=lost.region, amount=lost.amount or 0, occurred_at_ms=None)  # fmt: skip
+            detail = (f"event {award.event_id} was replaced by the copy accepted by {award.region} at "
+                      f"{award.accepted_at_ms} (digest {award.digest}): of several copies the earliest counts")  # fmt: skip
+            value = Reconciliation(reason="conflicting_repeat", detail=detail, award=loser,
+                                   source_partition=self.partition, source_offset=self._topic_offset,
+                                   source_topic=source.topic, raw=None, source_region=lost.region)  # fmt: skip
+            key = totals_key(award.board_id, award.user_id)
+            self.out.append((self._kafka.topic("reconciliation"), key, self._codec.encode(value)))
+            self.counts["reconciled:conflicting_repeat"] += 1
 
     def _remember(self, event_id: str, seen: Seen) -> None:
         """The dedupe memory holds ``event_id`` from now on (in the store and its changelog)."""
         self.seen[event_id] = seen
-        self.out.append(
-            (self._kafka.topic("dedupe"), dedupe_key(event_id), pack_seen(seen.digest, seen.at_ms))
-        )
+        self.forgotten.pop(dedupe_key(event_id), None)
+        packed = pack_seen(seen.digest, seen.at_ms, seen.region, seen.amount)
+        self.out.append((self._kafka.topic("dedupe"), dedupe_key(event_id), packed))
+
+    def forget(self, entries: list[tuple[str, int]], before_ms: int) -> None:
+        """Forget the remembered copies accepted before ``before_ms``: ``entries`` are the store's
+        oldest (``TaskStore.oldest_seen``). Called before any record is added: a tombstone per copy
+        and the memory's new completeness bound (just after the newest copy forgotten: nothing was
+        forgotten after it) go to the dedupe changelog, in the round's transaction."""
+        if len(entries) >= FORGET_BATCH:
+            before_ms = min(before_ms, entries[-1][1])  # part of them this round: the rest next time
+        dedupe, newest = self._kafka.topic("dedupe"), None
+        for event_id, at_ms in entries:
+            if at_ms >= before_ms:
+                break
+            raw = dedupe_key(event_id)
+            self.forgotten[raw] = at_ms
+            held = self._store.seen(event_id)
+            if held is not None and held.at_ms == at_ms:  # else an index entry of a copy replaced since
+                self.out.append((dedupe, raw, None))
+                self.counts["dedupe_forgotten"] += 1
+                newest = at_ms if newest is None else max(newest, at_ms)
+        if newest is None:
+            return
+        since = max(newest + 1, self._memory.complete_since_ms or newest + 1)
+        self.complete_since_ms = since
+        self._memory = DedupeMemory(self._memory.horizon_ms, since)
+        self.out.append((dedupe, COMPLETE_KEY, since.to_bytes(8, "big", signed=True)))
 
     def _reconcile(
         self, reason: str, detail: str, award: AwardEvent | None, source: Source, record: ConsumerRecord
@@ -503,7 +568,7 @@ class Round:
     def watermarks(self) -> list[Output]:
         """One watermark per (region, partition) this round read, for the end of the transaction."""
         self._settle()
-        marks = []
+        marks: list[Output] = []
         for region, p in sorted(self.positions.items()):
             if p.offset < 0:
                 continue  # only a gap was reported: no offset of that region was read yet
@@ -518,4 +583,5 @@ class Round:
         self._settle()
         return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, cutoffs=self.cutoffs,
                           held=self.held, expired=self.expired, days_added=self.days_added - self.days_removed,
-                          days_removed=self.days_removed, changelog=changelog)  # fmt: skip
+                          days_removed=self.days_removed, changelog=changelog, forgotten=self.forgotten,
+                          complete_since_ms=self.complete_since_ms)  # fmt: skip

@@ -81,20 +81,35 @@ class TaskStoreContract:
         assert store.sources() == {} and store.changelog_positions() == {}
         assert store.complete_since_ms() is None and store.players_count() == 0
 
-    def test_purge_forgets_old_copies_and_says_so(self, store: TaskStore) -> None:
+    def test_forgetting_drops_the_oldest_copies_and_says_so(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
-        store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 100), OTHER: Seen("11" * 8, -5)}))
-        assert store.purge_seen(100) == 1
-        assert store.seen(OTHER) is None and store.seen(EVENT) == Seen("00" * 8, 100)
+        store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 100, "eu", 7), OTHER: Seen("11" * 8, -5)}))
+        assert store.oldest_seen(100, 10) == [(OTHER, -5)]
+        assert store.oldest_seen(101, 1) == [(OTHER, -5)]
+        store.write(StoreBatch(forgotten={bytes.fromhex(OTHER): -5}, complete_since_ms=100))
+        assert store.seen(OTHER) is None and store.seen(EVENT) == Seen("00" * 8, 100, "eu", 7)
+        assert store.oldest_seen(10**6, 10) == [(EVENT, 100)]
         assert store.complete_since_ms() == 100
-        assert store.purge_seen(50) == 0 and store.complete_since_ms() == 100  # never lowered
+        store.write(StoreBatch(complete_since_ms=50))
+        assert store.complete_since_ms() == 100  # never lowered
 
-    def test_a_replaced_copy_is_purged_by_its_new_time(self, store: TaskStore) -> None:
+    def test_a_replaced_copy_is_not_forgotten_by_its_old_time(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
         store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 100)}))
         store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 900)}))
-        assert store.purge_seen(500) == 0
+        old = [entry for entry in store.oldest_seen(500, 10)]
+        assert old in ([], [(EVENT, 100)])  # an index entry of the replaced copy may be listed
+        store.write(StoreBatch(forgotten={bytes.fromhex(EVENT): 100}))
         assert store.seen(EVENT) == Seen("00" * 8, 900)
+        assert store.oldest_seen(500, 10) == []
+
+    def test_a_tombstone_forgets_whatever_copy_is_held(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(seen={EVENT: Seen("00" * 8, 100)}))
+        store.write(StoreBatch(forgotten={bytes.fromhex(EVENT): None}, seen={OTHER: Seen("11" * 8, 5)}))
+        assert store.seen(EVENT) is None and store.seen(OTHER) == Seen("11" * 8, 5)
+        store.write(StoreBatch(forgotten={bytes.fromhex(OTHER): None}, seen={OTHER: Seen("22" * 8, 6)}))
+        assert store.seen(OTHER) == Seen("22" * 8, 6)  # forgotten, then remembered anew in one batch
 
     def test_the_first_cutoff_stays_and_reset_forgets_it(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
@@ -115,8 +130,12 @@ class TaskStoreContract:
         store.flush()
         assert store.seen(EVENT) == Seen("00112233aabbccdd", -7)
         assert store.seen(OTHER) == Seen("ffeeddccbbaa9988", 2**40)
-        assert store.purge_seen(0) == 1  # the index orders by time: a negative one too
-        assert store.seen(EVENT) is None and store.seen(OTHER) is not None
+        assert store.oldest_seen(0, 10) == [(EVENT, -7)]  # the index orders by time: a negative one too
+        store.write(
+            StoreBatch(packed_seen={bytes.fromhex(EVENT): pack_seen("00112233aabbccdd", 3, "us", -9)})
+        )
+        assert store.seen(EVENT) == Seen("00112233aabbccdd", 3, "us", -9)
+        assert (EVENT, 3) in store.oldest_seen(4, 10) and (OTHER, 2**40) not in store.oldest_seen(4, 10)
 
     def test_held_corrections_are_replaced_whole_and_an_empty_list_removes_them(
         self, store: TaskStore

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -30,7 +31,7 @@ async def cut_cassandra(topics: Settings) -> AsyncIterator[tuple[TcpProxy, Setti
     proxy.cut()
     settings = topics.model_copy(update={
         "cassandra": topics.cassandra.model_copy(update={"port": port, "request_timeout_s": 1.0}),
-        "intake": topics.intake.model_copy(update={"catalog_ttl_s": 0.2}),
+        "intake": topics.intake.model_copy(update={"catalog_ttl_s": 0.2, "catalog_max_stale_s": 120.0}),
     })  # fmt: skip
     try:
         yield proxy, settings
@@ -89,6 +90,38 @@ async def test_intake_started_without_cassandra_answers_store_unavailable_then_s
     log = region.tail("intake", 10_000)
     assert "Traceback" not in log  # the driver's failed reconnections are logged on one line each
     assert log.count("Cassandra at") <= 3  # one line per interval, not one per attempt
+
+
+async def test_intake_serves_a_cached_board_through_an_outage_only_up_to_the_hard_bound(
+    region_factory: RegionFactory, cut_cassandra: tuple[TcpProxy, Settings]
+) -> None:
+    proxy, cut = cut_cassandra
+    bound_s = 3.0
+    intake = cut.intake.model_copy(update={"catalog_ttl_s": 0.5, "catalog_max_stale_s": bound_s})
+    proxy.heal()
+    region = await region_factory(cut.model_copy(update={"intake": intake}), services=("intake",))
+    board = Board(f"o-{uuid.uuid4().hex[:8]}", "Outage", cut.region)
+    await region.create_board(board)
+    read = time.monotonic()  # the intake reads the board at its first award, not before
+    assert (await region.client.send(_award(board.id))).status_code == 202
+
+    proxy.cut()
+    statuses: list[int] = []
+    while not statuses or statuses[-1] == 202:
+        response = await region.client.send(_award(board.id))
+        statuses.append(response.status_code)
+        assert time.monotonic() - read < bound_s + 5, f"still 202 {bound_s + 5} s into the outage"
+    served_for = time.monotonic() - read
+
+    assert len(statuses) > 1 and statuses[-1] == 503, statuses
+    assert response.json()["error"]["code"] == "store_unavailable"
+    assert bound_s <= served_for < bound_s + 2.5  # a failed read takes up to the request timeout (1 s)
+    proxy.heal()
+
+    async def served_again() -> bool:
+        return (await region.client.send(_award(board.id))).status_code == 202
+
+    await region.wait_until(served_again, within=60, what="the board served again once Cassandra is back")
 
 
 async def test_audit_started_without_cassandra_reports_its_backlog_and_catches_up(

@@ -172,6 +172,19 @@ def test_large_numbers_render_as_integers() -> None:
 SECRET_ENV = ("LB_INTAKE__AWARD_KEYS", "LB_GATEWAY__ADMIN_TOKEN", "LB_KAFKA__SASL_PASSWORD",
               "LB_CASSANDRA__PASSWORD", "REDIS_PASSWORD")  # fmt: skip
 
+#: The secrets each workload uses, by component: its own (award keys, admin token) and the
+#: credentials of the stores its code connects to (Kafka SASL, Redis, Cassandra).
+SECRETS_USED = {
+    "intake": {"LB_INTAKE__AWARD_KEYS", "LB_KAFKA__SASL_PASSWORD", "LB_CASSANDRA__PASSWORD"},
+    "gateway": {"LB_GATEWAY__ADMIN_TOKEN", "REDIS_PASSWORD", "LB_CASSANDRA__PASSWORD"},
+    "processor": {"LB_KAFKA__SASL_PASSWORD"},
+    "projector": {"LB_KAFKA__SASL_PASSWORD", "REDIS_PASSWORD"},
+    "audit": {"LB_KAFKA__SASL_PASSWORD", "LB_CASSANDRA__PASSWORD"},
+    "lifecycle": {"LB_KAFKA__SASL_PASSWORD", "REDIS_PASSWORD", "LB_CASSANDRA__PASSWORD"},
+    "replicator": {"LB_KAFKA__SASL_PASSWORD"},
+    "bootstrap": {"LB_KAFKA__SASL_PASSWORD", "LB_CASSANDRA__PASSWORD"},
+}
+
 
 def test_existing_secrets_leave_no_secret_in_the_output() -> None:
     rendered = render(PRODUCTION)
@@ -179,9 +192,23 @@ def test_existing_secrets_leave_no_secret_in_the_output() -> None:
     for _, pod in pod_specs(rendered.manifests()):
         for c in pod["containers"]:
             env = env_of(c)
-            for name in SECRET_ENV:
+            for name in set(SECRET_ENV) & set(env):
                 assert set(env[name]) == {"secretKeyRef"}, name
             assert all(isinstance(v, str) or set(v) == {"secretKeyRef"} for v in env.values())
+
+
+def test_each_component_gets_only_the_secrets_it_uses() -> None:
+    """Every secret of the production profile set, each workload's env holds exactly its own."""
+    workloads = list(pod_specs(render(PRODUCTION).manifests()))
+    assert {w["metadata"]["labels"]["app.kubernetes.io/component"] for w, _ in workloads} == set(SECRETS_USED)
+    for workload, pod in workloads:
+        component = workload["metadata"]["labels"]["app.kubernetes.io/component"]
+        (c,) = pod["containers"]
+        env = env_of(c)
+        from_secrets = {name for name, value in env.items() if not isinstance(value, str)}
+        assert from_secrets == SECRETS_USED[component], workload["metadata"]["name"]
+        # The Redis URL carries Redis's password: only the components that use Redis get it.
+        assert ("LB_REDIS__URL" in env) == ("REDIS_PASSWORD" in SECRETS_USED[component]), component
 
 
 def test_store_credentials_of_the_production_profile() -> None:
@@ -201,11 +228,33 @@ def test_store_credentials_of_the_production_profile() -> None:
             "items": [{"key": "ca.crt", "path": "ca.crt"}],
         }
         assert env["LB_CASSANDRA__USERNAME"] == "eu-superuser"
+        if "LB_REDIS__URL" not in env:  # a component that does not use Redis
+            continue
         names = [e["name"] for e in c["env"]]
         assert names.index("REDIS_PASSWORD") < names.index(
             "LB_REDIS__URL"
         )  # $(...) expands earlier vars only
         assert env["LB_REDIS__URL"] == "redis://:$(REDIS_PASSWORD)@redis-eu-master.redis.svc:6379/0"
+
+
+PRIVATE_NETWORK = {
+    "kafka": "allow_plaintext_in_private_network",
+    "redis": "allow_no_password_in_private_network",
+    "cassandra": "allow_no_auth_in_private_network",
+}
+
+
+def test_production_renders_plaintext_stores_only_with_their_private_network_opt_outs() -> None:
+    """The eu profile (no TLS, no store credentials) in production mode: refused, and rendered once
+    each store's opt-out is set, which every process then reads (and warns about)."""
+    assert not render(EU, sets=["mode=production"]).ok
+    opt_outs = [f"{store}.settings.{name}=true" for store, name in PRIVATE_NETWORK.items()]
+    rendered = render(EU, sets=["mode=production", *opt_outs])
+    for _, pod in pod_specs(rendered.manifests()):
+        env = env_of(pod["containers"][0])
+        assert env["LB_MODE"] == "production"
+        for store, name in PRIVATE_NETWORK.items():
+            assert env[f"LB_{store.upper()}__{name.upper()}"] == "true"
 
 
 def test_inline_secrets_go_into_a_secret_never_into_env(tmp_path: Path) -> None:

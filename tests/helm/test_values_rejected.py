@@ -85,6 +85,23 @@ REJECTED: dict[str, tuple[Edit, list[str]]] = {
         ["kafka.tls.caSecret"],
     ),
     "unknown sasl mechanism": (_set("kafka.sasl.mechanism", "GSSAPI"), ["/kafka/sasl/mechanism"]),
+    # Production mode: every store encrypted or authenticated, or explicitly in a private network.
+    "production with plaintext kafka": (
+        _set("mode", "production"),
+        ["kafka.tls.enabled is false", "kafka.settings.allow_plaintext_in_private_network"],
+    ),
+    "production with redis without a password": (
+        _set("mode", "production"),
+        ["redis.password is not set", "redis.settings.allow_no_password_in_private_network"],
+    ),
+    "production with cassandra without auth": (
+        _set("mode", "production"),
+        ["cassandra.username is not set", "cassandra.settings.allow_no_auth_in_private_network"],
+    ),
+    "a switch for tests only": (
+        _set("processor.settings.honour_cutoffs", False),
+        ["/processor/settings", "honour_cutoffs"],
+    ),
     # An invalid value of each type.
     "integer": (_set("processor.replicas", "three"), ["/processor/replicas", "want integer"]),
     "integer out of range": (_set("kafka.partitions", 0), ["/kafka/partitions", "minimum"]),

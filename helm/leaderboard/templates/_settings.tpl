@@ -1,9 +1,29 @@
 {{/*
 The one mapping from values to the platform's settings (regions/settings.py, LB_* variables).
-Every container gets the same list, so every process reads the same settings; only the
-replicators add their source region. A component's `settings` map passes LB_<SECTION>__<FIELD>
-through (values.schema.json lists the fields), so a new setting needs no change here.
+Every container gets the same plain settings, so every process reads the same settings; only the
+replicators add their source region. Secrets (and the Redis URL, which carries Redis's password)
+go only to the components that use them: see leaderboard.uses. A component's `settings` map passes
+LB_<SECTION>__<FIELD> through (values.schema.json lists the fields), so a new setting needs no
+change here.
 */}}
+
+{{/*
+What each component (and the bootstrap job) works with, as a JSON list: the stores it connects to
+and the secrets it checks. It gets those stores' credentials and those secrets, and nothing else.
+*/}}
+{{- define "leaderboard.uses" -}}
+{{- $uses := dict
+  "intake" (list "kafka" "cassandra" "awardKeys")
+  "gateway" (list "redis" "cassandra" "adminToken")
+  "processor" (list "kafka")
+  "projector" (list "kafka" "redis")
+  "audit" (list "kafka" "cassandra")
+  "lifecycle" (list "kafka" "redis" "cassandra")
+  "replicator" (list "kafka")
+  "bootstrap" (list "kafka" "cassandra")
+-}}
+{{- get $uses . | toJson -}}
+{{- end -}}
 
 {{- define "leaderboard.settingValue" -}}
 {{- if kindIs "string" . -}}{{ . }}{{- else -}}{{ toJson . }}{{- end -}}
@@ -19,20 +39,19 @@ through (values.schema.json lists the fields), so a new setting needs no change 
 {{- toJson $out -}}
 {{- end -}}
 
-{{/* Plain settings by variable name. */}}
+{{/* Plain settings by variable name: (dict "root" $ "uses" $uses). */}}
 {{- define "leaderboard.settings" -}}
-{{- $v := .Values -}}
+{{- $v := .root.Values -}}
 {{- $local := get $v.global.regions $v.global.region | default dict -}}
 {{- $env := dict
   "LB_MODE" $v.mode
   "LB_REGION" $v.global.region
-  "LB_REGIONS" (include "leaderboard.regionsJson" .)
+  "LB_REGIONS" (include "leaderboard.regionsJson" .root)
   "LB_KAFKA__BOOTSTRAP_SERVERS" ($local.kafkaBootstrapServers | default "")
   "LB_KAFKA__PARTITIONS" $v.kafka.partitions
   "LB_KAFKA__TOPIC_PREFIX" $v.kafka.topicPrefix
   "LB_KAFKA__REPLICATION_FACTOR" $v.kafka.replicationFactor
   "LB_KAFKA__MIN_INSYNC_REPLICAS" $v.kafka.minInsyncReplicas
-  "LB_REDIS__URL" $v.redis.url
   "LB_CASSANDRA__CONTACT_POINTS" $v.cassandra.contactPoints
   "LB_CASSANDRA__PORT" $v.cassandra.port
   "LB_CASSANDRA__LOCAL_DC" $v.cassandra.localDatacenter
@@ -48,7 +67,7 @@ through (values.schema.json lists the fields), so a new setting needs no change 
   "LB_AUDIT__HEALTH_PORT" $v.audit.containerPort
   "LB_LIFECYCLE__HEALTH_PORT" $v.lifecycle.containerPort
   "LB_REPLICATOR__HEALTH_PORT" $v.replicator.containerPort
-  "LB_KAFKA__SECURITY_PROTOCOL" (include "leaderboard.kafkaProtocol" .)
+  "LB_KAFKA__SECURITY_PROTOCOL" (include "leaderboard.kafkaProtocol" .root)
 -}}
 {{- if $v.kafka.sasl.mechanism -}}
 {{- $_ := set $env "LB_KAFKA__SASL_MECHANISM" $v.kafka.sasl.mechanism -}}
@@ -60,9 +79,12 @@ through (values.schema.json lists the fields), so a new setting needs no change 
 {{- if $v.cassandra.username -}}
 {{- $_ := set $env "LB_CASSANDRA__USERNAME" $v.cassandra.username -}}
 {{- end -}}
+{{- if has "redis" .uses -}}
+{{- $_ := set $env "LB_REDIS__URL" $v.redis.url -}}
 {{- if include "leaderboard.hasSecret" $v.redis.password -}}
 {{- $parts := splitn "://" 2 $v.redis.url -}}
 {{- $_ := set $env "LB_REDIS__URL" (printf "%s://:$(REDIS_PASSWORD)@%s" $parts._0 $parts._1) -}}
+{{- end -}}
 {{- end -}}
 {{- range $section := list "kafka" "redis" "cassandra" "intake" "gateway" "processor" "projector" "audit" "lifecycle" "replicator" "windows" -}}
 {{- range $field, $value := (get $v $section | default dict).settings -}}
@@ -101,34 +123,41 @@ secretKeyRef: {name: {{ include "leaderboard.inlineSecretName" .root | quote }},
 {{- end -}}
 
 {{/*
-Secret settings. Every process gets the award keys and the admin token: production mode checks
-them in every process. REDIS_PASSWORD comes first: Kubernetes expands $(REDIS_PASSWORD) in
-LB_REDIS__URL only from variables defined before it.
+Secret settings, each only for the components that use it (leaderboard.uses): the intake's award
+keys, the gateway's admin token, and the credentials of the stores a component connects to. In
+production mode a process given no award keys or admin token has none (never the development
+ones). REDIS_PASSWORD comes first: Kubernetes expands $(REDIS_PASSWORD) in LB_REDIS__URL only from
+variables defined before it. Both take (dict "root" $ "uses" $uses).
 */}}
 {{- define "leaderboard.redisPassword" -}}
-{{- if include "leaderboard.hasSecret" .Values.redis.password -}}
+{{- if and (has "redis" .uses) (include "leaderboard.hasSecret" .root.Values.redis.password) -}}
 - name: REDIS_PASSWORD
   valueFrom:
-    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.redis.password "key" "redis-password") | nindent 4 }}
+    {{- include "leaderboard.secretRef" (dict "root" .root "secret" .root.Values.redis.password "key" "redis-password") | nindent 4 }}
 {{- end -}}
 {{- end -}}
 
 {{- define "leaderboard.secretSettings" -}}
+{{- $v := .root.Values -}}
+{{- if has "adminToken" .uses }}
 - name: LB_GATEWAY__ADMIN_TOKEN
   valueFrom:
-    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.gateway.adminToken "key" "admin-token") | nindent 4 }}
+    {{- include "leaderboard.secretRef" (dict "root" .root "secret" $v.gateway.adminToken "key" "admin-token") | nindent 4 }}
+{{- end }}
+{{- if has "awardKeys" .uses }}
 - name: LB_INTAKE__AWARD_KEYS
   valueFrom:
-    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.intake.awardKeys "key" "award-keys") | nindent 4 }}
-{{- if include "leaderboard.hasSecret" .Values.kafka.sasl.password }}
+    {{- include "leaderboard.secretRef" (dict "root" .root "secret" $v.intake.awardKeys "key" "award-keys") | nindent 4 }}
+{{- end }}
+{{- if and (has "kafka" .uses) (include "leaderboard.hasSecret" $v.kafka.sasl.password) }}
 - name: LB_KAFKA__SASL_PASSWORD
   valueFrom:
-    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.kafka.sasl.password "key" "kafka-sasl-password") | nindent 4 }}
+    {{- include "leaderboard.secretRef" (dict "root" .root "secret" $v.kafka.sasl.password "key" "kafka-sasl-password") | nindent 4 }}
 {{- end }}
-{{- if include "leaderboard.hasSecret" .Values.cassandra.password }}
+{{- if and (has "cassandra" .uses) (include "leaderboard.hasSecret" $v.cassandra.password) }}
 - name: LB_CASSANDRA__PASSWORD
   valueFrom:
-    {{- include "leaderboard.secretRef" (dict "root" . "secret" .Values.cassandra.password "key" "cassandra-password") | nindent 4 }}
+    {{- include "leaderboard.secretRef" (dict "root" .root "secret" $v.cassandra.password "key" "cassandra-password") | nindent 4 }}
 {{- end }}
 {{- end -}}
 
@@ -145,9 +174,10 @@ LB_REDIS__URL only from variables defined before it.
 
 {{/* The env of every container: (dict "root" $ "w" $workload). */}}
 {{- define "leaderboard.env" -}}
-{{- include "leaderboard.redisPassword" .root }}
-{{- include "leaderboard.settings" .root }}
-{{ include "leaderboard.secretSettings" .root }}
+{{- $only := dict "root" .root "uses" (include "leaderboard.uses" .w.component | fromJsonArray) -}}
+{{- include "leaderboard.redisPassword" $only }}
+{{- include "leaderboard.settings" $only }}
+{{- include "leaderboard.secretSettings" $only }}
 {{- if .w.source }}
 - name: LB_REPLICATOR__SOURCE_REGION
   value: {{ .w.source | quote }}

@@ -27,6 +27,21 @@ first by deployments.yaml, so lint, template, install and upgrade all fail on th
 {{- if ne (empty $v.cassandra.username) (empty (include "leaderboard.hasSecret" $v.cassandra.password)) -}}
 {{- $errors = append $errors "cassandra.username and cassandra.password go together: set both or neither" -}}
 {{- end -}}
+{{- if eq $v.mode "production" -}}
+{{- $optOut := dict -}}
+{{- range $store := list "kafka" "redis" "cassandra" -}}
+{{- $_ := set $optOut $store ((get $v $store).settings | default dict) -}}
+{{- end -}}
+{{- if not (or $v.kafka.tls.enabled $optOut.kafka.allow_plaintext_in_private_network) -}}
+{{- $errors = append $errors "mode production: kafka.tls.enabled is false, so awards would cross the network unencrypted; enable it (with kafka.sasl), or for brokers inside a private network set kafka.settings.allow_plaintext_in_private_network: true" -}}
+{{- end -}}
+{{- if not (or (include "leaderboard.hasSecret" $v.redis.password) (contains "@" $v.redis.url) $optOut.redis.allow_no_password_in_private_network) -}}
+{{- $errors = append $errors "mode production: redis.password is not set; set it, or for a Redis inside a private network set redis.settings.allow_no_password_in_private_network: true" -}}
+{{- end -}}
+{{- if not (or $v.cassandra.username $optOut.cassandra.allow_no_auth_in_private_network) -}}
+{{- $errors = append $errors "mode production: cassandra.username is not set; set it and cassandra.password, or for a Cassandra inside a private network set cassandra.settings.allow_no_auth_in_private_network: true" -}}
+{{- end -}}
+{{- end -}}
 {{- if $errors -}}
 {{- fail (printf "\n%s" (join "\n" $errors)) -}}
 {{- end -}}

@@ -115,7 +115,7 @@ class Sources:
 async def sources(settings: Settings, kafka_ready: None) -> Sources:
     endpoint = RegionEndpoint(kafka_bootstrap_servers=settings.kafka.bootstrap_servers)
     eu = settings.model_copy(update={"region": "eu", "regions": {"eu": endpoint, "us": endpoint}})
-    await ensure_topics(eu.kafka, ["us"], eu.processor)
+    await ensure_topics(eu.kafka, ["us"])
     return Sources(
         eu,
         TopicPartition(eu.kafka.topic("awards"), 0),

@@ -4,13 +4,16 @@ that do not exist yet."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
 from regions.health import Health
-from regions.kafka_clients import TopicMissing, partitions_of
+from regions.kafka_clients import TopicMissing, make_consumer, partitions_of
+from regions.processor import loop as loop_module
+from regions.processor import restore as restore_module
 from regions.processor.loop import PartitionsMismatch, Processor
 from regions.settings import KafkaSettings, Settings
 
@@ -54,3 +57,46 @@ async def test_processor_started_before_bootstrap_waits_for_the_topics(
         await processor.run(asyncio.Event())
     assert isinstance(missing.value, KafkaError)
     assert not processor.restored.is_set()
+
+
+async def test_a_restore_longer_than_the_poll_interval_keeps_the_group_stable(
+    topics: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each partition's restore takes 8 s and the consumer's poll interval is 5 s: the takeover runs
+    outside the rebalance callback while the consumer keeps polling, so the member stays in the group
+    (one assignment, never a rebalance storm), and it processes once the restores end."""
+    settings = topics
+    slow = restore_module.restore
+
+    async def slow_restore(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(8)
+        return await slow(*args, **kwargs)
+
+    def short_poll(*args: Any, **kwargs: Any) -> Any:
+        consumer = make_consumer(*args, **kwargs)
+        consumer._max_poll_interval_ms = 5_000  # (the client's own setting, not exposed by make_consumer)
+        return consumer
+
+    monkeypatch.setattr(loop_module, "restore", slow_restore)
+    monkeypatch.setattr(loop_module, "make_consumer", short_poll)
+    processor = Processor(settings, Health("processor"))
+    assignments = 0
+    take = processor.take
+
+    async def counted(*args: Any) -> None:
+        nonlocal assignments
+        assignments += 1
+        await take(*args)
+
+    monkeypatch.setattr(processor, "take", counted)
+    stop = asyncio.Event()
+    running = asyncio.create_task(processor.run(stop))
+    try:
+        await asyncio.wait_for(processor.restored.wait(), 60)
+        await asyncio.sleep(8)  # past another poll interval
+        assert not running.done()
+        assert assignments == 1 and processor.restored.is_set()
+        assert sorted(processor.owned) == list(range(settings.kafka.partitions))
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 60)

@@ -13,7 +13,8 @@ amounts = st.integers(min_value=-(10**6), max_value=10**6)
 
 
 def award(
-    user: str, match: str, amount: int, *, aggregation: Aggregation = Aggregation.SUM, at_ms: int = 0
+    user: str, match: str, amount: int, *, aggregation: Aggregation = Aggregation.SUM, at_ms: int = 0,
+    region: str = "local",
 ) -> AwardEvent:
     return AwardEvent(
         event_id=event_id("board", match, user, "kill"),
@@ -24,7 +25,7 @@ def award(
         award_type="kill",
         amount=amount,
         occurred_at_ms=None,
-        region="local",
+        region=region,
         accepted_at_ms=at_ms,
         aggregation=aggregation.value,
         sort_order="DESC",

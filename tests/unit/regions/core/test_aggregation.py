@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from random import Random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
@@ -14,8 +17,11 @@ from regions.core.aggregation import (
     Forgotten,
     OutOfRange,
     PlayerState,
+    Replaced,
     Seen,
     apply_award,
+    copy_of,
+    copy_order,
     fold,
 )
 from regions.core.boards import Aggregation
@@ -32,13 +38,29 @@ def _fold_all(state: PlayerState | None, seen: dict[str, Seen], log: list[AwardE
     """Apply a log the way the processor does: player state plus a dedupe memory by event id."""
     for a in log:
         outcome = apply_award(state, seen.get(a.event_id), a, MEMORY)
-        if isinstance(outcome, Applied):
+        if isinstance(outcome, Applied | Replaced):
             state, seen[a.event_id] = outcome.state, outcome.seen
     return state
 
 
+@dataclass
+class Life:
+    """One application of an event id and the copies read within the horizon of its winner."""
+
+    copies: list[AwardEvent]
+
+    def winner(self) -> AwardEvent:
+        return min(self.copies, key=lambda a: copy_order(copy_of(a)))
+
+
+def _key(a: AwardEvent) -> str:
+    return reached_key(a.accepted_at_ms, a.event_id)
+
+
 class AggregatorMachine(RuleBasedStateMachine):
-    """Random awards, repeats and conflicting repeats at any distance in time, checked every step."""
+    """Random awards, repeats and conflicting repeats (other regions' copies among them) at any
+    distance in time, checked every step against a reference model: the total is the fold of each
+    application's winning copy, and the tie order follows the documented rule."""
 
     sent = Bundle("sent")
 
@@ -47,17 +69,20 @@ class AggregatorMachine(RuleBasedStateMachine):
         self.aggregation = Aggregation.SUM
         self.state: PlayerState | None = None
         self.seen: dict[str, Seen] = {}  # the store's dedupe memory
-        self.applied: list[tuple[str, int]] = []  # (event id, amount) of every application
+        self.lives: dict[str, list[Life]] = {}  # per event id, its applications (the model)
         self.clock = 0
         self.versions: list[int] = []
 
-    def _submit(self, match: str, amount: int, at_ms: int) -> object:
-        a = award("p", match, amount, aggregation=self.aggregation, at_ms=at_ms)
+    def _submit(self, match: str, amount: int, at_ms: int, region: str = "eu") -> object:
+        a = award("p", match, amount, aggregation=self.aggregation, at_ms=at_ms, region=region)
         outcome = apply_award(self.state, self.seen.get(a.event_id), a, MEMORY)
         if isinstance(outcome, Applied):
+            self.lives.setdefault(a.event_id, []).append(Life([a]))
+        elif isinstance(outcome, Replaced | Duplicate | Conflict):
+            self.lives[a.event_id][-1].copies.append(a)
+        if isinstance(outcome, Applied | Replaced):
             self.state, self.seen[a.event_id] = outcome.state, outcome.seen
             self.versions.append(outcome.state.version)
-            self.applied.append((a.event_id, amount))
         return outcome
 
     @rule(aggregation=st.sampled_from(Aggregation))
@@ -74,17 +99,21 @@ class AggregatorMachine(RuleBasedStateMachine):
         assert isinstance(self._submit(match, amount, self.clock), Applied)
         return match, amount, self.clock
 
-    @rule(original=sent, shift=st.integers(-(HORIZON - 1), HORIZON - 1), other=amounts)
-    def repeat_inside_the_horizon_never_applies(
-        self, original: tuple[str, int, int], shift: int, other: int
+    @rule(original=sent, shift=st.integers(-(HORIZON - 1), HORIZON - 1), other=amounts,
+          region=st.sampled_from(["eu", "us", "ap"]))  # fmt: skip
+    def repeat_inside_the_horizon_never_counts_twice(
+        self, original: tuple[str, int, int], shift: int, other: int, region: str
     ) -> None:
         match, amount, _ = original
         event_id = award("p", match, amount).event_id
         remembered = self.seen[event_id]
         before = self.state
-        outcome = self._submit(match, other, remembered.at_ms + shift)
-        assert isinstance(outcome, Duplicate if other == amount else Conflict)
-        assert self.state == before
+        outcome = self._submit(match, other, remembered.at_ms + shift, region)
+        assert isinstance(outcome, Duplicate | Conflict | Replaced)
+        if not isinstance(outcome, Replaced):
+            assert self.state == before  # a copy that loses changes nothing
+        winner = self.lives[event_id][-1].winner()
+        assert self.seen[event_id] == copy_of(winner)
 
     @rule(original=sent)
     def repeat_beyond_the_horizon_applies_again(self, original: tuple[str, int, int]) -> None:
@@ -93,12 +122,31 @@ class AggregatorMachine(RuleBasedStateMachine):
         self.clock = max(self.clock, remembered.at_ms + HORIZON)
         assert isinstance(self._submit(match, amount, self.clock), Applied)
 
+    @rule(original=sent, amount=amounts)
+    def same_copy_again_changes_nothing(self, original: tuple[str, int, int], amount: int) -> None:
+        match, first_amount, _ = original
+        remembered = self.seen[award("p", match, first_amount).event_id]
+        before = self.state
+        again = award("p", match, remembered.amount or 0, aggregation=self.aggregation, at_ms=remembered.at_ms,
+                      region=remembered.region)  # fmt: skip
+        assert isinstance(apply_award(self.state, remembered, again, MEMORY), Duplicate)
+        assert self.state == before
+
     @invariant()
-    def total_is_fold_of_applied_awards(self) -> None:
+    def total_and_tie_order_follow_the_winners(self) -> None:
+        winners = [life.winner() for lives in self.lives.values() for life in lives]
+        if not winners:
+            assert self.state is None
+            return
+        assert self.state is not None
         expected = None
-        for _, amount in self.applied:
-            expected = fold(self.aggregation, expected, amount)
-        assert (None if self.state is None else self.state.total) == expected
+        for a in winners:
+            expected = fold(self.aggregation, expected, a.amount)
+        assert self.state.total == expected
+        if self.aggregation is Aggregation.SUM:
+            assert self.state.reached == max(_key(a) for a in winners)
+        else:
+            assert self.state.reached == min(_key(a) for a in winners if a.amount == expected)
 
     @invariant()
     def versions_are_contiguous(self) -> None:
@@ -106,7 +154,72 @@ class AggregatorMachine(RuleBasedStateMachine):
 
 
 TestAggregator = AggregatorMachine.TestCase
-TestAggregator.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+TestAggregator.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
+
+
+copy_of_an_award = st.tuples(
+    st.sampled_from(["eu", "us", "ap"]), st.integers(0, HORIZON // 2 - 1), st.booleans()
+)
+copies_of_awards = st.lists(
+    st.tuples(amounts, st.lists(copy_of_an_award, min_size=1, max_size=3)), min_size=1, max_size=8
+)
+
+
+@given(copies_of_awards, st.sampled_from(Aggregation), st.randoms(use_true_random=False))
+def test_copies_accepted_in_several_regions_converge_whatever_the_arrival_order(
+    events: list[tuple[int, list[tuple[str, int, bool]]]], aggregation: Aggregation, random: Random
+) -> None:
+    log = [
+        award("p", f"m{i}", amount if same else amount + 1 + j, aggregation=aggregation, at_ms=at, region=r)
+        for i, (amount, copies) in enumerate(events)
+        for j, (r, at, same) in enumerate(copies)
+    ]
+    folds = []
+    for _ in range(3):  # three regions, each reading every copy in an order of its own
+        order = list(log)
+        random.shuffle(order)
+        state = _fold_all(None, {}, order)
+        assert state is not None
+        folds.append((state.total, state.reached))
+    assert folds[0] == folds[1] == folds[2]
+    winners = [min((a for a in log if a.match_id == f"m{i}"), key=lambda a: copy_order(copy_of(a)))
+               for i in range(len(events))]  # fmt: skip
+    expected = None
+    for a in winners:
+        expected = fold(aggregation, expected, a.amount)
+    assert folds[0][0] == expected
+
+
+def test_a_retry_in_another_region_replaces_the_later_copy_applied_first() -> None:
+    later = award("p", "m", 30, at_ms=2_000, region="us")
+    earlier = award("p", "m", 20, at_ms=1_500, region="eu")
+    first = apply_award(None, None, later, MEMORY)
+    assert isinstance(first, Applied)
+    outcome = apply_award(first.state, first.seen, earlier, MEMORY)
+    assert isinstance(outcome, Replaced)
+    assert (outcome.state.total, outcome.state.version) == (20, 2)
+    assert outcome.seen == copy_of(earlier) and outcome.refused == copy_of(later)
+    other_region = apply_award(None, None, earlier, MEMORY)
+    assert isinstance(other_region, Applied)
+    there = apply_award(other_region.state, other_region.seen, later, MEMORY)
+    assert isinstance(there, Conflict)  # the later copy loses there too, and changes nothing
+    assert (other_region.state.total, other_region.state.reached) == (
+        outcome.state.total,
+        outcome.state.reached,
+    )
+
+
+def test_a_max_board_recomputes_its_best_without_the_replaced_copy() -> None:
+    def max_award(match: str, score: int, at_ms: int, region: str = "eu") -> AwardEvent:
+        return award("p", match, score, aggregation=Aggregation.MAX, at_ms=at_ms, region=region)
+
+    state = None
+    seen: dict[str, Seen] = {}
+    state = _fold_all(state, seen, [max_award("m1", 50, 10), max_award("m2", 90, 20, "us")])
+    assert state is not None and state.total == 90
+    outcome = apply_award(state, seen[max_award("m2", 0, 0).event_id], max_award("m2", 40, 15, "eu"), MEMORY)
+    assert isinstance(outcome, Replaced)
+    assert outcome.state.total == 50 and outcome.state.reached == _key(max_award("m1", 50, 10))
 
 
 distinct_awards = st.lists(st.tuples(amounts, st.integers(0, 5)), min_size=1, max_size=25).map(
@@ -164,8 +277,11 @@ def test_a_busy_player_never_forgets_inside_the_horizon() -> None:
 def test_a_copy_accepted_earlier_elsewhere_is_still_a_repeat() -> None:
     later = award("p", "m", 5, at_ms=5_000)
     earlier = award("p", "m", 5, at_ms=5_000 - HORIZON + 1)
+    outcome = apply_award(PlayerState(5, 1, "r"), copy_of(later), earlier, MEMORY)
+    assert isinstance(outcome, Replaced)  # the earlier copy wins: same total, its own audit row
+    assert (outcome.state.total, outcome.seen) == (5, copy_of(earlier))
     outcome = apply_award(PlayerState(5, 1, "r"), Seen(later.digest, later.accepted_at_ms), earlier, MEMORY)
-    assert isinstance(outcome, Duplicate)
+    assert isinstance(outcome, Duplicate)  # memory kept before amounts were: the first copy stays
     long_before = award("p", "m", 5, at_ms=5_000 - HORIZON)
     outcome = apply_award(
         PlayerState(5, 1, "r"), Seen(later.digest, later.accepted_at_ms), long_before, MEMORY
