@@ -176,13 +176,17 @@ def repeat_outcome(award: AwardEvent, seen: Seen | None, memory: DedupeMemory) -
 
 
 def apply_award(
-    state: PlayerState | None, seen: Seen | None, award: AwardEvent, memory: DedupeMemory
-) -> Outcome:
+    state: PlayerState | None, seen: Seen | None, award: AwardEvent, memory: DedupeMemory,
+    *, same_state: bool = True,
+) -> Outcome:  # fmt: skip
     """Apply one award to a player's state, given the remembered copy of its event id (if any).
-    ``award`` may be another copy of the remembered one: then the copies' winner decides."""
+    ``award`` may be another copy of the remembered one: then the copies' winner decides. Without
+    ``same_state`` (a board with periods, where a copy with another payload may have another event
+    time, so another period's state), only an identical copy may replace the remembered one."""
     repeat = repeat_outcome(award, seen, memory)
-    if isinstance(repeat, Duplicate | Conflict) and seen is not None and state is not None:
-        return _another_copy(state, seen, award, memory)
+    if isinstance(repeat, Duplicate) or (isinstance(repeat, Conflict) and same_state):
+        if seen is not None and state is not None:
+            return _another_copy(state, seen, award, memory)
     if repeat is not None:
         return repeat
     aggregation = Aggregation(award.aggregation)

@@ -397,7 +397,7 @@ class Round:
     def _outcome(self, award: AwardEvent, key: StateKey, spec: WindowSpec | None) -> Outcome | TooLate:
         state, seen = self._player(key), self._seen(award.event_id)
         if spec is None or not spec.rolling:
-            return apply_award(state, seen, award, self._memory)
+            return apply_award(state, seen, award, self._memory, same_state=spec is None)
         day = day_of(spec, award.event_at_ms)
         outcome = apply_rolling(state, seen, award, self._memory, day=day,
                                 expired_through=self._expired(award.board_id))  # fmt: skip

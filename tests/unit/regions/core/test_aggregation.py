@@ -309,3 +309,14 @@ def test_a_lower_score_leaves_a_max_total_and_its_tie_order() -> None:
     lower = apply_award(first.state, None, award("p", "m2", 3, aggregation=Aggregation.MAX, at_ms=2), MEMORY)
     assert isinstance(lower, Applied)
     assert (lower.state.total, lower.state.reached, lower.state.version) == (7, first.state.reached, 2)
+
+
+def test_on_a_board_with_periods_only_an_identical_copy_replaces_the_remembered_one() -> None:
+    later = award("p", "m", 30, at_ms=2_000, region="us")
+    first = apply_award(None, None, later, MEMORY, same_state=False)
+    assert isinstance(first, Applied)
+    conflicting = award("p", "m", 20, at_ms=1_500, region="eu")
+    assert isinstance(apply_award(first.state, first.seen, conflicting, MEMORY, same_state=False), Conflict)
+    identical = award("p", "m", 30, at_ms=1_500, region="eu")
+    outcome = apply_award(first.state, first.seen, identical, MEMORY, same_state=False)
+    assert isinstance(outcome, Replaced) and outcome.seen == copy_of(identical)
