@@ -1,14 +1,22 @@
 """Where a board's projection lives in Redis: its layout (a generation of keys and a shard count).
 
-A board's layout pointer (``BoardKeys.layout``: generation, shards) names its live keys. Each shard
-of a layout has a state key in the shard's own slot, ``building`` while a rebuild or a reshard fills
-it and ``live`` once it is swapped in; the apply and read scripts check it in the same atomic step
-as their work, so a write or a read with an outdated layout is refused (``moved``) and the caller
-reads the pointer again, never applying out of order nor answering from keys being deleted.
+The layouts hash (``layouts_key``, in the slot of the positions and the epoch) names every board's
+live layout; a copy under the board's own tag (``BoardKeys.layout``) lets a rebuild find the keys
+to retire when the positions' slot was lost. Each shard of a layout has a state key in the shard's
+own slot, ``building`` while a rebuild or a reshard fills it and ``live`` once it is swapped in; the
+apply and read scripts check it in the same atomic step as their work, so a write or a read with an
+outdated layout is refused (``moved``) and the caller reads the layouts hash again, never applying
+out of order nor answering from keys being deleted.
+
+A refused shard whose layout the layouts hash still names has lost its keys (``ShardLost``): a
+swap takes the old states away only after the hash names the fresh layout, so nothing else takes
+a named layout's state away. On a Redis Cluster that is how the loss of a master that does not
+hold the epoch is noticed (the epoch tells the loss of the master that holds it).
 
 A swap, made only while nothing else writes the board (the live projector is paused), marks the
-fresh shards live, points the board at them, and then takes the state of the old shards away; the
-old keys are recorded as retired and deleted afterwards, a few at a time, in the background.
+fresh shards live (only where they are still being built: a shard whose keys were lost meanwhile
+is not made live), names them in the layouts hash, and then takes the state of the old shards away;
+the old keys are recorded as retired and deleted afterwards, a few at a time, in the background.
 """
 
 from __future__ import annotations
@@ -23,15 +31,17 @@ from typing import cast
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisError
 
-from regions.redis_connection import ProjectionRedis, execute_pipeline
+from regions.redis_connection import ProjectionRedis, call_scripts, execute_pipeline
 from schema.redis_keys import (
     LISTPACK_ENTRIES,
     LISTPACK_VALUE,
     ShardKeys,
     board_keys,
+    layouts_key,
     retired_key,
     shard_keys,
 )
+from schema.resources import lua_script
 
 log = logging.getLogger(__name__)
 LIVE, BUILDING = "live", "building"
@@ -41,6 +51,12 @@ DELETE_BATCH = 512  # keys per UNLINK while deleting a retired layout
 
 class LayoutMoved(Exception):
     """The board's layout changed (or vanished) under a write; the message names the board."""
+
+
+class ShardLost(LayoutMoved):
+    """A shard of a board's layout lost its keys while the layout was live or being built (on a
+    Redis Cluster, its master restarted empty): the projection must be rebuilt, and reads of the
+    board are stale until then. The message names the board and the layout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +85,15 @@ class Layout:
         board_id, generation, shards = raw.split("\t")
         return cls(board_id, generation, int(shards))
 
+    def named(self) -> str:
+        """The layouts hash's value for this layout (its field is the board)."""
+        return f"{self.generation}\t{self.shards}"
+
+    @classmethod
+    def of_named(cls, board_id: str, raw: str) -> Layout:
+        generation, shards = raw.split("\t")
+        return cls(board_id, generation, int(shards))
+
 
 class Layouts:
     """The live layouts of a projection's boards, cached: a cached layout stays right until a
@@ -77,6 +102,8 @@ class Layouts:
     def __init__(self, redis: ProjectionRedis, prefix: str) -> None:
         self._redis = redis
         self._prefix = prefix
+        self._index = layouts_key(prefix)
+        self._promote = redis.register_script(lua_script("promote_state"))
         self._live: dict[str, Layout] = {}
 
     def forget(self, board_id: str | None = None) -> None:
@@ -92,26 +119,41 @@ class Layouts:
         wanted = list(dict.fromkeys(board_ids))
         missing = [b for b in wanted if b not in self._live]
         if missing:
-            pipe = self._redis.pipeline(transaction=False)
-            for board_id in missing:
-                pipe.hmget(board_keys(self._prefix, board_id).layout, ["generation", "shards"])
-            for board_id, (generation, shards) in zip(missing, await execute_pipeline(pipe), strict=True):
-                if generation and shards:
-                    self._live[board_id] = Layout(board_id, generation, int(shards))
+            found = cast(list[str | None], await self._redis.hmget(self._index, missing))
+            for board_id, raw in zip(missing, found, strict=True):
+                if raw:
+                    self._live[board_id] = Layout.of_named(board_id, raw)
         return {b: self._live.get(b) for b in wanted}
 
     async def live_one(self, board_id: str) -> Layout | None:
         return (await self.live([board_id]))[board_id]
 
+    async def still_named(self, layout: Layout) -> bool:
+        """Whether the layouts hash still names ``layout`` (read anew). Asked after a shard of it
+        refused: yes means that shard lost its keys (``ShardLost``), no that it was swapped out."""
+        self.forget(layout.board_id)
+        return await self.live_one(layout.board_id) == layout
+
     async def create(self, layouts: Sequence[Layout]) -> None:
         """Make new boards' first layouts live (nobody reads or writes them yet)."""
         await self._set_states([k.state for layout in layouts for k in layout.shard_keys(self._prefix)], LIVE)
+        await self._name(layouts)
+
+    async def _name(self, layouts: Sequence[Layout]) -> None:
+        """Name ``layouts`` as their boards' live ones: the layouts hash, then each board's copy."""
+        await self._redis.hset(self._index, mapping={layout.board_id: layout.named() for layout in layouts})
         pipe = self._redis.pipeline(transaction=False)
         for layout in layouts:
             pipe.hset(board_keys(self._prefix, layout.board_id).layout,
                       mapping={"generation": layout.generation, "shards": layout.shards})  # fmt: skip
         await execute_pipeline(pipe)
         self._live.update({layout.board_id: layout for layout in layouts})
+
+    async def _copy(self, board_id: str) -> Layout | None:
+        """The layout the board's own tag names (see ``BoardKeys.layout``)."""
+        found = await self._redis.hmget(board_keys(self._prefix, board_id).layout, ["generation", "shards"])
+        generation, shards = cast(list[str | None], found)
+        return Layout(board_id, generation, int(shards)) if generation and shards else None
 
     async def prepare(self, layouts: Sequence[Layout]) -> None:
         """Mark fresh layouts as being built (a rebuild resumed after a crash finds them so)."""
@@ -127,30 +169,83 @@ class Layouts:
             pipe.set(key, state)
         await execute_pipeline(pipe)
 
+    async def _make_live(self, fresh: Layout) -> None:
+        """Turn a layout being built live, shard by shard; ShardLost when a shard's keys are gone."""
+        keys = fresh.shard_keys(self._prefix)
+        replies = await call_scripts(
+            self._redis, [(self._promote, [k.state], [BUILDING, LIVE]) for k in keys]
+        )
+        gone = [s for s, reply in enumerate(replies) if not int(reply)]
+        if gone:
+            raise ShardLost(
+                f"shard(s) {gone} of the fresh layout {fresh.generation} of {fresh.board_id} lost their keys "
+                "before the swap"
+            )
+
     async def swap(self, fresh: Layout) -> Layout | None:
-        """Make ``fresh`` the board's live layout in one step for readers (the pointer), after which
-        the old layout's scripts answer ``moved``; returns the old layout, now retired. Call it only
-        while nothing else writes the board."""
-        prefix, board = self._prefix, board_keys(self._prefix, fresh.board_id)
+        """Make ``fresh`` the board's live layout in one step for readers (the layouts hash), after
+        which the old layout's scripts answer ``moved``; returns the old layout, now retired. Call
+        it only while nothing else writes the board. ShardLost when a shard of ``fresh`` lost its
+        keys (nothing is swapped)."""
+        board = board_keys(self._prefix, fresh.board_id)
         self._live.pop(fresh.board_id, None)
         old = await self.live_one(fresh.board_id)
         if old == fresh:  # swapped in already (a rebuild resumed after its swap began)
             return None
-        await self._set_states([k.state for k in fresh.shard_keys(prefix)], LIVE)
-        await self._redis.hset(board.layout, mapping={"generation": fresh.generation, "shards": fresh.shards})
-        self._live[fresh.board_id] = fresh
-        retired = [old] if old is not None else []
+        await self._make_live(fresh)
+        copy = await self._copy(fresh.board_id)  # another one when the layouts hash was lost
+        await self._name([fresh])
+        retired = list(
+            dict.fromkeys(layout for layout in (old, copy) if layout is not None and layout != fresh)
+        )
         if await self._redis.exists(board.legacy[0], board.legacy[1]):
             retired.append(Layout(fresh.board_id, LEGACY, 1))
-        if retired:
-            await self._redis.sadd(retired_key(prefix), *(layout.encoded() for layout in retired))
-            await self._redis.delete(*(k.state for layout in retired for k in layout.shard_keys(prefix)))
-        return old
+        await self._retire(retired)
+        return old if old is not None else copy
+
+    async def _retire(self, layouts: Sequence[Layout]) -> None:
+        """Record layouts for deletion in the background and take their states away (their scripts
+        refuse from now on)."""
+        if layouts:
+            await self._redis.sadd(retired_key(self._prefix), *(layout.encoded() for layout in layouts))
+            await self._redis.delete(
+                *(k.state for layout in layouts for k in layout.shard_keys(self._prefix))
+            )
 
     async def discard(self, layout: Layout) -> None:
         """A fresh layout that will not be swapped in (a reshard refused): delete it in the background."""
-        await self._redis.sadd(retired_key(self._prefix), layout.encoded())
-        await self._redis.delete(*(k.state for k in layout.shard_keys(self._prefix)))
+        await self._retire([layout])
+
+    async def drop(self, board_ids: Sequence[str]) -> None:
+        """Boards have no layout any more: their live layouts are retired (not their hint sequences)."""
+        layouts = [layout for layout in (await self.live(board_ids)).values() if layout is not None]
+        for board_id in board_ids:
+            self.forget(board_id)
+        if layouts:
+            await self._redis.hdel(self._index, *(layout.board_id for layout in layouts))
+            await self._redis.delete(
+                *(board_keys(self._prefix, layout.board_id).layout for layout in layouts)
+            )
+            await self._retire(layouts)
+
+    async def named(self) -> list[Layout]:
+        """Every board's live layout, as the layouts hash names them."""
+        raw = cast(dict[str, str], await self._redis.hgetall(self._index))
+        return [Layout.of_named(board_id, value) for board_id, value in sorted(raw.items())]
+
+    async def lost(self, layouts: Sequence[Layout]) -> list[Layout]:
+        """Those of ``layouts`` (named live) with a shard whose state is not live: its keys were lost.
+        Call it only while nothing swaps layouts."""
+        pipe = self._redis.pipeline(transaction=False)
+        for layout in layouts:
+            for keys in layout.shard_keys(self._prefix):
+                pipe.get(keys.state)
+        states, found, at = await execute_pipeline(pipe), [], 0
+        for layout in layouts:
+            if any(state != LIVE for state in states[at : at + layout.shards]):
+                found.append(layout)
+            at += layout.shards
+        return found
 
     async def retired(self) -> list[Layout]:
         members = cast(set[str], await self._redis.smembers(retired_key(self._prefix)))

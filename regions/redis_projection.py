@@ -6,6 +6,9 @@ from collections.abc import Coroutine, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, cast
 
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline
+
 from regions import redis_connection
 from regions.core.boards import SortOrder
 from regions.core.ordering import total_of
@@ -17,7 +20,7 @@ from regions.redis_connection import (
     execute_pipeline,
     publish_many,
 )
-from regions.redis_layouts import BUILDING, LIVE, Layout, LayoutMoved, Layouts
+from regions.redis_layouts import BUILDING, LIVE, Layout, LayoutMoved, Layouts, ShardLost
 from regions.settings import RedisSettings
 from schema.redis_keys import (
     LAYOUT_FORMAT,
@@ -182,9 +185,10 @@ class RedisProjection:
     async def apply_live(self, work: Sequence[BoardTotals]) -> list[ApplyResult]:
         """Apply boards' totals to their live layouts (a board without one gets its first, of the
         shard count its totals carry), each shard atomically, newer versions only; then step each
-        changed board's hint sequence. A shard that answers ``moved`` (its layout was swapped out,
-        or lost with Redis's data) has its board's layout read again and the board's totals applied
-        there (the caller's epoch check finds a loss); LayoutMoved when it moves three times."""
+        changed board's hint sequence. A shard that answers ``moved`` has its board's layout read
+        again and the board's totals applied there (it was swapped out; when the whole Redis lost
+        the projection, the caller's epoch check finds it); ShardLost when the layout read again is
+        the same (that shard lost its keys), LayoutMoved when it moves three times."""
         applied: dict[str, list[str]] = {}
         pending = list(work)
         for _ in range(3):
@@ -198,7 +202,8 @@ class RedisProjection:
             retry = []
             for w, users in zip(pending, replies, strict=True):
                 if users is None:
-                    self.layouts.forget(w.board_id)
+                    if await self.layouts.still_named(known[w.board_id]):
+                        raise ShardLost(f"a shard of the live layout {known[w.board_id]} lost its keys")
                     retry.append(w)
                 applied.setdefault(w.board_id, []).extend(users or [])
             if not retry:
@@ -209,7 +214,7 @@ class RedisProjection:
                 f"the layout of {[w.board_id for w in pending]} kept changing under the projector"
             )
         changed = [w.board_id for w in work if applied[w.board_id]]
-        sequences = dict(zip(changed, await self.next_sequences(changed), strict=True))
+        sequences = dict(zip(changed, await self._step_sequences([known[b] for b in changed]), strict=True))
         return [ApplyResult(sequences.get(w.board_id, 0), applied[w.board_id]) for w in work]
 
     async def apply(self, board_id: str, totals: Sequence[ProjectedTotal], shards: int = 1) -> ApplyResult:
@@ -223,8 +228,8 @@ class RedisProjection:
         sequences alone: their writes are no news for subscribers. A layout of a board in
         ``swapped`` is live already (a rebuild resumed after it swapped some boards in). The calls
         are prepared now (this may run on a worker thread) and sent when awaited: a rebuild
-        prepares a batch while Redis applies the ones before. LayoutMoved when one is no longer in its state (swapped in or discarded
-        meanwhile, or lost with Redis's data)."""
+        prepares a batch while Redis applies the ones before. ShardLost when one is no longer in its
+        state: only its rebuild writes it, so a shard of it lost its keys (or all Redis did)."""
         prepared = self._apply_calls(
             [(layout, totals, LIVE if layout.board_id in swapped else BUILDING) for layout, totals in work]
         )
@@ -238,8 +243,9 @@ class RedisProjection:
         replies = await self._applied(*prepared)
         for (layout, _), users in zip(work, replies, strict=True):
             if users is None:
-                raise LayoutMoved(
-                    f"the fresh layout {layout.generation} of {layout.board_id} is no longer being built"
+                raise ShardLost(
+                    f"the fresh layout {layout.generation} of {layout.board_id} is no longer being built: "
+                    "a shard of it lost its keys"
                 )
         return [users or [] for users in replies]
 
@@ -280,13 +286,7 @@ class RedisProjection:
     async def drop(self, board_ids: Sequence[str]) -> None:
         """Delete boards' layouts whole (not their hint sequences): what a batch wrote into a Redis
         that had lost the projection."""
-        layouts = [layout for layout in (await self.layouts.live(board_ids)).values() if layout is not None]
-        for board_id in board_ids:
-            self.layouts.forget(board_id)
-        if layouts:
-            await self.redis.delete(*(board_keys(self._prefix, layout.board_id).layout for layout in layouts))
-            for layout in layouts:
-                await self.layouts.discard(layout)
+        await self.layouts.drop(board_ids)
 
     async def next_sequences(self, board_ids: Sequence[str]) -> list[int]:
         """One more step of each board's hint sequence."""
@@ -294,6 +294,21 @@ class RedisProjection:
         for board_id in board_ids:
             pipe.incr(board_keys(self._prefix, board_id).sequence)
         return [int(n) for n in await execute_pipeline(pipe)] if board_ids else []
+
+    async def _step_sequences(self, layouts: Sequence[Layout]) -> list[int]:
+        """``next_sequences`` of the boards of live ``layouts``, each step followed by a look at
+        its board's first shard, whose slot the sequence shares: ShardLost when that shard's keys
+        are gone, since then the step may have begun the sequence anew (the new epoch's base keeps
+        the hints of the rebuild that follows ahead of every hint sent before)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for layout in layouts:
+            pipe.incr(board_keys(self._prefix, layout.board_id).sequence)
+            pipe.get(layout.shard(self._prefix, 0).state)
+        replies = await execute_pipeline(pipe) if layouts else []
+        for layout, state in zip(layouts, replies[1::2], strict=True):
+            if state != LIVE and await self.layouts.still_named(layout):
+                raise ShardLost(f"the first shard of the live layout {layout} lost its keys")
+        return [int(n) for n in replies[::2]]
 
     async def next_hint_sequence(self, board_id: str, attempts: int = 5) -> int:
         """The board's next hint sequence for a hint that is not a batch of totals (a status change):
@@ -340,7 +355,7 @@ class RedisProjection:
             _, bar, reached = (record or "").partition("|")
             pipe.zscore(layout.shard(self._prefix, shard_of(user, layout.shards)).ranking,
                         f"{reached}|{user}" if bar else user)  # fmt: skip
-        scores = cast(list[float | None], await execute_pipeline(pipe))
+        scores = cast(list[float | None], await self._checked(pipe, layout, users))
         return {  # (a record "version|" is a player who left the ranking: no score, no member)
             user: None if record is None or score is None else total_of(sort_order, float(score))
             for user, record, score in zip(users, records, scores, strict=True)
@@ -354,7 +369,22 @@ class RedisProjection:
         pipe = self.redis.pipeline(transaction=False)
         for user in users:
             pipe.hget(layout.shard(self._prefix, shard_of(user, layout.shards)).bucket(user), user)
-        return layout, cast(list[str | None], await execute_pipeline(pipe))
+        return layout, cast(list[str | None], await self._checked(pipe, layout, users))
+
+    async def _checked(
+        self, pipe: Pipeline | ClusterPipeline, layout: Layout, users: Sequence[str]
+    ) -> list[Any]:
+        """Run ``pipe``, reads of the players' shards of ``layout``, and then look at those shards'
+        states: ShardLost when one is gone while the layout is still named live (the reads may miss
+        what it lost; a state cannot come back, so one found after the reads covers them)."""
+        shards = sorted({shard_of(user, layout.shards) for user in users})
+        for shard in shards:
+            pipe.get(layout.shard(self._prefix, shard).state)
+        replies = await execute_pipeline(pipe)
+        reads = len(replies) - len(shards)
+        if any(state != LIVE for state in replies[reads:]) and await self.layouts.still_named(layout):
+            raise ShardLost(f"a shard of the live layout {layout} lost its keys")
+        return replies[:reads]
 
     async def publish_hint(self, board_id: str, payload: bytes) -> None:
         await self.redis.publish(hints_channel(self._prefix, board_id), payload)

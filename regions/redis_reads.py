@@ -6,6 +6,10 @@ applied, so every award at or before a reported position is in the response (it 
 A projection without an epoch (lost) or marked rebuilding answers ``stale``. A CLOSED board's reads
 claim its cutoffs (``regions.core.reads.board_positions``): they come from its frozen standings.
 
+A board one of whose shards lost its keys (on a Redis Cluster, a master that does not hold the
+epoch restarted empty: the shard refuses while the layouts hash still names its layout) answers
+nothing, stale, until the projector has rebuilt it; a whole read (an archive) raises ShardLost.
+
 The epoch is read again after the board's keys. Redis may lose the projection between the two
 reads, and a Redis that lost it need not be empty when the board is read: the projector's batch in
 flight at that moment writes its totals into it before it finds the epoch gone (and then removes
@@ -40,7 +44,7 @@ from regions.core.reads import (
     row_order,
 )
 from regions.redis_connection import ScriptCall, call_scripts
-from regions.redis_layouts import Layout, LayoutMoved
+from regions.redis_layouts import Layout, LayoutMoved, ShardLost
 from regions.redis_projection import Positions, RedisProjection
 from schema.redis_keys import shard_of
 from schema.resources import lua_script
@@ -114,7 +118,8 @@ class RankReader:
 
     async def _laid_out(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> T:
         """``read`` on the board's live layout (``empty`` when it has none), again on the new
-        layout when the one read was swapped out meanwhile."""
+        layout when the one read was swapped out meanwhile; ShardLost when a shard of the layout
+        still named live refused (it lost its keys)."""
         layouts = self._projection.layouts
         for _ in range(MOVED_RETRIES):
             layout = await layouts.live_one(board.id)
@@ -123,8 +128,16 @@ class RankReader:
             try:
                 return await read(layout)
             except _Moved:
-                layouts.forget(board.id)
+                if await layouts.still_named(layout):
+                    raise ShardLost(f"a shard of the live layout {layout} lost its keys") from None
         raise LayoutMoved(f"the layout of {board.id} changed {MOVED_RETRIES} times during one read")
+
+    async def _answer(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> tuple[T, bool]:
+        """``read`` as ``_laid_out`` does, and whether the board lost a shard (then ``empty``)."""
+        try:
+            return await self._laid_out(board, read, empty), False
+        except ShardLost:
+            return empty, True
 
     async def _top(self, board: Board, layout: Layout, k: int) -> Window:
         replies = await self._calls([self._call(board, layout, s, "top", k) for s in range(layout.shards)])
@@ -161,22 +174,22 @@ class RankReader:
         """What the projection reflects (for ``board``: what a read of it claims)."""
         return self._as_of(await self._projection.positions(), board)
 
-    async def _confirmed(self, before: Positions, board: Board) -> AsOf:
+    async def _confirmed(self, before: Positions, board: Board, lost: bool) -> AsOf:
         """The asOf of an answer read after ``before``: stale when the epoch read now is another
-        (see the module's note)."""
-        return self._as_of(before, board, stale=await self._projection.epoch() != before.epoch)
+        (see the module's note), or when the board ``lost`` a shard."""
+        return self._as_of(before, board, stale=lost or await self._projection.epoch() != before.epoch)
 
     async def top(self, board: Board, k: int) -> RankPage:
         before = await self._projection.positions()
-        window = await self._laid_out(board, lambda layout: self._top(board, layout, k), EMPTY)
-        return RankPage(entries_of(board, window), await self._confirmed(before, board))
+        window, lost = await self._answer(board, lambda layout: self._top(board, layout, k), EMPTY)
+        return RankPage(entries_of(board, window), await self._confirmed(before, board, lost))
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
         before = await self._projection.positions()
-        window = await self._laid_out(
+        window, lost = await self._answer(
             board, lambda layout: self._player(board, layout, user_id, around), None
         )
-        as_of = await self._confirmed(before, board)
+        as_of = await self._confirmed(before, board, lost)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
     async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:
@@ -198,10 +211,10 @@ class RankReader:
         to the board for one shard, two for a sharded one."""
         none: list[Window | None] = [None for _ in user_ids]
         before = await self._projection.positions()
-        top, players = await self._laid_out(
+        (top, players), lost = await self._answer(
             board, lambda layout: self._windows(board, layout, user_ids, k), (EMPTY, none)
         )
-        return await self._confirmed(before, board), top, players
+        return await self._confirmed(before, board, lost), top, players
 
     async def _windows(
         self, board: Board, layout: Layout, user_ids: Sequence[str], k: int

@@ -8,8 +8,12 @@ a sorted set (the ranking) and up to 65,536 small hashes of version records; a r
 writes a fresh generation of keys and switches the board's layout pointer to it in one step.
 
 The projection's positions (asOf) live in one hash of their own; readers read it before a board's
-keys, so a response never claims more than it holds. The projector's own control keys (its lease,
-the rebuild in progress, the layouts left to delete) share one tag.
+keys, so a response never claims more than it holds. Every board's live layout is named in a hash
+of the same slot (``layouts_key``), so on a Redis Cluster the loss of any other master is noticed:
+a shard whose state key is gone while the layouts hash still names it lost its keys (its master
+restarted empty), and a board the layouts hash names has a layout wherever its own keys went. The
+projector's own control keys (its lease, the rebuild in progress, the layouts left to delete)
+share one tag.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-LAYOUT_FORMAT = "2"
+LAYOUT_FORMAT = "3"
 """The key layout this release writes, recorded in the positions hash (field ``layout``). A
-projection recorded without it holds an earlier layout, which the projector replaces by a rebuild."""
+projection recorded without it, or with another, holds an earlier layout, which the projector
+replaces by a rebuild (format 2 named each board's layout only under the board's own tag)."""
 
 BUCKET_DIGITS = 4
 """A player's version record lives in one of 16^4 = 65,536 small hashes of its shard, chosen by the
@@ -66,7 +71,8 @@ class BoardKeys:
     """A board's keys that do not depend on its layout, all under the board's tag."""
 
     sequence: str  # the hint sequence: survives every rebuild and reshard
-    layout: str  # hash: "generation", "shards" of the live layout
+    layout: str  # hash: "generation", "shards" of the live layout, a copy of ``layouts_key``'s
+    # (how a layout is found to be retired once the positions' slot lost the layouts hash)
     legacy: tuple[str, str]  # the ranking and records of the earlier key layout (format 1)
 
 
@@ -99,6 +105,12 @@ def shard_keys(prefix: str, board_id: str, generation: str, shard: int) -> Shard
 def positions_key(prefix: str) -> str:
     """The projection's asOf positions and epoch (one hash, fields below)."""
     return f"{prefix}:{{{prefix}:positions}}"
+
+
+def layouts_key(prefix: str) -> str:
+    """Every board's live layout, ``board`` -> ``generation<TAB>shards``, in the slot of the positions:
+    readers and the projector find a board's layout here (``regions.redis_layouts``)."""
+    return f"{prefix}:{{{prefix}:positions}}:layouts"
 
 
 POSITION_DETAILS = ("accepted_at", "heartbeat_at", "gaps")

@@ -5,11 +5,13 @@ version is newer. Positions (asOf) advance only after the totals before them are
 published after that, and only while Redis still holds the epoch they were built on.
 
 The projector writes only while it holds the projection's write lease. When Redis loses the
-projection (its epoch is gone), the projector starts a new epoch that says ``rebuilding`` (every
-read is stale), pauses its live loop and rebuilds every board into fresh keys, which it swaps in
-when they have caught up (see ``rebuild``). A rebuild asked for by ``ops/lb rebuild`` runs next to
-the live loop, which it pauses only for its last catch-up and the swap. Records that cannot be
-projected go to the reconciliation topic and the partition continues.
+projection (its epoch is gone), or a part of it (a shard whose keys are gone while its layout is
+named live: on a Redis Cluster, a master that does not hold the epoch restarted empty; found by a
+write that the shard refuses, or on each tick), the projector starts a new epoch that says
+``rebuilding`` (every read is stale), pauses its live loop and rebuilds every board into fresh
+keys, which it swaps in when they have caught up (see ``rebuild``). A rebuild asked for by
+``ops/lb rebuild`` runs next to the live loop, which it pauses only for its last catch-up and the
+swap. Records that cannot be projected go to the reconciliation topic and the partition continues.
 """
 
 from __future__ import annotations
@@ -46,13 +48,13 @@ from regions.projector.rebuild import (
 )
 from regions.projector.redis_control import Lease, ProjectionControl, RebuildRequest
 from regions.projector.totals import TotalsBatch, Unprojectable
-from regions.redis_layouts import listpack_advice
+from regions.redis_layouts import ShardLost, listpack_advice
 from regions.redis_projection import ApplyResult, Positions, RedisProjection
 from regions.settings import Settings
 from schema.records import Reconciliation
 
 log = logging.getLogger(__name__)
-TICK_S = 2.0  # lag report, epoch check (Redis may lose data while idle) and rebuild requests
+TICK_S = 2.0  # lag report, epoch and shard checks (Redis may lose data while idle), rebuild requests
 DELETE_PAUSE_S = 0.002  # between two commands deleting a retired layout's keys
 
 
@@ -151,7 +153,9 @@ class Projector:
         if self._deleting is None or self._deleting.done():
             self._deleting = asyncio.create_task(self._delete_retired())
         if (await self._projection.positions()).epoch != self._positions.epoch:
-            await self._lost()  # Redis lost data while this projector was idle
+            await self._lost("the projection has no epoch (new or lost Redis data)")  # lost while idle
+        elif not self._positions.rebuilding and (lost := await self._lost_shards()):
+            await self._lost(f"{lost} lost the keys of a shard (a Redis server restarted empty)")
         elif self._rebuild is None:
             positions, request = await rebuild_to_run(self._projection, self._control)
             if positions.epoch != self._positions.epoch:  # lost between the two reads: a new epoch began
@@ -176,8 +180,13 @@ class Projector:
         if batch.unprojectable:
             await self._reconcile(producer, batch.unprojectable)
         await lease.check()
-        if not await self._apply(batch):
-            await self._lost()
+        try:
+            applied = await self._apply(batch)
+        except ShardLost as exc:  # (what the batch applied to other shards is right: versioned)
+            await self._lost(f"{exc} (a Redis server restarted empty)")
+        else:
+            if not applied:
+                await self._lost("the projection has no epoch (new or lost Redis data)")
         await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})
         self._fetched_at_ms = None
 
@@ -240,9 +249,17 @@ class Projector:
             sends.append(await producer.send(topic, value, key=u.key))
         await asyncio.gather(*sends)
 
-    async def _lost(self) -> None:
-        """Redis no longer holds this projector's epoch: begin a new one and rebuild every board."""
-        log.warning("the projection has no epoch (new or lost Redis data): rebuilding every board")
+    async def _lost_shards(self) -> str:
+        """The boards with a shard that lost its keys (comma separated; empty: none), checked while
+        no batch or swap runs."""
+        async with self._live:
+            layouts = self._projection.layouts
+            return ", ".join(layout.board_id for layout in await layouts.lost(await layouts.named()))
+
+    async def _lost(self, why: str) -> None:
+        """Redis no longer holds this projector's epoch, or a part of the projection: begin a new
+        epoch and rebuild every board."""
+        log.warning("%s: rebuilding every board", why)
         await self._cancel_rebuild()
         self._projection.layouts.forget()
         self._positions, request = await begin_after_loss(self._projection, self._control)
@@ -281,6 +298,9 @@ class Projector:
         self._rebuild = None
         if task.cancelled() or isinstance(task.exception(), ProjectionLost):
             return  # the next epoch check starts over
+        if isinstance(task.exception(), ShardLost):
+            await self._lost(f"rebuild: {task.exception()} (a Redis server restarted empty)")
+            return
         report = task.result()  # raises what stopped it: the projector restarts and resumes it
         self._positions = dataclasses.replace(self._positions, rebuilding=False)
         self._visible = merge_marks(self._visible, report.covered)

@@ -15,7 +15,8 @@ or ``ops/lb rebuild`` when no projector runs (see ``redis_control``).
    layout's scripts refuse from then on (``regions.redis_layouts``); its keys are deleted in the
    background. A whole rebuild then moves the positions up to what the replay covered; after a
    loss, that same step clears ``rebuilding``, so a reader sees either a stale projection or the
-   swapped boards with positions they cover.
+   swapped boards with positions they cover. After a loss, a board still named live that the
+   replay did not meet (none of its totals is left) has its layout retired too.
 4. Send each swapped board one ``resync`` hint. The live projector resumes where it paused: what it
    applies again is a no-op, and it still meets every record it must send to reconciliation.
 
@@ -23,7 +24,9 @@ A reshard is a rebuild of one board into a layout of another shard count; before
 verifies that the new layout holds every version the old one holds (``reshard``).
 
 A rebuild that is restarted (crash, lease taken over) writes into the same generation: applying only
-newer versions makes the replay idempotent, so it resumes without orphaning keys.
+newer versions makes the replay idempotent, so it resumes without orphaning keys. A rebuild whose
+fresh keys lose a shard (``ShardLost``: a Redis server restarted empty) is void like one that saw
+the epoch change: the lease holder starts a new epoch and rebuilds every board.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from regions.projector.redis_control import (
 )
 from regions.projector.reshard import Reshard, ReshardRefused
 from regions.projector.totals import TotalsBatch, of_board
-from regions.redis_layouts import Layout
+from regions.redis_layouts import Layout, ShardLost
 from regions.redis_projection import BoardTotals, Positions, RedisProjection
 from regions.settings import KafkaSettings, Settings
 from schema.redis_keys import LAYOUT_FORMAT
@@ -416,6 +419,9 @@ async def _swap_in(projection: RedisProjection, into: _Into, positions: Position
     for board in boards:
         await projection.layouts.swap(into.fresh[board])  # the old layout is deleted in the background
     whole = not request.board
+    if whole and request.cause is RebuildCause.LOST:  # a board the totals no longer hold keeps nothing
+        named = await projection.layouts.named()
+        await projection.layouts.drop([x.board_id for x in named if x.board_id not in into.fresh])
     if (whole or request.cause is RebuildCause.LOST) and not await projection.advance(
         epoch, into.covered if whole else {}, completes_rebuild=request.cause is RebuildCause.LOST
     ):
@@ -445,4 +451,9 @@ async def rebuild(
     if request is None:
         request = wanted or RebuildRequest.new(RebuildCause.REQUESTED, only_board)
         await control.put_rebuild(request)
-    return await run_rebuild(settings, projection, control, request, positions, show=show)
+    try:
+        return await run_rebuild(settings, projection, control, request, positions, show=show)
+    except ShardLost as exc:  # the projection lost a part meanwhile: every board is rebuilt
+        log.warning("%s: rebuilding every board", exc)
+        positions, request = await begin_after_loss(projection, control)
+        return await run_rebuild(settings, projection, control, request, positions, show=show)

@@ -6,7 +6,8 @@
 -- KEYS[1]  sorted set: member -> score (ascending order is rank order)
 -- KEYS[2]  the state of this shard's layout generation: nothing is written unless it equals ARGV[1]
 --          ('live' for the projector, 'building' for a rebuild's fresh keys), so a late write for a
---          layout that was swapped out (rebuild, reshard) is refused, never applied out of order
+--          layout that was swapped out (rebuild, reshard) is refused, never applied out of order,
+--          and so is a write into a shard whose keys were lost (its Redis restarted empty)
 -- KEYS[3..] version buckets (hashes) of the players below: userId -> version, or "version|reached"
 --          when the member is "reached|userId" (FIRST_REACHED), or "version|" once the player left
 --          the ranking (read as no score). The total is the score itself.

@@ -10,7 +10,8 @@
 --                                  rank here (the number of entries ranked better), with range
 --                                  neighbours each side: how one shard of a sharded board counts
 --                                  and shows what is around a player of another shard
--- Returns {'moved'} when the layout is not live (swapped out: read the board's layout again);
+-- Returns {'moved'} when the layout is not live (swapped out: read the board's layout again; or,
+-- when the board's layout is still this one, the shard lost its keys);
 -- {'none'} when the player has no score; else {'ok', rank0, first0, count, member, score, version,
 -- ...} in rank order (rank0: the player's 0-based rank, -1 for top and slice, the count of better
 -- entries for around). A malformed call is an error, never a read of the whole board.

@@ -32,7 +32,7 @@ from regions.core.ordering import encode, reached_position
 from regions.core.positions import SourcePosition
 from regions.redis_projection import ProjectedTotal, RedisProjection
 from regions.settings import Settings
-from schema.redis_keys import board_tag
+from schema.redis_keys import board_tag, layouts_key
 from tests.harness import Region, free_port
 
 
@@ -145,12 +145,14 @@ class Boards:
         return board
 
     async def wipe(self, board: Board) -> None:
-        """What a Redis that lost its data did to the board: every key of every shard gone."""
+        """What a Redis that lost its data did to the board: every key of every shard gone, and
+        its name in the layouts hash (which lives with the epoch)."""
         prefix = self.settings.redis.key_prefix
         redis = self.projection.redis
         for tag in (board_tag(prefix, board.id), f"{prefix}:{{{prefix}:{board.id}#"):
             async for key in redis.scan_iter(match=tag + "*", count=1000):
                 await redis.delete(key)
+        await redis.hdel(layouts_key(prefix), board.id)
 
     async def corrupt(self, board: Board) -> None:
         """A board whose ranking is not a sorted set: a projection no writer of ours leaves."""

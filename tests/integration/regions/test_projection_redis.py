@@ -17,11 +17,11 @@ from regions.projector.redis_control import (
     RebuildRequest,
     RebuildState,
 )
-from regions.redis_layouts import Layout, LayoutMoved
+from regions.redis_layouts import Layout, LayoutMoved, ShardLost
 from regions.redis_projection import BoardTotals, Positions, ProjectedTotal, RedisProjection
 from regions.redis_reads import RankReader
 from regions.settings import Settings
-from schema.redis_keys import board_keys
+from schema.redis_keys import board_keys, shard_of, shard_tag
 
 
 async def _forget_everything(redis: Redis | RedisCluster, prefix: str) -> None:
@@ -29,6 +29,70 @@ async def _forget_everything(redis: Redis | RedisCluster, prefix: str) -> None:
     keys = [k async for k in redis.scan_iter(match=f"{prefix}:*")]
     if keys:
         await redis.delete(*keys)
+
+
+async def _lose_shard(redis: Redis | RedisCluster, prefix: str, board: str, shard: int) -> None:
+    """What a Redis Cluster master that restarts empty does to the keys of one shard (its hash tag)."""
+    keys = [k async for k in redis.scan_iter(match=shard_tag(prefix, board, shard) + "*")]
+    assert keys
+    await redis.delete(*keys)
+
+
+@pytest.mark.parametrize("lost", [0, 2])  # the board's own tag (hint sequence, cutoffs), another shard
+async def test_a_shard_that_lost_its_keys_is_stale_for_readers_and_refuses_the_projector(
+    settings: Settings, redis_client: Redis, lost: int
+) -> None:
+    prefix, region = settings.redis.key_prefix, settings.region
+    projection, board = RedisProjection(redis_client, prefix), Board("lossy", "Lossy", region, shards=3)
+    users = [f"u{i}" for i in range(30)]
+    await projection.start_epoch("e1")
+    await projection.apply(board.id, [ProjectedTotal(u, 1, i, -i, u) for i, u in enumerate(users)], 3)
+    assert await projection.advance("e1", {(region, 0): SourcePosition(30)})
+    reader = RankReader(projection, prefix, region)
+    assert not (await reader.top(board, 50)).as_of.stale
+    layout = await projection.layouts.live_one(board.id)
+
+    await _lose_shard(redis_client, prefix, board.id, lost)
+
+    fresh_reader = RankReader(RedisProjection(redis_client, prefix), prefix, region)  # nothing cached
+    for r in (reader, fresh_reader):
+        page = await r.top(board, 50)
+        assert page.as_of.stale and page.as_of.positions and page.entries == []
+        survivor = next(u for u in users if shard_of(u, 3) != lost)
+        entry, as_of = await r.player(board, survivor)
+        assert entry is None and as_of.stale
+        as_of, _, _ = await r.windows(board, [survivor], 10)
+        assert as_of.stale
+    assert await projection.layouts.lost(await projection.layouts.named()) == [layout]
+    victim = next(u for u in users if shard_of(u, 3) == lost)
+    with pytest.raises(ShardLost):  # neither written into the emptied shard nor laid out anew
+        await projection.apply(board.id, [ProjectedTotal(victim, 2, 99, -99.0, victim)], 3)
+    assert layout is not None and await projection.layouts.live_one(board.id) == layout
+    assert await redis_client.exists(layout.shard(prefix, lost).bucket(victim)) == 0
+    with pytest.raises(ShardLost):  # nor read as a player without a score
+        await projection.total_of(board.id, victim)
+
+
+async def test_a_fresh_layout_whose_shard_lost_its_keys_is_not_swapped_in(
+    settings: Settings, redis_client: Redis
+) -> None:
+    prefix = settings.redis.key_prefix
+    projection = RedisProjection(redis_client, prefix)
+    await projection.apply("lossy-swap", [ProjectedTotal("old", 1, 1, -1.0, "old")])
+    live = await projection.layouts.live_one("lossy-swap")
+    fresh = Layout("lossy-swap", "g1", 2)
+    await projection.layouts.prepare([fresh])
+    await projection.apply_fresh([(fresh, [ProjectedTotal(f"n{i}", 1, i, -i, f"n{i}") for i in range(20)])])
+
+    await _lose_shard(redis_client, prefix, "lossy-swap", 1)
+
+    with pytest.raises(ShardLost):
+        await projection.apply_fresh([(fresh, [ProjectedTotal("n1", 2, 5, -5.0, "n1")])])
+    with pytest.raises(ShardLost):
+        await projection.layouts.swap(fresh)
+    projection.layouts.forget()
+    assert await projection.layouts.live_one("lossy-swap") == live
+    assert await projection.count("lossy-swap") == 1
 
 
 async def test_a_new_epoch_after_a_loss_says_rebuilding_until_the_rebuild_completes(
