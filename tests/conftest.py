@@ -48,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the projection's Redis for this run instead of LB_REDIS__URL's, e.g. a Redis Cluster: "
         "redis+cluster://127.0.0.1:6380 (ops/test runs the projection and gateway tests so)",
     )
+    faults = parser.getgroup("fault schedule", "tests/faults/test_fault_schedule.py (see ops/faults)")
+    faults.addoption("--fault-minutes", type=float, default=None,
+                     help="run the long fault profile for this many minutes instead of the short one")  # fmt: skip
+    faults.addoption("--fault-seed", type=int, default=1, help="the fault schedule's seed")
+    faults.addoption("--fault-regions", type=int, default=2, choices=(2, 3), help="regions of the schedule")
+    faults.addoption("--fault-report", default=None, help="write the run's table to this file too")
 
 
 @pytest.fixture(scope="session")

@@ -184,9 +184,9 @@ def apply_award(
     ``same_state`` (a board with periods, where a copy with another payload may have another event
     time, so another period's state), only an identical copy may replace the remembered one."""
     repeat = repeat_outcome(award, seen, memory)
-    if isinstance(repeat, Duplicate) or (isinstance(repeat, Conflict) and same_state):
-        if seen is not None and state is not None:
-            return _another_copy(state, seen, award, memory)
+    another = isinstance(repeat, Duplicate) or (isinstance(repeat, Conflict) and same_state)
+    if another and seen is not None and state is not None:
+        return _another_copy(state, seen, award, memory)
     if repeat is not None:
         return repeat
     aggregation = Aggregation(award.aggregation)
