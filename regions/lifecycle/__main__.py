@@ -13,7 +13,7 @@ from regions.cassandra_corrections import CassandraCorrections
 from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.cassandra_periods import CassandraPeriods
 from regions.cassandra_results import CassandraResults
-from regions.cassandra_store import CassandraConnection, CassandraUnavailable
+from regions.cassandra_store import CASSANDRA_ERRORS, CassandraConnection
 from regions.health import Health, serve_health
 from regions.lifecycle.loop import LifecycleStores, LifecycleWorker
 from regions.redis_projection import connect_redis
@@ -38,7 +38,7 @@ async def amain() -> None:
     await serve_health(health, settings.intake.host, settings.lifecycle.health_port)
     try:
         await cassandra.connected.wait()
-        await run_until_stopped("lifecycle", worker.run, (KafkaError, RedisError, CassandraUnavailable))
+        await run_until_stopped("lifecycle", worker.run, (KafkaError, RedisError, *CASSANDRA_ERRORS))
     finally:
         connecting.cancel()
         with contextlib.suppress(asyncio.CancelledError):

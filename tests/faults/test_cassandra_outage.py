@@ -178,3 +178,25 @@ async def test_cli_without_cassandra_says_so_without_a_traceback(settings: Setti
     assert (
         err.decode().startswith("error: Cassandra at 127.0.0.1:1 keyspace") and "ops/services" in err.decode()
     )
+
+
+async def test_lifecycle_worker_rides_out_a_cassandra_outage(
+    region_factory: RegionFactory, cut_cassandra: tuple[TcpProxy, Settings]
+) -> None:
+    """The lifecycle worker reads the catalog every tick: a Cassandra that stops answering (the
+    driver's NoHostAvailable, OperationTimedOut) makes it back off and retry, never exit."""
+    proxy, cut = cut_cassandra
+    proxy.heal()
+    region = await region_factory(cut, services=("lifecycle",))
+    board = Board(f"o-{uuid.uuid4().hex[:8]}", "Outage", region.settings.region)
+    await region.create_board(board)
+    proxy.cut()
+
+    async def backed_off() -> bool:
+        assert region.processes["lifecycle"].returncode is None, region.tail("lifecycle", 40)
+        return "restarting from durable state" in region.tail("lifecycle", 200)
+
+    await region.wait_until(backed_off, within=60, what="the lifecycle worker backing off from Cassandra")
+    proxy.heal()
+    await region.wait_ready("lifecycle")
+    assert region.processes["lifecycle"].returncode is None
