@@ -211,6 +211,12 @@ class Processor:
                     consumer.resume(tp)
             self._settled()
 
+    async def settle(self, consumer: AIOKafkaConsumer) -> None:
+        """Until every takeover under way has ended and its task is owned (for a caller that assigns
+        partitions itself and drives ``process_task``, instead of ``run``)."""
+        await asyncio.gather(*self._acquiring.values(), return_exceptions=True)
+        await self.adopt(consumer)
+
     def _settled(self) -> None:
         if not self._acquiring and not self._rebalancing:
             self.restored.set()

@@ -119,3 +119,31 @@ async def test_a_replication_hold_longer_than_the_dedupe_memory_loses_nothing(de
         await Region.wait_until(settled, WITHIN_S, f"{region} counting every award of the hold once")
     for region in (eu, us):
         assert await _refused(region, board.id) == []
+
+
+@pytest.mark.timeout(300)
+async def test_a_processor_outage_longer_than_the_dedupe_memory_loses_nothing(deploy: Deploy) -> None:
+    """eu's processor is down for far longer than the horizon and its margin while both intakes
+    accept awards, some of them retried in the other region: once it is back its backlog (its own
+    awards and us's replicated ones, read long after their acceptance) counts every award once."""
+    d = await deploy(["eu", "us"], env=SHORT_MEMORY)
+    eu, us = d.regions["eu"], d.regions["us"]
+    board = Board("outage-board", "Outage", "eu", SortOrder.DESC, tie_policy=TiePolicy.USER_ID)
+    await eu.create_board(board)
+    acked = [await _send(eu, board.id, "ann", "before", 1)]
+    await eu.kill("processor")
+    for n in range(4):
+        acked.append(await _send(eu, board.id, "ann", f"down-{n}", 2))
+        acked.append(await _send(us, board.id, "ann", f"down-{n}", 2))  # the same award, retried in us
+        acked.append(await _send(us, board.id, "ben", f"down-{n}", 5))
+    await asyncio.sleep(15)  # the backlog ages past horizon + margin in both streams
+    await eu.start("processor")
+    expected = [(1, "ben", 20), (2, "ann", 9)]
+    for region in ("eu", "us"):
+
+        async def settled(region: str = region) -> bool:
+            return await _standings(d, board, region, acked) == expected
+
+        await Region.wait_until(settled, WITHIN_S, f"{region} counting the backlog once")
+    for region in (eu, us):
+        assert await _refused(region, board.id) == []

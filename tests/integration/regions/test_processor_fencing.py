@@ -81,11 +81,13 @@ async def test_a_partition_taken_over_fences_its_earlier_owner(settings: Setting
         await a.prepare()
         await b.prepare()
         await a.take(consumers[0], [tp])
+        await a.settle(consumers[0])
         await a.process_task(a.owned[0], {tp: await _read(consumers[0], tp, 1)})
 
         await _publish(settings, tp, _award("m2", 7))
         stale = await _read(consumers[0], tp, 1)
         await b.take(consumers[1], [tp])  # B fences A, restores ann = 5 and continues after m1
+        await b.settle(consumers[1])
         assert (player := b.owned[0].store.player(("board", "ann"))) is not None and player.total == 5
 
         fenced: KafkaError | None = None
@@ -128,6 +130,7 @@ async def test_records_that_are_not_awards_go_to_reconciliation_and_the_partitio
         await _publish(settings, tp, _award("m1", 5))
         await processor.prepare()
         await processor.take(consumer, [tp])
+        await processor.settle(consumer)
         await processor.process_task(processor.owned[0], {tp: await _read(consumer, tp, 3)})
 
         assert [(t.total, t.version) for t in await _changelog(settings)] == [(5, 1)]

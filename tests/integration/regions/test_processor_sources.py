@@ -154,6 +154,7 @@ async def _owner(sources: Sources, consumer: AIOKafkaConsumer, host: str = "a") 
     processor = sources.instance(host)
     await processor.prepare()
     await processor.take(consumer, [sources.local, sources.remote])
+    await processor.settle(consumer)
     try:
         yield processor
     finally:
