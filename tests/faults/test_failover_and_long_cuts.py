@@ -52,6 +52,18 @@ async def _standings(d: Deployment, board: Board, region: str, acked: list[tuple
     return [(e.rank, e.user_id, e.score) for e in page.entries]
 
 
+async def _ranked_everywhere(
+    d: Deployment, board: Board, acked: list[tuple[str, int, int]], expected: list[Any], what: str
+) -> None:
+    """Until every region's REGIONAL standings cover ``acked`` and equal ``expected``."""
+    for region in d.regions:
+
+        async def settled(region: str = region) -> bool:
+            return await _standings(d, board, region, acked) == expected
+
+        await Region.wait_until(settled, WITHIN_S, f"{region}: {what}")
+
+
 async def _refused(region: Region, board: str) -> list[tuple[str, str, str, int]]:
     """(reason, user, accepting region, amount) of the board's awards in the region's reconciliation."""
     return sorted((r.reason, r.award.user_id, r.award.region, r.award.amount)
@@ -80,12 +92,7 @@ async def test_a_failover_retry_ranks_the_same_in_both_regions_after_the_heal(de
     await asyncio.sleep(3)  # each region projects its own copies first
     d.heal()
     expected = [(1, "carol", 20), (2, "alice", 10), (3, "bob", 10)]
-    for region in ("eu", "us"):
-
-        async def settled(region: str = region) -> bool:
-            return await _standings(d, board, region, acked) == expected
-
-        await Region.wait_until(settled, WITHIN_S, f"{region}'s standings after the heal")
+    await _ranked_everywhere(d, board, acked, expected, "standings after the heal")
     await asyncio.sleep(2)  # and they stay so
     for region in ("eu", "us"):
         assert await _standings(d, board, region, acked) == expected
@@ -111,12 +118,7 @@ async def test_a_replication_hold_longer_than_the_dedupe_memory_loses_nothing(de
     acked.append(await _send(eu, board.id, "ann", "late-eu", 4))
     d.heal()
     expected = [(1, "ben", 10), (2, "ann", 8)]
-    for region in ("eu", "us"):
-
-        async def settled(region: str = region) -> bool:
-            return await _standings(d, board, region, acked) == expected
-
-        await Region.wait_until(settled, WITHIN_S, f"{region} counting every award of the hold once")
+    await _ranked_everywhere(d, board, acked, expected, "counting every award of the hold once")
     for region in (eu, us):
         assert await _refused(region, board.id) == []
 
@@ -139,11 +141,6 @@ async def test_a_processor_outage_longer_than_the_dedupe_memory_loses_nothing(de
     await asyncio.sleep(15)  # the backlog ages past horizon + margin in both streams
     await eu.start("processor")
     expected = [(1, "ben", 20), (2, "ann", 9)]
-    for region in ("eu", "us"):
-
-        async def settled(region: str = region) -> bool:
-            return await _standings(d, board, region, acked) == expected
-
-        await Region.wait_until(settled, WITHIN_S, f"{region} counting the backlog once")
+    await _ranked_everywhere(d, board, acked, expected, "counting the backlog once")
     for region in (eu, us):
         assert await _refused(region, board.id) == []
