@@ -10,9 +10,9 @@ import uvicorn
 
 from gateway.app import create_app
 from gateway.server import server_config
-from regions.reuseport import serve_processes
-from regions.settings import Settings
-from regions.worker import process_settings
+from regions.runtime.reuseport import serve_processes
+from regions.runtime.settings import Settings
+from regions.runtime.worker import process_settings
 
 
 def serve(settings: Settings, sock: socket.socket | None) -> None:

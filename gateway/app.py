@@ -45,8 +45,8 @@ from gateway.core.persisted import (
 from gateway.operations import read_operation
 from gateway.services import Services
 from gateway.wiring import open_services
-from regions.health import Health, health_routes
-from regions.settings import Settings
+from regions.runtime.health import Health, health_routes
+from regions.runtime.settings import Settings
 
 STATIC = Path(__file__).parent / "static"
 OpenServices = Callable[[Settings], contextlib.AbstractAsyncContextManager[Services]]

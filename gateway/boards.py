@@ -1,4 +1,4 @@
-"""Board definitions for reads, cached by :class:`regions.cached_boards.CachedBoards`: reads do not
+"""Board definitions for reads, cached by :class:`regions.stores.cached_boards.CachedBoards`: reads do not
 wait on Cassandra for a known board, unknown ids are remembered in bounded number, and a catalog
 outage serves the last answer; with none, the caller gets ``CassandraUnavailable``.
 
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gateway import metrics
-from regions.cached_boards import CachedBoards, CatalogUnavailable
-from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable
 from regions.core.boards import Board, BoardStatus
-from regions.throttled_log import ThrottledLog
+from regions.runtime.throttled_log import ThrottledLog
+from regions.stores.cached_boards import CachedBoards, CatalogUnavailable
+from regions.stores.cassandra.session import CASSANDRA_ERRORS, CassandraUnavailable
 
 log = logging.getLogger(__name__)
 

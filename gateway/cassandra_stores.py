@@ -1,5 +1,5 @@
 """The gateway's Cassandra stores (board catalog, profiles, archived results, board lifecycle and
-corrections), built on one session that :class:`regions.cassandra_store.CassandraConnection` opens in
+corrections), built on one session that :class:`regions.stores.cassandra.session.CassandraConnection` opens in
 the background: the gateway starts and serves Redis reads while Cassandra is down, its stores answer
 ``CassandraUnavailable`` until the first connection, and the driver reconnects after an outage.
 """
@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from cassandra.cluster import Session
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_corrections import CassandraCorrections
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_periods import CassandraPeriods
-from regions.cassandra_profiles import CassandraProfiles
-from regions.cassandra_results import CassandraResults
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.periods import CassandraPeriods
+from regions.stores.cassandra.profiles import CassandraProfiles
+from regions.stores.cassandra.results import CassandraResults
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,8 @@ from gateway.core.feed import BoardSnapshot, Delivery, FeedState
 from gateway.core.hints import InvalidHint, parse_hint
 from gateway.core.updates import TOP_K, Coalescer, Offered, ResyncNeeded, Update
 from regions.core.boards import Board
-from regions.redis_connection import ProjectionRedis, open_pubsub
-from regions.settings import GatewaySettings
+from regions.runtime.settings import GatewaySettings
+from regions.stores.redis.connection import ProjectionRedis, open_pubsub
 from schema.redis_keys import hints_channel
 
 log = logging.getLogger(__name__)

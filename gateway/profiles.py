@@ -28,8 +28,8 @@ from strawberry.dataloader import DataLoader
 from gateway import metrics
 from gateway.core.breaker import BreakerState, CircuitBreaker
 from gateway.core.ttl_cache import TtlCache
-from regions.cassandra_profiles import ProfileRecord
-from regions.throttled_log import ThrottledLog
+from regions.runtime.throttled_log import ThrottledLog
+from regions.stores.cassandra.profiles import ProfileRecord
 
 log = logging.getLogger(__name__)
 

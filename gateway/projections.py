@@ -22,7 +22,7 @@ from gateway.core.generations import BoardGenerations
 from gateway.core.ttl_cache import TtlCache
 from regions.core.boards import Board
 from regions.core.reads import AsOf, PlayerContext, RankedEntry, RankPage, Scope
-from regions.redis_reads import RankReader
+from regions.stores.redis.reads import RankReader
 
 TopKey = tuple[str, str, int]  # region, board, k
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """One board's state for the hints feed: top K and many players' ranks in one Redis round trip.
 
-Its asOf comes with the windows from one read of :class:`regions.redis_reads.RankReader`, so it
+Its asOf comes with the windows from one read of :class:`regions.stores.redis.reads.RankReader`, so it
 never claims more than they hold (stale when Redis lost the projection meanwhile).
 """
 
@@ -12,7 +12,7 @@ from gateway.core.feed import BoardSnapshot
 from gateway.core.updates import PlayerState
 from regions.core.boards import Board
 from regions.core.reads import Window, entries_of
-from regions.redis_reads import RankReader
+from regions.stores.redis.reads import RankReader
 
 
 class SnapshotReader:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uvicorn
 from starlette.applications import Starlette
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 
 
 def server_config(app: Starlette, settings: Settings) -> uvicorn.Config:

@@ -11,9 +11,9 @@ from gateway.core.limits import ReadLimits
 from gateway.hub import HintHub
 from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
-from regions.cassandra_store import CassandraConnection
-from regions.redis_projection import RedisProjection
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.session import CassandraConnection
+from regions.stores.redis.projection import RedisProjection
 
 
 @dataclass(frozen=True, slots=True)

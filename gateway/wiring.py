@@ -19,12 +19,12 @@ from gateway.profiles import GuardedProfiles
 from gateway.projections import Projections
 from gateway.redis_snapshot import SnapshotReader
 from gateway.services import Services
-from regions.cassandra_store import CassandraConnection
 from regions.core.freshness import FreshnessRule
-from regions.redis_connection import ProjectionRedis, connect_redis, server_pool
-from regions.redis_projection import RedisProjection
-from regions.redis_reads import RankReader
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.session import CassandraConnection
+from regions.stores.redis.connection import ProjectionRedis, connect_redis, server_pool
+from regions.stores.redis.projection import RedisProjection
+from regions.stores.redis.reads import RankReader
 
 
 def gateway_redis(settings: Settings) -> ProjectionRedis:

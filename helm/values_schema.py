@@ -3,11 +3,11 @@
     .venv/bin/python helm/values_schema.py          # rewrite the schema and the README's values table
     .venv/bin/python helm/values_schema.py --check  # exit 1 when either is stale
 
-Each component's ``settings`` map passes fields of its section of ``regions/settings.py`` straight
+Each component's ``settings`` map passes fields of its section of ``regions/runtime/settings/`` straight
 through as ``LB_<SECTION>__<FIELD>``; its schema is taken from that section, so a setting added there
 is a value of the chart once the schema is regenerated, and a misspelt one is refused. Fields the
 chart sets itself (addresses, ports, secrets) and the switches for tests only
-(``regions.settings.TEST_ONLY``, which production mode refuses) are not part of those maps.
+(``regions.runtime.settings.TEST_ONLY``, which production mode refuses) are not part of those maps.
 
 JSON Schema cannot compare one value with another: that ``global.region`` is one of
 ``global.regions`` and that processor replicas do not exceed the awards partitions are checked by
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from regions.settings import (
+from regions.runtime.settings import (
     TEST_ONLY,
     AuditSettings,
     CassandraSettings,
@@ -95,7 +95,7 @@ def passthrough_schema(section: str) -> dict[str, Any]:
     }
     return {
         "type": "object",
-        "description": f"Other LB_{section.upper()}__* settings by field name (regions/settings.py).",
+        "description": f"Other LB_{section.upper()}__* settings by field name (regions/runtime/settings/).",
         "properties": properties,
         "additionalProperties": False,
     }
@@ -130,7 +130,7 @@ def _is_secret(prop: dict[str, Any]) -> bool:
 def _settings_field(section: str) -> Any:
     return Field(
         default_factory=dict,
-        description=f"Any other LB_{section.upper()}__* setting by field name (regions/settings.py).",
+        description=f"Any other LB_{section.upper()}__* setting by field name (regions/runtime/settings/).",
         json_schema_extra=lambda schema: schema.update(passthrough_schema(section)),
     )
 

@@ -7,9 +7,9 @@ import sys
 
 from aiokafka.errors import KafkaError
 
-from regions.health import Health, serve_health
-from regions.settings import load_settings
-from regions.worker import run_process, run_until_stopped
+from regions.runtime.health import Health, serve_health
+from regions.runtime.settings import load_settings
+from regions.runtime.worker import run_process, run_until_stopped
 from replicator.config import ReplicationStopped, replication_pair
 from replicator.loop import Replicator
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 
 
 class ReplicationStopped(RuntimeError):

@@ -14,8 +14,8 @@ from aiokafka import AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.errors import IllegalOperation, KafkaError
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from regions.kafka_clients import make_producer, partitions_of, replay
-from regions.settings import KafkaSettings
+from regions.runtime.settings import KafkaSettings
+from regions.stores.kafka.clients import make_producer, partitions_of, replay
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
 from replicator.core import BatchPlan, Gap, Headers, latest_checkpoints, provenance

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError, ProducerFenced
 
-from regions.health import Health
-from regions.kafka_clients import partitions_of
-from regions.kafka_security import connection_options
-from regions.settings import Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import partitions_of
+from regions.stores.kafka.security import connection_options
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
 from replicator.core import BatchPlan, Gap, Rewound, SourceRecord, after_gap, plan_batch, resume

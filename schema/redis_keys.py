@@ -109,7 +109,7 @@ def positions_key(prefix: str) -> str:
 
 def layouts_key(prefix: str) -> str:
     """Every board's live layout, ``board`` -> ``generation<TAB>shards``, in the slot of the positions:
-    readers and the projector find a board's layout here (``regions.redis_layouts``)."""
+    readers and the projector find a board's layout here (``regions.stores.redis.layouts``)."""
     return f"{prefix}:{{{prefix}:positions}}:layouts"
 
 

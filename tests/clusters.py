@@ -27,8 +27,8 @@ import pytest
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
-from regions.kafka_clients import ensure_topics, make_consumer, make_producer, replay
-from regions.settings import KafkaSettings, RegionEndpoint, Settings
+from regions.runtime.settings import KafkaSettings, RegionEndpoint, Settings
+from regions.stores.kafka.clients import ensure_topics, make_consumer, make_producer, replay
 from schema.replication import (
     GAP_KEY,
     SOURCE_OFFSET_HEADER,

@@ -17,11 +17,11 @@ from cassandra.cluster import Cluster, Session
 from hypothesis import settings as hypothesis_settings
 from redis.asyncio import Redis
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import apply_migrations, connect
-from regions.kafka_clients import ensure_topics
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import Settings, load_settings
+from regions.runtime.settings import Settings, load_settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import apply_migrations, connect
+from regions.stores.kafka.clients import ensure_topics
+from regions.stores.redis.projection import RedisProjection, connect_redis
 from tests.clusters import eu_us, region_servers, replicators, second_kafka  # noqa: F401  (other regions' fixtures)
 from tests.harness import Region, delete_topics, with_free_ports
 from tests.multi_region import deploy  # noqa: F401  (several whole regions)

@@ -22,12 +22,12 @@ import httpx
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board, SortOrder
 from regions.intake.client import AwardClient
-from regions.kafka_clients import replay
-from regions.redis_projection import RedisProjection
-from regions.settings import KafkaSettings, Settings
+from regions.runtime.settings import KafkaSettings, Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.kafka.clients import replay
+from regions.stores.redis.projection import RedisProjection
 from schema.records import Codec, Reconciliation
 
 SERVICES = ("processor", "projector", "audit", "intake")

@@ -32,12 +32,12 @@ import pytest
 from cassandra.cluster import Session
 from redis.asyncio import Redis
 
-from regions.cassandra_catalog import CassandraCatalog
 from regions.core.freshness import FreshnessRule, RegionStatus
 from regions.core.reads import AsOf
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.redis_reads import RankReader
-from regions.settings import RegionEndpoint, Settings
+from regions.runtime.settings import RegionEndpoint, Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.redis.projection import RedisProjection, connect_redis
+from regions.stores.redis.reads import RankReader
 from tests.clusters import RegionServerPool, RegionServers, ReplicatorProcess, Replicators, bootstrap_topics
 from tests.e2e.gateway.conftest import GatewayProcess, start_gateway
 from tests.harness import SERVICES, Region, delete_topics, with_free_ports

@@ -16,7 +16,7 @@ from gateway.api.mutation import Mutation
 from gateway.api.query import Query
 from gateway.api.scalars import LONG_SCALAR, Long
 from gateway.api.subscription import Subscription
-from regions.settings import Mode, Settings
+from regions.runtime.settings import Mode, Settings
 
 log = logging.getLogger("gateway.requests")
 

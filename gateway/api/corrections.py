@@ -9,8 +9,8 @@ import strawberry
 
 from gateway.api.errors import InvalidInput
 from gateway.api.scalars import Long
-from regions.cassandra_corrections import CorrectionEntry
 from regions.core.corrections import CorrectionRequest, parse_correction
+from regions.stores.cassandra.corrections import CorrectionEntry
 
 
 @strawberry.input(description="One player's corrected final score.")

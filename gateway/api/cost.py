@@ -23,7 +23,7 @@ from strawberry.extensions import SchemaExtension
 
 from gateway import metrics
 from gateway.core.cost import CostModel, Measure, measure
-from regions.settings import GatewaySettings
+from regions.runtime.settings import GatewaySettings
 
 
 def cost_model(gateway: GatewaySettings) -> CostModel:

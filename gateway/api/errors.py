@@ -22,7 +22,7 @@ from __future__ import annotations
 from graphql import GraphQLError
 
 from gateway.projections import HomeUnreachable
-from regions.cassandra_store import CASSANDRA_ERRORS, CassandraUnavailable
+from regions.stores.cassandra.session import CASSANDRA_ERRORS, CassandraUnavailable
 
 
 class UserError(GraphQLError):

@@ -27,7 +27,7 @@ from gateway import metrics
 from gateway.api.context import Context
 from gateway.api.cost import cost_rule, query_cost
 from gateway.api.errors import error_code, masked, should_mask
-from regions.settings import GatewaySettings
+from regions.runtime.settings import GatewaySettings
 
 CACHE_SIZE = 1024
 

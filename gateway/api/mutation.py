@@ -14,12 +14,12 @@ from gateway.api.corrections import Correction, PublishCorrectionInput
 from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound, StoreUnavailable
 from gateway.api.leaderboard import Leaderboard
 from gateway.core.auth import is_admin
+from regions.actions.close import CloseRefused, begin_close
+from regions.actions.correct import CorrectionRefused, record_correction
 from regions.core import boards
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
 from regions.core.periods import DEFAULT_TIME_ZONE, InvalidWindow, Period, Weekday, WindowSpec
 from regions.core.windows import encode_window
-from regions.lifecycle.close import CloseRefused, begin_close
-from regions.lifecycle.correct import CorrectionRefused, record_correction
 
 REGION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 

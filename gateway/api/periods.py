@@ -12,11 +12,11 @@ from gateway.api import board_reads, fields
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
 from gateway.api.types import BoardResult, PlayerContext, RankedPlayer, RankPage
-from regions.cassandra_periods import PeriodRecord
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import InvalidPeriodKey, PeriodSpan, parse_key
 from regions.core.reads import Scope
 from regions.core.rollover import current_period, is_board_period, periods_page
+from regions.stores.cassandra.periods import PeriodRecord
 
 
 def _time(ms: int) -> datetime:

@@ -12,13 +12,13 @@ from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
 from gateway.api.scalars import Long
 from gateway.profiles import UNAVAILABLE
-from regions.cassandra_profiles import ProfileRecord
-from regions.cassandra_results import ResultHeader
 from regions.core import freshness, reads
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.periods import Period, Weekday, WindowSpec
 from regions.core.reads import Scope
 from regions.core.results import page, page_chunks
+from regions.stores.cassandra.profiles import ProfileRecord
+from regions.stores.cassandra.results import ResultHeader
 
 # The core's enums, exposed under the same (contract) names.
 strawberry.enum(Scope, description="HOME: the board's canonical projection; REGIONAL: this region's.")

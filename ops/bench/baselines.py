@@ -45,9 +45,9 @@ from regions.core.aggregation import Applied, DedupeMemory, PlayerState, Seen, a
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, total_of
 from regions.core.positions import SourcePosition
-from regions.redis_layouts import Layout
-from regions.redis_projection import ProjectedTotal, RedisProjection, execute_pipeline
-from regions.redis_reads import RankReader
+from regions.stores.redis.layouts import Layout
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection, execute_pipeline
+from regions.stores.redis.reads import RankReader
 from schema.records import AwardEvent
 from tests.harness import free_port
 

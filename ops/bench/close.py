@@ -22,15 +22,15 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from regions.cassandra_results import CassandraResults
-from regions.cassandra_store import apply_migrations, connect
 from regions.core.boards import Board
 from regions.core.ordering import encode, reached_position
 from regions.core.results import page, page_chunks
 from regions.lifecycle.archive import Archived, archive_projection
-from regions.redis_connection import ProjectionRedis
-from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
-from regions.settings import load_settings
+from regions.runtime.settings import load_settings
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.cassandra.session import apply_migrations, connect
+from regions.stores.redis.connection import ProjectionRedis
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection, connect_redis
 from schema.redis_keys import board_keys
 
 FILL_BATCH = 5000

@@ -34,13 +34,13 @@ import msgspec
 # The open-loop load generator, next to this script.
 from load import LATE_S, GeneratorReport, Reply, Schedule, offer
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import apply_migrations, connect
 from regions.core.boards import Board
-from regions.kafka_clients import ensure_topics
 from regions.projector.rebuild import rebuild
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import AuditSettings, Settings, load_settings
+from regions.runtime.settings import AuditSettings, Settings, load_settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import apply_migrations, connect
+from regions.stores.kafka.clients import ensure_topics
+from regions.stores.redis.projection import RedisProjection, connect_redis
 from schema.resources import lua_script
 from tests.harness import SERVICES, region_env, with_free_ports
 

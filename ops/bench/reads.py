@@ -40,14 +40,14 @@ import msgspec
 import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import apply_migrations
-from regions.cassandra_store import connect as connect_cassandra
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
 from regions.core.positions import SourcePosition
-from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
-from regions.settings import Settings, load_settings
+from regions.runtime.settings import Settings, load_settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import apply_migrations
+from regions.stores.cassandra.session import connect as connect_cassandra
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection, connect_redis
 from schema.redis_keys import board_keys, positions_key
 from tests.harness import free_port
 

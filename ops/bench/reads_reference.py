@@ -20,9 +20,9 @@ from starlette.routing import Route
 from gateway.projections import Projections
 from regions.core.boards import Board
 from regions.core.reads import AsOf, RankedEntry, Scope
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.redis_reads import RankReader
-from regions.settings import load_settings
+from regions.runtime.settings import load_settings
+from regions.stores.redis.projection import RedisProjection, connect_redis
+from regions.stores.redis.reads import RankReader
 
 
 def entry(e: RankedEntry) -> dict[str, object]:

@@ -28,8 +28,8 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pipeline import cpu_seconds, percentile  # the pipeline benchmark, next to this script
 
-from regions.kafka_clients import make_producer
-from regions.settings import Settings, load_settings
+from regions.runtime.settings import Settings, load_settings
+from regions.stores.kafka.clients import make_producer
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec
 from schema.replication import replicated_awards_topic

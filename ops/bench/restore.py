@@ -27,12 +27,12 @@ from pathlib import Path
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from regions.health import Health
-from regions.kafka_clients import ensure_topics, make_producer, platform_topics, replay
 from regions.processor.loop import Processor
 from regions.processor.restore import restore
-from regions.rocksdb_state import RocksStore
-from regions.settings import Settings, load_settings
+from regions.runtime.health import Health
+from regions.runtime.settings import Settings, load_settings
+from regions.stores.kafka.clients import ensure_topics, make_producer, platform_topics, replay
+from regions.stores.rocksdb import RocksStore
 from schema.event_id import event_id, payload_digest
 from schema.records import Codec, PlayerTotal, dedupe_key, pack_seen, totals_key
 

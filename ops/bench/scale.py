@@ -57,18 +57,18 @@ from close import archive_timed  # type: ignore[import-not-found]  # ops/bench, 
 from pipeline import redis_benchmark  # type: ignore[import-not-found]
 from reads import CONTEXT, PLAYER, TOP, paced, post, start, stop  # type: ignore[import-not-found]
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_results import CassandraResults
-from regions.cassandra_store import apply_migrations
-from regions.cassandra_store import connect as connect_cassandra
+from regions.cli.projection import ProgressPrinter
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
-from regions.kafka_clients import ensure_topics, make_producer
-from regions.projector.command import ProgressPrinter
 from regions.projector.rebuild import rebuild, rebuild_to_run
 from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest
-from regions.redis_projection import BoardTotals, ProjectedTotal, RedisProjection, connect_redis
-from regions.settings import Settings, load_settings
+from regions.runtime.settings import Settings, load_settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.cassandra.session import apply_migrations
+from regions.stores.cassandra.session import connect as connect_cassandra
+from regions.stores.kafka.clients import ensure_topics, make_producer
+from regions.stores.redis.projection import BoardTotals, ProjectedTotal, RedisProjection, connect_redis
 from schema.records import Codec, PlayerTotal, totals_key
 from schema.redis_keys import LISTPACK_ENTRIES, LISTPACK_VALUE
 from tests.harness import delete_topics, free_port

@@ -44,12 +44,12 @@ import httpx
 # The pipeline benchmark, next to this script: its load generator and measures.
 from pipeline import Results, cpu_seconds, drive, percentile, rss_mib, still_waiting
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import apply_migrations, connect
 from regions.core.boards import Board
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import Settings, load_settings
-from regions.supervisor import Program, port_owner, region_programs, taken_ports
+from regions.runtime.settings import Settings, load_settings
+from regions.runtime.supervisor import Program, port_owner, region_programs, taken_ports
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import apply_migrations, connect
+from regions.stores.redis.projection import RedisProjection, connect_redis
 from tests.clusters import bootstrap_topics
 from tests.harness import free_port, region_env, with_free_ports
 

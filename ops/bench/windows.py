@@ -38,14 +38,14 @@ from pipeline import (
     until_ready,
 )
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import apply_migrations, connect
 from regions.core.boards import Board
 from regions.core.periods import Period, WindowSpec, day_key, day_of, day_start_of
 from regions.core.windows import encode_window
-from regions.kafka_clients import ensure_topics, make_producer
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import apply_migrations, connect
+from regions.stores.kafka.clients import ensure_topics, make_producer
+from regions.stores.redis.projection import RedisProjection, connect_redis
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec, totals_key
 from schema.windows import ExpiryMarker, expiry_key

@@ -21,8 +21,8 @@ from typing import Any
 
 from aiokafka import ConsumerRecord, TopicPartition
 
-from regions.kafka_clients import make_consumer, partitions_of
-from regions.settings import load_settings
+from regions.runtime.settings import load_settings
+from regions.stores.kafka.clients import make_consumer, partitions_of
 from schema.records import Codec
 
 

@@ -9,11 +9,11 @@ import os
 from aiokafka.errors import KafkaError
 
 from regions.audit.loop import AuditSink
-from regions.cassandra_audit import CassandraAudit
-from regions.cassandra_store import CassandraConnection
-from regions.health import Health, serve_health
-from regions.settings import load_settings
-from regions.worker import run_process, run_until_stopped
+from regions.runtime.health import Health, serve_health
+from regions.runtime.settings import load_settings
+from regions.runtime.worker import run_process, run_until_stopped
+from regions.stores.cassandra.audit import CassandraAudit
+from regions.stores.cassandra.session import CassandraConnection
 
 
 async def amain() -> None:

@@ -1,7 +1,7 @@
 """The audit sink: applied awards into Cassandra history, one row per event id.
 
 At-least-once from Kafka plus idempotent rows (writing an applied award again leaves the same row,
-see ``regions.cassandra_audit``) gives exactly one row per applied award. Offsets are committed
+see ``regions.stores.cassandra.audit``) gives exactly one row per applied award. Offsets are committed
 past a batch only after every row of it is written, so a Cassandra outage only delays the audit:
 it never blocks intake or projection, and the sink catches up when Cassandra returns. The sink
 starts during an outage too, and reports its true backlog meanwhile.
@@ -32,21 +32,27 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from cassandra import InvalidRequest
 
-from regions.cassandra_audit import AuditRow, CassandraAudit
-from regions.cassandra_store import CassandraConnection, CassandraUnavailable
 from regions.core.audit_progress import intent_metadata, unsure_before
 from regions.core.rate_limit import TokenBuckets
-from regions.health import Health
-from regions.kafka_clients import (
+from regions.runtime.health import Health
+from regions.runtime.metrics import (
+    AUDIT_BACKLOG,
+    AUDIT_LEFT_TO_HOME,
+    AUDIT_PRESENT,
+    AUDIT_RECONCILED,
+    AUDIT_WRITTEN,
+)
+from regions.runtime.settings import Settings
+from regions.runtime.throttled_log import ThrottledLog
+from regions.stores.cassandra.audit import AuditRow, CassandraAudit
+from regions.stores.cassandra.session import CassandraConnection, CassandraUnavailable
+from regions.stores.kafka.clients import (
     assign_from_committed,
     committed_metadata,
     make_consumer,
     make_producer,
     partitions_of,
 )
-from regions.metrics import AUDIT_BACKLOG, AUDIT_LEFT_TO_HOME, AUDIT_PRESENT, AUDIT_RECONCILED, AUDIT_WRITTEN
-from regions.settings import Settings
-from regions.throttled_log import ThrottledLog
 from schema.records import AppliedAward, Codec, Reconciliation
 
 log = logging.getLogger(__name__)

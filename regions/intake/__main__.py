@@ -10,16 +10,16 @@ from collections.abc import AsyncIterator
 import uvicorn
 from starlette.applications import Starlette
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import CassandraConnection
 from regions.core.boards import Board
-from regions.health import Health
 from regions.intake.app import create_app
 from regions.intake.heartbeats import HeartbeatWriter
-from regions.kafka_clients import AcceptanceUnavailable, AwardPublisher, make_producer
-from regions.reuseport import serve_processes
-from regions.settings import Settings
-from regions.worker import process_settings, run_process
+from regions.runtime.health import Health
+from regions.runtime.reuseport import serve_processes
+from regions.runtime.settings import Settings
+from regions.runtime.worker import process_settings, run_process
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import CassandraConnection
+from regions.stores.kafka.clients import AcceptanceUnavailable, AwardPublisher, make_producer
 
 
 def build(settings: Settings) -> Starlette:

@@ -17,7 +17,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from regions.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import InvalidWindow, WindowSpec, closed_rule
 from regions.core.rate_limit import TokenBuckets
@@ -31,11 +30,12 @@ from regions.core.validation import (
     check_event_time,
     parse_request,
 )
-from regions.health import Health, health_routes
-from regions.kafka_clients import AcceptanceUnavailable
-from regions.metrics import INTAKE_AWARDS, INTAKE_REQUESTS, INTAKE_SECONDS
-from regions.settings import Settings
-from regions.throttled_log import ThrottledLog
+from regions.runtime.health import Health, health_routes
+from regions.runtime.metrics import INTAKE_AWARDS, INTAKE_REQUESTS, INTAKE_SECONDS
+from regions.runtime.settings import Settings
+from regions.runtime.throttled_log import ThrottledLog
+from regions.stores.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
+from regions.stores.kafka.clients import AcceptanceUnavailable
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, totals_key
 

@@ -9,16 +9,16 @@ from aiokafka.errors import KafkaError
 from cassandra.cluster import Session
 from redis.exceptions import RedisError
 
-from regions.cassandra_corrections import CassandraCorrections
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_periods import CassandraPeriods
-from regions.cassandra_results import CassandraResults
-from regions.cassandra_store import CASSANDRA_ERRORS, CassandraConnection
-from regions.health import Health, serve_health
 from regions.lifecycle.loop import LifecycleStores, LifecycleWorker
-from regions.redis_projection import connect_redis
-from regions.settings import load_settings
-from regions.worker import run_process, run_until_stopped
+from regions.runtime.health import Health, serve_health
+from regions.runtime.settings import load_settings
+from regions.runtime.worker import run_process, run_until_stopped
+from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.periods import CassandraPeriods
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.cassandra.session import CASSANDRA_ERRORS, CassandraConnection
+from regions.stores.redis.projection import connect_redis
 
 
 def _adapters(session: Session) -> LifecycleStores:

@@ -14,11 +14,11 @@ import logging
 from collections.abc import Iterable
 from typing import cast
 
-from regions.cassandra_lifecycle import CloseRecord
 from regions.core.boards import BoardStatus
 from regions.core.lifecycle import announced_state
-from regions.projector.hints import status_hint
-from regions.redis_projection import RedisProjection
+from regions.stores.cassandra.lifecycle import CloseRecord
+from regions.stores.redis.projection import RedisProjection
+from schema.hints import status_hint
 from schema.redis_keys import announced_key
 
 log = logging.getLogger(__name__)

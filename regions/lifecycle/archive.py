@@ -11,14 +11,14 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
-from regions.cassandra_results import CassandraResults, ResultHeader
 from regions.core.boards import Board, TiePolicy
 from regions.core.ordering import REACHED_WIDTH
 from regions.core.reads import Row, entry_of
 from regions.core.results import chunk_count
-from regions.redis_connection import ProjectionRedis
-from regions.redis_projection import RedisProjection
-from regions.redis_reads import RankReader
+from regions.stores.cassandra.results import CassandraResults, ResultHeader
+from regions.stores.redis.connection import ProjectionRedis
+from regions.stores.redis.projection import RedisProjection
+from regions.stores.redis.reads import RankReader
 from schema.lifecycle import ResultChunk
 
 WRITES_IN_FLIGHT = 8  # chunks written to Cassandra at once

@@ -29,24 +29,24 @@ from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
 
-from regions.cassandra_corrections import CassandraCorrections
-from regions.cassandra_lifecycle import CassandraLifecycle, CloseRecord
-from regions.cassandra_periods import CassandraPeriods
-from regions.cassandra_results import CassandraResults
-from regions.cassandra_store import CassandraConnection
 from regions.core.boards import BoardStatus
 from regions.core.corrections import FIRST_RESULT_VERSION
 from regions.core.lifecycle import Archive, CloseProgress, WriteMarkers, next_step, required_cutoffs
-from regions.kafka_clients import make_producer, partitions_of
 from regions.lifecycle import windows
 from regions.lifecycle.announce import StatusAnnouncer
 from regions.lifecycle.archive import archive_projection
 from regions.lifecycle.publish import CorrectionPublisher
-from regions.projector.cutoffs import reached_cutoffs
-from regions.redis_connection import ProjectionRedis
-from regions.redis_projection import RedisProjection
-from regions.settings import Settings
-from regions.throttled_log import ThrottledLog
+from regions.runtime.settings import Settings
+from regions.runtime.throttled_log import ThrottledLog
+from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.lifecycle import CassandraLifecycle, CloseRecord
+from regions.stores.cassandra.periods import CassandraPeriods
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.cassandra.session import CassandraConnection
+from regions.stores.kafka.clients import make_producer, partitions_of
+from regions.stores.redis.connection import ProjectionRedis
+from regions.stores.redis.cutoffs import reached_cutoffs
+from regions.stores.redis.projection import RedisProjection
 from schema.lifecycle import CutoffMarker, LifecycleCodec, cutoff_marker_key
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,6 @@ from datetime import UTC, datetime
 
 from aiokafka import AIOKafkaProducer
 
-from regions.cassandra_corrections import CassandraCorrections, CorrectionEntry
-from regions.cassandra_lifecycle import CassandraLifecycle, CloseRecord
-from regions.cassandra_results import CassandraResults
 from regions.core.corrections import (
     FIRST_RESULT_VERSION,
     ArchiveVersion,
@@ -31,11 +28,14 @@ from regions.core.corrections import (
     correction_step,
 )
 from regions.core.lifecycle import parse_position_name, position_name
-from regions.kafka_clients import partition_of_key
 from regions.lifecycle.archive import archive_projection
-from regions.redis_projection import RedisProjection
-from regions.settings import Settings
-from regions.throttled_log import ThrottledLog
+from regions.runtime.settings import Settings
+from regions.runtime.throttled_log import ThrottledLog
+from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
+from regions.stores.cassandra.lifecycle import CassandraLifecycle, CloseRecord
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.kafka.clients import partition_of_key
+from regions.stores.redis.projection import RedisProjection
 from schema.lifecycle import CorrectionRecord, LifecycleCodec, correction_key
 from schema.records import totals_key
 

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 from aiokafka import AIOKafkaProducer
 
-from regions.cassandra_lifecycle import CloseRecord
-from regions.cassandra_periods import CassandraPeriods, PeriodRecord, WindowedBoard
 from regions.core.boards import BoardStatus
 from regions.core.periods import WindowSpec, day_key
 from regions.core.rollover import current_period, expiry_due, periods_to_close
+from regions.stores.cassandra.lifecycle import CloseRecord
+from regions.stores.cassandra.periods import CassandraPeriods, PeriodRecord, WindowedBoard
 from schema.records import Codec
 from schema.windows import ExpiryMarker, expiry_key
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from aiokafka.errors import KafkaError
 
-from regions.health import Health, serve_health
 from regions.processor.loop import Processor
-from regions.settings import load_settings
-from regions.worker import run_process, run_until_stopped
+from regions.runtime.health import Health, serve_health
+from regions.runtime.settings import load_settings
+from regions.runtime.worker import run_process, run_until_stopped
 
 
 async def amain() -> None:

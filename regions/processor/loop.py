@@ -34,14 +34,14 @@ from aiokafka import (
 from aiokafka.structs import RecordMetadata
 
 from regions.core.forgetting import forget_before, should_forget
-from regions.health import Health
-from regions.kafka_clients import cluster_id, make_consumer, make_producer, partitions_of
 from regions.processor import metrics
 from regions.processor.restore import Restored, restore
-from regions.processor.state import MemoryStore, StoreIdentity, TaskStore
 from regions.processor.task import FORGET_BATCH, Output, Round, Source
-from regions.rocksdb_state import open_store, store_options
-from regions.settings import Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import cluster_id, make_consumer, make_producer, partitions_of
+from regions.stores.rocksdb import open_store, store_options
+from regions.stores.task_state import MemoryStore, StoreIdentity, TaskStore
 from schema.records import Codec
 from schema.replication import replicated_awards_topic
 

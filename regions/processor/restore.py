@@ -19,10 +19,10 @@ from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.core.aggregation import PlayerState
 from regions.core.positions import SourcePosition
-from regions.kafka_clients import make_consumer, replay
 from regions.processor import metrics
-from regions.processor.state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
-from regions.settings import KafkaSettings
+from regions.runtime.settings import KafkaSettings
+from regions.stores.kafka.clients import make_consumer, replay
+from regions.stores.task_state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
 from schema.records import (
     COMPLETE_KEY,
     EVENT_ID_BYTES,

@@ -58,8 +58,8 @@ from regions.core.periods import InvalidWindow, WindowSpec, day_key, day_of, per
 from regions.core.positions import SourcePosition
 from regions.core.rolling import TooLate, apply_rolling, expire
 from regions.core.windows import decode_window
-from regions.processor.state import CutoffKey, DayEntry, StateKey, StoreBatch, TaskStore
-from regions.settings import KafkaSettings
+from regions.runtime.settings import KafkaSettings
+from regions.stores.task_state import CutoffKey, DayEntry, StateKey, StoreBatch, TaskStore
 from schema.lifecycle import (
     CORRECTION_PREFIX,
     CorrectionRecord,

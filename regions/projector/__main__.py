@@ -5,13 +5,13 @@ from __future__ import annotations
 from aiokafka.errors import KafkaError
 from redis.exceptions import RedisError
 
-from regions.health import Health, serve_health
 from regions.projector.loop import Projector
 from regions.projector.redis_control import LeaseLost, ProjectionControl
-from regions.redis_layouts import LayoutMoved
-from regions.redis_projection import RedisProjection, connect_redis
-from regions.settings import load_settings
-from regions.worker import run_process, run_until_stopped
+from regions.runtime.health import Health, serve_health
+from regions.runtime.settings import load_settings
+from regions.runtime.worker import run_process, run_until_stopped
+from regions.stores.redis.layouts import LayoutMoved
+from regions.stores.redis.projection import RedisProjection, connect_redis
 
 
 async def amain() -> None:

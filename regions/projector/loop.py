@@ -28,17 +28,7 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from regions.core.positions import SourceKey, SourcePosition, merge_marks
-from regions.health import Health
-from regions.kafka_clients import (
-    assign_from_committed,
-    consumer_lag,
-    make_consumer,
-    make_producer,
-    partitions_of,
-)
 from regions.projector import metrics
-from regions.projector.cutoffs import record_cutoffs
-from regions.projector.hints import changes_hint
 from regions.projector.rebuild import (
     ProjectionLost,
     RebuildReport,
@@ -48,9 +38,19 @@ from regions.projector.rebuild import (
 )
 from regions.projector.redis_control import Lease, ProjectionControl, RebuildRequest
 from regions.projector.totals import TotalsBatch, Unprojectable
-from regions.redis_layouts import ShardLost, listpack_advice
-from regions.redis_projection import ApplyResult, Positions, RedisProjection
-from regions.settings import Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import (
+    assign_from_committed,
+    consumer_lag,
+    make_consumer,
+    make_producer,
+    partitions_of,
+)
+from regions.stores.redis.cutoffs import record_cutoffs
+from regions.stores.redis.layouts import ShardLost, listpack_advice
+from regions.stores.redis.projection import ApplyResult, Positions, RedisProjection
+from schema.hints import changes_hint
 from schema.records import Reconciliation
 
 log = logging.getLogger(__name__)

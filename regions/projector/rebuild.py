@@ -12,7 +12,7 @@ or ``ops/lb rebuild`` when no projector runs (see ``redis_control``).
    is older than ``min.compaction.lag.ms``, a minute, so that newer one was written before the end
    the replay reads to, as long as each catch-up takes less than a minute.)
 3. Swap each board's layout in one step: its layout pointer names the fresh keys, and the old
-   layout's scripts refuse from then on (``regions.redis_layouts``); its keys are deleted in the
+   layout's scripts refuse from then on (``regions.stores.redis.layouts``); its keys are deleted in the
    background. A whole rebuild then moves the positions up to what the replay covered; after a
    loss, that same step clears ``rebuilding``, so a reader sees either a stale projection or the
    swapped boards with positions they cover. After a loss, a board still named live that the
@@ -47,10 +47,7 @@ from aiokafka import ConsumerRecord, TopicPartition
 from regions.core.boards import TiePolicy
 from regions.core.positions import SourceKey, SourcePosition, merge_marks
 from regions.core.reads import strip_of
-from regions.kafka_clients import partitions_of, replay
 from regions.projector import metrics
-from regions.projector.cutoffs import record_cutoffs
-from regions.projector.hints import resync_hint, sequence_base
 from regions.projector.redis_control import (
     ProjectionControl,
     RebuildCause,
@@ -59,9 +56,12 @@ from regions.projector.redis_control import (
 )
 from regions.projector.reshard import Reshard, ReshardRefused
 from regions.projector.totals import TotalsBatch, of_board
-from regions.redis_layouts import Layout, ShardLost
-from regions.redis_projection import BoardTotals, Positions, RedisProjection
-from regions.settings import KafkaSettings, Settings
+from regions.runtime.settings import KafkaSettings, Settings
+from regions.stores.kafka.clients import partitions_of, replay
+from regions.stores.redis.cutoffs import record_cutoffs
+from regions.stores.redis.layouts import Layout, ShardLost
+from regions.stores.redis.projection import BoardTotals, Positions, RedisProjection
+from schema.hints import resync_hint, sequence_base
 from schema.redis_keys import LAYOUT_FORMAT
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from typing import Self, cast
 
 from redis.exceptions import RedisError
 
-from regions.redis_connection import ProjectionRedis
+from regions.stores.redis.connection import ProjectionRedis
 from schema.redis_keys import lease_key, rebuild_key
 from schema.resources import lua_script
 

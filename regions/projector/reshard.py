@@ -15,9 +15,9 @@ import time
 from collections.abc import Iterable
 from typing import Protocol, cast
 
-from regions.redis_connection import execute_pipeline
-from regions.redis_layouts import Layout
-from regions.redis_projection import RedisProjection
+from regions.stores.redis.connection import execute_pipeline
+from regions.stores.redis.layouts import Layout
+from regions.stores.redis.projection import RedisProjection
 from schema.redis_keys import shard_of
 
 SCAN_PAGE = 5000  # members per ZSCAN step; their versions are compared in one round trip

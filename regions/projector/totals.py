@@ -19,7 +19,7 @@ from regions.core.boards import MAX_SHARDS, SortOrder, TiePolicy
 from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
-from regions.redis_projection import BoardTotals, ProjectedTotal
+from regions.stores.redis.projection import BoardTotals, ProjectedTotal
 from schema.records import CorrectionsHeld, CutoffReached, ExpiryReached, Watermark
 from schema.scoped import split_board_id
 

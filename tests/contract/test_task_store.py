@@ -10,8 +10,8 @@ import pytest
 from regions.core.aggregation import PlayerState, Seen
 from regions.core.positions import SourcePosition
 from regions.processor.restore import stale_reason
-from regions.processor.state import STORE_FORMAT, MemoryStore, StoreBatch, StoreIdentity, TaskStore
-from regions.rocksdb_state import RocksStore, store_options
+from regions.stores.rocksdb import RocksStore, store_options
+from regions.stores.task_state import STORE_FORMAT, MemoryStore, StoreBatch, StoreIdentity, TaskStore
 from schema.lifecycle import CorrectionRecord, HeldCorrection
 from schema.records import pack_seen
 

@@ -34,10 +34,10 @@ import httpx
 from aiokafka import ConsumerRecord
 from cassandra.cluster import Session
 
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, BoardStatus, SortOrder, TiePolicy
 from regions.intake.client import AwardClient
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.results import CassandraResults
 from schema.records import Codec
 from tests.clusters import RegionServerPool, RegionServers, read_all
 from tests.faults import checkers

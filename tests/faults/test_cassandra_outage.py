@@ -14,9 +14,9 @@ import httpx
 import pytest
 from cassandra.cluster import Session
 
-from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Board
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.audit import CassandraAudit
 from schema.event_id import event_id
 from tests.conftest import RegionFactory
 from tests.harness import region_env

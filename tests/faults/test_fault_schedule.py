@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cassandra.cluster import Session
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from tests.clusters import RegionServerPool
 from tests.faults import checkers
 from tests.faults.reads import Acked, Answer

@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 from regions.core.boards import Board
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from tests.conftest import RegionFactory
 from tests.faults.history import History, Op, check_totals
 

@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 
 from cassandra.cluster import Session
 
-from regions.cassandra_corrections import CassandraCorrections
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_results import CassandraResults
+from regions.actions.correct import record_correction
 from regions.core.boards import Board
 from regions.core.corrections import CorrectionRequest, parse_correction
-from regions.lifecycle.correct import record_correction
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.results import CassandraResults
 from tests.conftest import RegionFactory
 from tests.harness import Region
 from tests.integration.regions.test_close import (

@@ -21,9 +21,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from regions.core.boards import Board
-from regions.redis_layouts import Layout
-from regions.redis_projection import RedisProjection
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.redis.layouts import Layout
+from regions.stores.redis.projection import RedisProjection
 from tests.conftest import RegionFactory
 from tests.e2e.gateway.conftest import GatewayProcess, start_gateway
 from tests.faults.reads import ReadHistory, check_covered, check_versions, load, read, subscribe

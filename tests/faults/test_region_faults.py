@@ -11,12 +11,12 @@ import uuid
 from aiokafka import TopicPartition
 from cassandra.cluster import Session
 
-from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Board
 from regions.core.reads import Row
-from regions.kafka_clients import make_consumer
-from regions.redis_reads import RankReader
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.audit import CassandraAudit
+from regions.stores.kafka.clients import make_consumer
+from regions.stores.redis.reads import RankReader
 from schema.event_id import event_id
 from schema.redis_keys import shard_of
 from tests.conftest import RegionFactory

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiokafka import ConsumerRecord
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from schema.replication import (
     CHECKPOINTS_TOPIC,
     GAP_KEY,

@@ -17,8 +17,8 @@ from pathlib import Path
 from redis.asyncio import RedisCluster
 
 from regions.core.boards import Board
-from regions.redis_projection import RedisProjection
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.redis.projection import RedisProjection
 from schema.redis_keys import positions_key, shard_tag
 from tests.conftest import RegionFactory
 from tests.e2e.gateway.conftest import start_gateway

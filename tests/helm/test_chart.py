@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from regions.kafka_clients import _topic_config, platform_topics
-from regions.settings import KafkaSettings, Settings
+from regions.runtime.settings import KafkaSettings, Settings
+from regions.stores.kafka.clients import _topic_config, platform_topics
 from tests.helm.chart import CHART, CI_VALUES, ROOT, Manifest, env_of, helm, kube_version, pod_specs, render
 
 EU = CHART / "ci" / "eu-values.yaml"

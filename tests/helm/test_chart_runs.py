@@ -28,9 +28,9 @@ import pytest
 import yaml
 from cassandra.cluster import Cluster
 
-from regions.cassandra_store import connect
 from regions.intake.client import AwardClient
-from regions.settings import DEV_ADMIN_TOKEN, DEV_AWARD_KEY_ID, DEV_AWARD_SECRET, Settings
+from regions.runtime.settings import DEV_ADMIN_TOKEN, DEV_AWARD_KEY_ID, DEV_AWARD_SECRET, Settings
+from regions.stores.cassandra.session import connect
 from tests.harness import delete_topics, free_port, terminate
 from tests.helm.chart import CHART, ROOT, Manifest, render
 

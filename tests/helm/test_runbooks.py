@@ -16,8 +16,8 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from regions.cli import parse_command
-from regions.kafka_clients import ensure_topics
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import ensure_topics
 from schema.records import AwardEvent, Codec, Reconciliation
 from tests.helm.chart import CHART, ROOT, render
 from tests.helm.test_values_rejected import EU

@@ -9,10 +9,10 @@ from cassandra import InvalidRequest
 from cassandra.cluster import Session
 from redis.asyncio import Redis
 
-from regions.cassandra_audit import AuditRow, CassandraAudit
-from regions.kafka_clients import make_consumer, make_producer
-from regions.redis_projection import ProjectedTotal, RedisProjection
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.audit import AuditRow, CassandraAudit
+from regions.stores.kafka.clients import make_consumer, make_producer
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection
 
 
 async def _read_all(settings: Settings, topic: str, expected: int) -> list[bytes]:

@@ -1,5 +1,5 @@
 {{/*
-The one mapping from values to the platform's settings (regions/settings.py, LB_* variables).
+The one mapping from values to the platform's settings (regions/runtime/settings/, LB_* variables).
 Every container gets the same plain settings, so every process reads the same settings; only the
 replicators add their source region. Secrets (and the Redis URL, which carries Redis's password)
 go only to the components that use them: see leaderboard.uses. A component's `settings` map passes

@@ -14,9 +14,9 @@ import pytest
 from cassandra.cluster import Session
 from websockets.asyncio.client import connect
 
-from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
 from tests.e2e.gateway.conftest import GatewayProcess, start_gateway, wait_for
 from tests.harness import region_env
 from tests.proxy import TcpProxy

@@ -25,13 +25,13 @@ from gateway.cassandra_stores import open_stores
 from gateway.server import server_config
 from gateway.services import Services
 from gateway.wiring import HomeLink, build_services, running
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import CassandraConnection
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
 from regions.core.positions import SourcePosition
-from regions.redis_projection import ProjectedTotal, RedisProjection
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import CassandraConnection
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection
 from schema.redis_keys import board_tag, layouts_key
 from tests.harness import Region, free_port
 

@@ -7,8 +7,8 @@ import uuid
 import pytest
 from cassandra.cluster import Session
 
-from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Aggregation, SortOrder, TiePolicy
+from regions.stores.cassandra.catalog import CassandraCatalog
 from tests.integration.gateway.conftest import Gateway
 
 CREATE = """mutation($input: CreateLeaderboardInput!) {

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from cassandra.cluster import Session
 from redis.asyncio import Redis
 
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, BoardStatus
 from regions.lifecycle.archive import archive_projection
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.results import CassandraResults
 from tests.integration.gateway.conftest import Boards, Gateway
 
 CLOSE = """mutation($id: ID!, $reason: String) { closeLeaderboard(id: $id, reason: $reason) { id status } }"""

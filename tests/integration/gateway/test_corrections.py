@@ -10,9 +10,9 @@ from typing import Any
 
 from cassandra.cluster import Session
 
-from regions.cassandra_corrections import CassandraCorrections
-from regions.cassandra_lifecycle import CassandraLifecycle
 from regions.core.boards import Board
+from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from tests.integration.gateway.conftest import Boards, Gateway
 
 CORRECT = """mutation($input: PublishCorrectionInput!) { publishCorrection(input: $input) {

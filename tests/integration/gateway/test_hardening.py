@@ -13,7 +13,7 @@ from graphql import get_introspection_query
 from redis.asyncio import Redis
 from websockets.asyncio.client import connect
 
-from regions.settings import Mode, Settings
+from regions.runtime.settings import Mode, Settings
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
 

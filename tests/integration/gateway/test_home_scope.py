@@ -20,11 +20,11 @@ from websockets.asyncio.client import connect
 
 from gateway.hub import HintHub
 from gateway.wiring import HomeLink, home_links
-from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Board
 from regions.core.ordering import encode
-from regions.redis_projection import ProjectedTotal, RedisProjection, connect_redis
-from regions.settings import RegionEndpoint, Settings
+from regions.runtime.settings import RegionEndpoint, Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection, connect_redis
 from tests.harness import free_port
 from tests.integration.gateway.conftest import Gateway, eventually, serve_gateway
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS

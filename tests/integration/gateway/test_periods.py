@@ -16,12 +16,12 @@ from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 from redis.asyncio import Redis
 
-from regions.cassandra_periods import CassandraPeriods
-from regions.cassandra_results import CassandraResults, ResultHeader
 from regions.core.boards import Board
 from regions.core.periods import Period, WindowSpec, period_of, previous_period
 from regions.core.windows import encode_window
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.periods import CassandraPeriods
+from regions.stores.cassandra.results import CassandraResults, ResultHeader
 from schema.lifecycle import ResultChunk
 from tests.integration.gateway.conftest import Boards, Gateway, eventually, serve_gateway
 from tests.integration.gateway.test_persisted import planned

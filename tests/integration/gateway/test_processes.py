@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 from cassandra.cluster import Session
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from tests.harness import free_port, region_env, terminate, wait_ready
 
 QUERY = "{ __typename }"

@@ -13,11 +13,11 @@ from prometheus_client import REGISTRY
 from redis.asyncio import Redis
 
 from gateway.core.breaker import BreakerState
-from regions.cassandra_profiles import CassandraProfiles
-from regions.cassandra_store import connect
 from regions.core.boards import Board
 from regions.core.profiles import Profile
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.profiles import CassandraProfiles
+from regions.stores.cassandra.session import connect
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually, serve_gateway
 from tests.proxy import TcpProxy
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, eventually, serve_gateway
 from tests.integration.gateway.test_admin import ADMIN, CREATE, new_id
 from tests.integration.gateway.test_profiles import gateway_via_proxy

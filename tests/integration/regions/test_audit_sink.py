@@ -14,12 +14,12 @@ from cassandra.cluster import Session
 from prometheus_client import REGISTRY
 
 from regions.audit.loop import AuditSink, audit_row
-from regions.cassandra_audit import CassandraAudit
-from regions.cassandra_store import CassandraConnection
 from regions.core.audit_progress import intent_metadata
-from regions.health import Health
-from regions.kafka_clients import make_consumer, make_producer
-from regions.settings import Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.audit import CassandraAudit
+from regions.stores.cassandra.session import CassandraConnection
+from regions.stores.kafka.clients import make_consumer, make_producer
 from schema.event_id import event_id, payload_digest
 from schema.records import AppliedAward, AwardEvent, Codec
 

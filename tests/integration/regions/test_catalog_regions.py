@@ -8,10 +8,10 @@ import uuid
 
 from cassandra.cluster import Session
 
-from regions.cassandra_catalog import CassandraCatalog
-from regions.cassandra_store import connect
 from regions.core.boards import Board
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import connect
 
 
 async def test_the_same_id_created_at_once_in_two_regions_yields_one_board(

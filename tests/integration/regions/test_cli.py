@@ -13,7 +13,7 @@ import httpx
 from cassandra.cluster import Session
 
 from regions.core.boards import Aggregation, Board
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from tests.harness import Region, region_env
 
 

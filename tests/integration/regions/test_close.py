@@ -23,14 +23,14 @@ from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from cassandra.cluster import Session
 
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, BoardStatus, SortOrder
 from regions.core.ordering import rank_key
 from regions.core.results import ResultEntry
-from regions.kafka_clients import replay
-from regions.projector.cutoffs import reached_cutoffs
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.kafka.clients import replay
+from regions.stores.redis.cutoffs import reached_cutoffs
 from schema.redis_keys import cutoffs_key
 from tests.conftest import RegionFactory
 from tests.harness import Region

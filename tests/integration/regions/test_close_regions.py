@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 
 from cassandra.cluster import Session
 
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, BoardStatus
-from regions.projector.cutoffs import reached_cutoffs
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.redis.cutoffs import reached_cutoffs
 from tests.clusters import Replicators
 from tests.conftest import RegionFactory
 from tests.harness import Region

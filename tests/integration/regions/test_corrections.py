@@ -15,13 +15,13 @@ from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 from redis.asyncio import Redis
 
-from regions.cassandra_corrections import CassandraCorrections
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, TiePolicy
 from regions.core.ordering import rank_key
 from regions.core.results import ResultEntry
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.results import CassandraResults
 from tests.conftest import RegionFactory
 from tests.harness import Region
 from tests.integration.gateway.conftest import Gateway, serve_gateway

@@ -11,13 +11,13 @@ from typing import cast
 
 from cassandra.cluster import Session
 
-from regions.cassandra_corrections import CassandraCorrections
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_results import CassandraResults
+from regions.actions.correct import record_correction
 from regions.core.boards import Board
 from regions.core.corrections import CorrectionRequest, parse_correction
-from regions.lifecycle.correct import record_correction
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.results import CassandraResults
 from schema.redis_keys import announced_key
 from tests.clusters import Replicators
 from tests.conftest import RegionFactory

@@ -12,13 +12,13 @@ import pytest
 from aiokafka import TopicPartition
 from cassandra.cluster import Session
 
-from regions.cassandra_catalog import CassandraCatalog
 from regions.core.boards import Aggregation, Board, BoardStatus
-from regions.health import Health
 from regions.intake.app import create_app
 from regions.intake.client import signed_request
-from regions.kafka_clients import AwardPublisher, make_consumer, make_producer
-from regions.settings import Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.kafka.clients import AwardPublisher, make_consumer, make_producer
 
 
 async def _client(settings: Settings, session: Session) -> AsyncIterator[httpx.AsyncClient]:

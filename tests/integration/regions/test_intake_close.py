@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 
 from cassandra.cluster import Session
 
-from regions.cassandra_lifecycle import CassandraLifecycle
+from regions.actions.close import begin_close
 from regions.core.boards import Board
-from regions.lifecycle.close import begin_close
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from tests.conftest import RegionFactory
 from tests.harness import Region
 

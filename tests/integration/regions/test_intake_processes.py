@@ -9,7 +9,7 @@ import httpx
 
 from regions.core.boards import Board
 from regions.intake.client import signed_request
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from tests.conftest import RegionFactory
 
 

@@ -10,8 +10,8 @@ from redis.asyncio import Redis
 
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, rank_key, reached_position
-from regions.redis_projection import ProjectedTotal, RedisProjection
-from regions.redis_reads import RankReader
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection
+from regions.stores.redis.reads import RankReader
 
 users = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=8

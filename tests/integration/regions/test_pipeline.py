@@ -9,9 +9,9 @@ import uuid
 import httpx
 from cassandra.cluster import Session
 
-from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Aggregation, Board, SortOrder, TiePolicy
-from regions.redis_reads import RankReader
+from regions.stores.cassandra.audit import CassandraAudit
+from regions.stores.redis.reads import RankReader
 from schema.event_id import event_id
 from tests.harness import Region
 

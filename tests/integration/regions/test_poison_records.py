@@ -9,10 +9,10 @@ import httpx
 from aiokafka import ConsumerRecord, TopicPartition
 from cassandra.cluster import Session
 
-from regions.cassandra_audit import CassandraAudit
 from regions.core.boards import Board
-from regions.kafka_clients import make_producer, replay
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.audit import CassandraAudit
+from regions.stores.kafka.clients import make_producer, replay
 from schema.event_id import event_id, payload_digest
 from schema.records import AppliedAward, AwardEvent, Codec, Reconciliation, totals_key
 from tests.harness import Region

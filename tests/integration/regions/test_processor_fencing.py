@@ -12,10 +12,10 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
-from regions.health import Health
-from regions.kafka_clients import ensure_topics, make_consumer, make_producer, replay
 from regions.processor.loop import Processor
-from regions.settings import Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import ensure_topics, make_consumer, make_producer, replay
 from schema.event_id import event_id, payload_digest
 from schema.records import CONTROL_PREFIX, AwardEvent, Codec, PlayerTotal, totals_key
 

@@ -16,12 +16,12 @@ import msgspec
 import pytest
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from regions.health import Health
-from regions.kafka_clients import ensure_topics, make_consumer, make_producer, replay
 from regions.processor.loop import Processor
-from regions.processor.state import StoreBatch, StoreIdentity
-from regions.rocksdb_state import RocksStore, store_options
-from regions.settings import RegionEndpoint, Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import RegionEndpoint, Settings
+from regions.stores.kafka.clients import ensure_topics, make_consumer, make_producer, replay
+from regions.stores.rocksdb import RocksStore, store_options
+from regions.stores.task_state import StoreBatch, StoreIdentity
 from schema.event_id import event_id, payload_digest
 from schema.records import (
     CONTROL_PREFIX,

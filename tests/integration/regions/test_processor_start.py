@@ -10,12 +10,12 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
-from regions.health import Health
-from regions.kafka_clients import TopicMissing, make_consumer, partitions_of
 from regions.processor import loop as loop_module
 from regions.processor import restore as restore_module
 from regions.processor.loop import PartitionsMismatch, Processor
-from regions.settings import KafkaSettings, Settings
+from regions.runtime.health import Health
+from regions.runtime.settings import KafkaSettings, Settings
+from regions.stores.kafka.clients import TopicMissing, make_consumer, partitions_of
 
 
 async def wait_until_described(kafka: KafkaSettings, topic: str) -> None:

@@ -17,10 +17,10 @@ from regions.projector.redis_control import (
     RebuildRequest,
     RebuildState,
 )
-from regions.redis_layouts import Layout, LayoutMoved, ShardLost
-from regions.redis_projection import BoardTotals, Positions, ProjectedTotal, RedisProjection
-from regions.redis_reads import RankReader
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.redis.layouts import Layout, LayoutMoved, ShardLost
+from regions.stores.redis.projection import BoardTotals, Positions, ProjectedTotal, RedisProjection
+from regions.stores.redis.reads import RankReader
 from schema.redis_keys import board_keys, shard_of, shard_tag
 
 

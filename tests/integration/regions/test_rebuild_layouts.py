@@ -11,14 +11,14 @@ import pytest
 from redis.asyncio import Redis
 
 from regions.core.boards import Board
-from regions.kafka_clients import make_producer
 from regions.projector.rebuild import rebuild, rebuild_to_run, run_rebuild
 from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest, RebuildState
 from regions.projector.reshard import Reshard, ReshardRefused
-from regions.redis_layouts import LEGACY, Layout
-from regions.redis_projection import ProjectedTotal, RedisProjection
-from regions.redis_reads import RankReader
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import make_producer
+from regions.stores.redis.layouts import LEGACY, Layout
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection
+from regions.stores.redis.reads import RankReader
 from schema.records import Codec, PlayerTotal, totals_key
 from schema.redis_keys import board_keys, positions_key
 

@@ -21,7 +21,7 @@ from urllib.parse import quote
 import httpx
 from cassandra.cluster import Session
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from tests.harness import free_port, region_env, terminate
 
 AWARD_SECRET = "award-secret-7f3a91"

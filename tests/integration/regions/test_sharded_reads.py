@@ -16,8 +16,8 @@ from redis.asyncio import Redis
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
 from regions.core.reads import PlayerContext
-from regions.redis_projection import ProjectedTotal, RedisProjection
-from regions.redis_reads import RankReader
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection
+from regions.stores.redis.reads import RankReader
 from schema.redis_keys import bucket_of
 
 # Few totals, so that equal scores are common and the order among them (user id, or first reached)

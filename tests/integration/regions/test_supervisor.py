@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from regions.core.supervision import CrashPolicy
-from regions.supervisor import Program, Supervisor, taken_ports
+from regions.runtime.supervisor import Program, Supervisor, taken_ports
 from tests.harness import free_port
 
 QUICK = CrashPolicy(max_crashes=3, window_s=60, first_delay_s=0.01, max_delay_s=0.05)
@@ -88,7 +88,7 @@ async def test_a_second_run_says_which_ports_are_taken_and_starts_nothing(tmp_pa
         holder.bind(("127.0.0.1", port))
         holder.listen()
         second = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "regions.supervisor", "--logs", str(tmp_path), "--pid-file", str(pid_file),
+            sys.executable, "-m", "regions.runtime.supervisor", "--logs", str(tmp_path), "--pid-file", str(pid_file),
             env={**os.environ, "LB_INTAKE__PORT": str(port)},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip

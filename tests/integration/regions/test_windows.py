@@ -15,14 +15,14 @@ from typing import cast
 
 from cassandra.cluster import Session
 
-from regions.cassandra_lifecycle import CassandraLifecycle
-from regions.cassandra_periods import CassandraPeriods
-from regions.cassandra_results import CassandraResults
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import Period, WindowSpec, day_of, day_start_of, period_of
 from regions.core.windows import encode_window
-from regions.redis_reads import RankReader
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.periods import CassandraPeriods
+from regions.stores.cassandra.results import CassandraResults
+from regions.stores.redis.reads import RankReader
 from schema.redis_keys import shard_of
 from tests.clusters import Replicators
 from tests.conftest import RegionFactory

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 from replicator.core import header
 from schema.replication import HOP_HEADER, ORIGIN_HEADER, SOURCE_OFFSET_HEADER, SOURCE_PARTITION_HEADER
 from tests.clusters import (

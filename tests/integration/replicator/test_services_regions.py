@@ -14,8 +14,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
-from regions.kafka_clients import ensure_topics, make_consumer
-from regions.settings import Settings
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import ensure_topics, make_consumer
 from tests.clusters import RegionServerPool
 from tests.harness import delete_topics, free_port
 

@@ -7,7 +7,7 @@ from graphql import FragmentDefinitionNode, OperationDefinitionNode, get_introsp
 
 from gateway.api import build_schema
 from gateway.core.cost import CostModel, Measure, measure
-from regions.settings import Settings
+from regions.runtime.settings import Settings
 
 SCHEMA = build_schema(Settings())._schema
 MODEL = CostModel(max_boards=100, max_top_k=100, max_context_range=50)

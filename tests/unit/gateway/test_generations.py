@@ -13,7 +13,7 @@ from gateway.core.generations import BoardGenerations
 from gateway.projections import Projections
 from regions.core.boards import Board
 from regions.core.reads import AsOf, RankPage, Scope
-from regions.redis_reads import RankReader
+from regions.stores.redis.reads import RankReader
 
 BOARDS = st.sampled_from([f"b{i}" for i in range(8)])
 STEPS = st.lists(st.tuples(st.sampled_from(["changed", "read"]), BOARDS), max_size=200)

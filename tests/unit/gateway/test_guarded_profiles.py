@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from gateway.core.breaker import BreakerState, CircuitBreaker
 from gateway.profiles import UNAVAILABLE, GuardedProfiles
-from regions.cassandra_profiles import ProfileRecord
+from regions.stores.cassandra.profiles import ProfileRecord
 from tests.unit.gateway.waiting import until
 
 

@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from gateway.projections import HomeUnreachable, Projections
 from regions.core.boards import Board
 from regions.core.reads import AsOf, Scope
-from regions.redis_reads import RankReader
+from regions.stores.redis.reads import RankReader
 
 
 class HandReader:

@@ -18,7 +18,7 @@ from gateway.core.updates import PlayerState, ResyncNeeded, TopKChange, Update
 from gateway.hub import HintHub, Mailbox
 from regions.core.boards import Board
 from regions.core.reads import AsOf
-from regions.settings import GatewaySettings
+from regions.runtime.settings import GatewaySettings
 from schema.redis_keys import hints_channel
 from tests.unit.gateway.waiting import until
 

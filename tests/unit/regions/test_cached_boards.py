@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from regions.cached_boards import CachedBoards, CatalogUnavailable
-from regions.cassandra_store import CassandraUnavailable
 from regions.core.boards import Board, BoardStatus
+from regions.stores.cached_boards import CachedBoards, CatalogUnavailable
+from regions.stores.cassandra.session import CassandraUnavailable
 
 OPEN = Board("b1", "One", "local")
 CLOSING = Board("b1", "One", "local", status=BoardStatus.CLOSING)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regions.health import Health
+from regions.runtime.health import Health
 
 
 def test_only_required_checks_make_a_process_unready_and_details_join_the_body() -> None:

@@ -7,7 +7,7 @@ from aiokafka.partitioner import murmur2 as reference_murmur2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regions.kafka_partitioner import KeyPartitioner, murmur2
+from regions.stores.kafka.partitioner import KeyPartitioner, murmur2
 
 
 @given(st.binary(max_size=300))

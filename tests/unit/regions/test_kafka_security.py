@@ -8,8 +8,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from pydantic import SecretStr
 
-from regions.kafka_security import connection_options
-from regions.settings import KafkaSecurity, KafkaSettings, SaslMechanism
+from regions.runtime.settings import KafkaSecurity, KafkaSettings, SaslMechanism
+from regions.stores.kafka.security import connection_options
 
 
 def test_plaintext_adds_no_tls_and_no_credentials() -> None:

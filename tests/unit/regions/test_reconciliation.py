@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regions.reconciliation import describe
+from regions.cli.reconciliation import describe
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Reconciliation
 

@@ -7,7 +7,7 @@ from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.connection import Connection, SSLConnection
 from redis.exceptions import DataError
 
-from regions.redis_connection import (
+from regions.stores.redis.connection import (
     InvalidRedisUrlError,
     PackedConnection,
     PackedSSLConnection,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from regions.settings import RegionEndpoint, Settings
-from regions.supervisor import region_programs
+from regions.runtime.settings import RegionEndpoint, Settings
+from regions.runtime.supervisor import region_programs
 
 
 def test_one_region_runs_no_replicator() -> None:

@@ -9,7 +9,7 @@ import os
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from regions.settings import (
+from regions.runtime.settings import (
     TEST_ONLY,
     Settings,
     UnknownSettingsError,

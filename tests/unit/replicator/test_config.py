@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from regions.settings import RegionEndpoint, ReplicatorSettings, Settings
+from regions.runtime.settings import RegionEndpoint, ReplicatorSettings, Settings
 from replicator.config import Pair, SettingsError, replication_pair
 
 REGIONS = {

@@ -8,7 +8,7 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regions.kafka_clients import assignment_strategy
+from regions.stores.kafka.clients import assignment_strategy
 
 
 class _Cluster:

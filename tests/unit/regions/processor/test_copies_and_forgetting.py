@@ -9,9 +9,9 @@ import itertools
 from aiokafka import ConsumerRecord
 
 from regions.core.forgetting import forget_before, should_forget
-from regions.processor.state import MemoryStore
 from regions.processor.task import Round, Source
-from regions.settings import KafkaSettings
+from regions.runtime.settings import KafkaSettings
+from regions.stores.task_state import MemoryStore
 from schema.event_id import event_id, payload_digest
 from schema.records import (
     COMPLETE_KEY,

@@ -9,10 +9,10 @@ from aiokafka import ConsumerRecord
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regions.processor.state import MemoryStore
+from regions.cli.reconciliation import board_and_user
 from regions.processor.task import Round, Source
-from regions.reconciliation import board_and_user
-from regions.settings import KafkaSettings
+from regions.runtime.settings import KafkaSettings
+from regions.stores.task_state import MemoryStore
 from schema.event_id import correction_event_id, event_id, payload_digest
 from schema.lifecycle import (
     CorrectionRecord,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from aiokafka import ConsumerRecord
 
-from regions.processor.state import MemoryStore
 from regions.processor.task import Round, Source
-from regions.settings import KafkaSettings
+from regions.runtime.settings import KafkaSettings
+from regions.stores.task_state import MemoryStore
 from schema.event_id import event_id, payload_digest
 from schema.lifecycle import CutoffMarker, CutoffReached, LifecycleCodec, cutoff_marker_key
 from schema.records import AwardEvent, Codec, totals_key

@@ -9,7 +9,7 @@ import asyncio
 from aiokafka import ConsumerRecord
 
 from regions.processor.restore import _Loader
-from regions.processor.state import MemoryStore, StoreIdentity
+from regions.stores.task_state import MemoryStore, StoreIdentity
 from schema.records import COMPLETE_KEY, pack_seen
 
 A, B = "aa" * 16, "bb" * 16

@@ -1,11 +1,11 @@
 """The projector's hints as the gateway's hub parses them, the rebuild record, and its printed progress."""
 
 from gateway.core.hints import parse_hint
+from regions.cli.projection import ProgressPrinter
 from regions.core.boards import SortOrder, TiePolicy
-from regions.projector.command import ProgressPrinter
-from regions.projector.hints import MAX_HINT_USERS, changes_hint, resync_hint, sequence_base
 from regions.projector.redis_control import RebuildCause, RebuildRequest, RebuildState
 from regions.projector.totals import ProjectableTotal
+from schema.hints import MAX_HINT_USERS, changes_hint, resync_hint, sequence_base
 
 
 def _view(user: str) -> ProjectableTotal:

@@ -1,0 +1,113 @@
+"""Recording a correction of a closed board, for every caller (the gateway's publishCorrection,
+``ops/lb correct``). Its home region's lifecycle worker then publishes it (``publish``).
+
+Checked here, each refusal naming the field: the board exists, this is its home region, it is
+CLOSED, and every adjusted player is in its result; the same correction id again answers the
+correction it recorded (with the same content) or is refused (with other content).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from regions.core.boards import BoardStatus
+from regions.core.corrections import CorrectionRequest, next_result_version, not_in_result
+from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
+from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.redis.projection import RedisProjection
+
+ATTEMPTS = 5  # versions claimed by concurrent corrections of one board before giving up
+
+
+class CorrectionRefused(Exception):
+    """The correction is not recorded; ``kind`` is ``unknown`` (no such board), ``not_home``,
+    ``not_closed``, ``not_in_result``, ``conflict`` (the id holds other content) or ``unavailable``
+    (retry later)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _same(entry: CorrectionEntry, request: CorrectionRequest, at: str) -> CorrectionEntry:
+    if entry.digest != request.digest:
+        raise CorrectionRefused(
+            "conflict",
+            f"{at}correctionId: {request.correction_id!r} is correction version {entry.result_version} of "
+            f"{request.board_id!r} with another reason or other adjustments; use a new id for a new correction",
+        )
+    return entry
+
+
+async def _check_players(
+    projection: RedisProjection, prefix: str, request: CorrectionRequest, at: str
+) -> None:
+    """Every adjusted player is in the board's result: the frozen home projection holds the same
+    players as every result version (corrections change scores, not who is in it)."""
+    positions = await projection.positions()
+    if positions.epoch is None or positions.rebuilding:
+        raise CorrectionRefused(
+            "unavailable",
+            "the board's projection is being rebuilt here, so its players cannot be checked; retry",
+        )
+    users = [a.user_id for a in request.adjustments]
+    found = await projection.totals_of(request.board_id, users)
+    missing = not_in_result(request.adjustments, {u: found[u] is not None for u in users})
+    if missing:
+        named = "; ".join(
+            f"{at}adjustments[{i}].userId: {users[i]!r} is not in the result of {request.board_id!r}"
+            for i in missing
+        )
+        raise CorrectionRefused(
+            "not_in_result", f"{named} (a correction changes the score of a player in it)"
+        )
+
+
+async def record_correction(
+    lifecycle: CassandraLifecycle,
+    corrections: CassandraCorrections,
+    projection: RedisProjection,
+    prefix: str,
+    request: CorrectionRequest,
+    *,
+    region: str,
+    now: datetime,
+    at: str = "input.",
+) -> CorrectionEntry:
+    """Record ``request`` as the board's next result version (or answer the one its id recorded)."""
+    record = await lifecycle.record(request.board_id)
+    if record is None:
+        raise CorrectionRefused(
+            "unknown", f"{at}leaderboardId: leaderboard {request.board_id!r} does not exist"
+        )
+    home = record.board.home_region
+    if home != region:
+        raise CorrectionRefused(
+            "not_home",
+            f"{at}leaderboardId: leaderboard {request.board_id!r} is corrected in its home region {home!r}, "
+            f"not {region!r}: send the correction to that region",
+        )
+    known = await corrections.get(request.board_id, request.correction_id)
+    if known is not None:
+        return _same(known, request, at)
+    status = record.board.status
+    if status is not BoardStatus.CLOSED:
+        raise CorrectionRefused(
+            "not_closed",
+            f"{at}leaderboardId: leaderboard {request.board_id!r} is {status}; only a CLOSED board takes "
+            "corrections (close it, and wait until it is CLOSED)",
+        )
+    await _check_players(projection, prefix, request, at)
+    for _ in range(ATTEMPTS):
+        last = await corrections.last_version(request.board_id)
+        if await corrections.record(request, next_result_version(last), last, now):
+            break
+        known = await corrections.get(request.board_id, request.correction_id)
+        if known is not None:  # the same id, recorded concurrently
+            return _same(known, request, at)
+    entry = await corrections.get(request.board_id, request.correction_id)
+    if entry is None:
+        raise CorrectionRefused(
+            "unavailable", f"corrections of {request.board_id!r} are being recorded concurrently; retry"
+        )
+    return _same(entry, request, at)

@@ -1,0 +1,46 @@
+"""Prometheus metrics of the region's processes, served on each one's ``/metrics``.
+
+Runtime and consumer-lag metrics come from ``regions.runtime.health``; these say what the work itself did.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+INTAKE_REQUESTS = Counter(
+    "lb_intake_requests", "Award requests answered, by outcome (accepted, or the error code)", ["outcome"]
+)
+INTAKE_AWARDS = Counter("lb_intake_awards_accepted", "Awards acknowledged by Kafka and answered 202")
+INTAKE_SECONDS = Histogram(
+    "lb_intake_request_seconds",
+    "Time from a request's arrival to its answer",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 15),
+)
+
+AUDIT_BACKLOG = Gauge(
+    "lb_audit_backlog_records",
+    "Offsets of the applied-award feed not yet written to the audit history (read from Kafka, so true also "
+    "while Cassandra is down; transaction markers count too, so it is an upper bound on records)",
+)
+AUDIT_WRITTEN = Counter(
+    "lb_audit_rows_written", "Audit rows written (a row found already written is not counted)"
+)
+AUDIT_PRESENT = Counter(
+    "lb_audit_rows_present",
+    "Audit rows found already written when their records were read again (a sink stopped before "
+    "committing them), so not written again",
+)
+AUDIT_RECONCILED = Counter(
+    "lb_audit_reconciled",
+    "Applied-award records the audit could not write, sent to reconciliation",
+    ["reason"],
+)
+INTAKE_HEARTBEATS = Counter(
+    "lb_intake_heartbeats",
+    "Rounds of heartbeats (one record per awards partition), by outcome (written, or failed)",
+    ["outcome"],
+)
+AUDIT_LEFT_TO_HOME = Counter(
+    "lb_audit_left_to_home",
+    "Applied awards of boards homed in another region: that region's audit sink records them",
+)

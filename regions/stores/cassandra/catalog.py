@@ -1,0 +1,98 @@
+"""Board catalog in Cassandra."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cassandra import ConsistencyLevel
+from cassandra.cluster import Session
+
+from regions.core.boards import Aggregation, Board, BoardStatus, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.ids import board_id_error
+from regions.stores.cassandra.session import execute
+
+_COLUMNS = "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative, shards"
+_READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
+
+
+def _board(row: Any) -> Board:
+    return Board(
+        id=row.board_id,
+        name=row.name,
+        home_region=row.home_region,
+        sort_order=SortOrder(row.sort_order),
+        aggregation=Aggregation(row.aggregation),
+        tie_policy=TiePolicy(row.tie_policy),
+        window=row.time_window,
+        status=BoardStatus(row.status),
+        allow_negative=bool(row.allow_negative),
+        shards=row.shards or 1,
+        cutoffs=tuple(sorted((row.cutoffs or {}).items())),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """A board as the catalog holds it, with when it was created."""
+
+    board: Board
+    created_at: datetime | None
+
+
+class CassandraCatalog:
+    """The global board catalog: one table every region reads (LOCAL_QUORUM, the local data center's
+    copy, replicated to the others within seconds) and creates boards in. A board id is unique
+    across regions: creation is a Paxos transaction at SERIAL, over every data center, so of two
+    regions creating one id at once exactly one succeeds and the other is told it exists."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._get = session.prepare(f"SELECT {_READ_COLUMNS} FROM boards WHERE board_id = ?")
+        self._create = session.prepare(
+            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
+            "IF NOT EXISTS"
+        )
+        self._create.serial_consistency_level = ConsistencyLevel.SERIAL
+        self._set_shards = session.prepare("UPDATE boards SET shards = ? WHERE board_id = ?")
+
+    async def get(self, board_id: str) -> Board | None:
+        rows = await execute(self._session, self._get, (board_id,))
+        row = rows.one()
+        return None if row is None else _board(row)
+
+    async def create(self, board: Board) -> bool:
+        """Create the board; False when a board with this id already exists (it is left unchanged).
+        A period's id (``<board>@<key>``) is never a board of its own: refused."""
+        problem = board_id_error(board.id)
+        if problem is not None:
+            raise InvalidBoardError(f"id {board.id!r}: {problem}")
+        result = await execute(
+            self._session,
+            self._create,
+            (
+                board.id,
+                board.name,
+                board.home_region,
+                board.sort_order.value,
+                board.aggregation.value,
+                board.tie_policy.value,
+                board.window,
+                board.status.value,
+                board.allow_negative,
+                board.shards,
+            ),
+        )
+        return bool(result.was_applied)
+
+    async def set_shards(self, board_id: str, shards: int) -> None:
+        """Record the board's shard count: awards accepted from then on carry it to the projections."""
+        await execute(self._session, self._set_shards, (shards, board_id))
+
+    async def all(self) -> list[Board]:
+        return [entry.board for entry in await self.entries()]
+
+    async def entries(self) -> list[CatalogEntry]:
+        rows = await execute(self._session, f"SELECT {_READ_COLUMNS}, created_at FROM boards")
+        return [CatalogEntry(_board(row), row.created_at) for row in rows]

@@ -1,0 +1,108 @@
+"""Corrections of closed boards in Cassandra (``board_corrections``): what each correction asked for,
+the result version it publishes, where its records landed and when it was published.
+
+A correction is recorded by one lightweight transaction in its board's partition that claims the next
+result version as it writes the row (``IF last_version = <read> AND result_version = null``): an id
+is recorded once, two corrections never share a version, and a lost race is simply read again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from cassandra.cluster import Session
+
+from regions.core.corrections import Adjustment, CorrectionRequest
+from regions.stores.cassandra.session import execute
+
+_COLUMNS = (
+    "board_id, correction_id, result_version, reason, adjustments, digest, created_at, written, published_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectionEntry:
+    board_id: str
+    correction_id: str
+    result_version: int
+    reason: str
+    adjustments: tuple[Adjustment, ...]
+    digest: str
+    created_at: datetime | None
+    written: Mapping[str, int] | None = field(default=None)  # None: its records are not written yet
+    published_at: datetime | None = None
+
+    @property
+    def published(self) -> bool:
+        return self.published_at is not None
+
+
+def _entry(row: Any) -> CorrectionEntry:
+    return CorrectionEntry(
+        board_id=row.board_id, correction_id=row.correction_id, result_version=row.result_version,
+        reason=row.reason, adjustments=tuple(Adjustment(u, s) for u, s in row.adjustments or ()),
+        digest=row.digest, created_at=row.created_at,
+        written=None if row.written is None else dict(row.written), published_at=row.published_at,
+    )  # fmt: skip
+
+
+class CassandraCorrections:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._get = session.prepare(
+            f"SELECT {_COLUMNS} FROM board_corrections WHERE board_id = ? AND correction_id = ?"
+        )
+        self._of_board = session.prepare(f"SELECT {_COLUMNS} FROM board_corrections WHERE board_id = ?")
+        self._last = session.prepare("SELECT last_version FROM board_corrections WHERE board_id = ? LIMIT 1")
+        self._record = session.prepare(
+            "UPDATE board_corrections SET last_version = ?, result_version = ?, reason = ?, adjustments = ?, "
+            "digest = ?, created_at = ? WHERE board_id = ? AND correction_id = ? "
+            "IF last_version = ? AND result_version = null"
+        )
+        self._written = session.prepare(
+            "UPDATE board_corrections SET written = ? WHERE board_id = ? AND correction_id = ?"
+        )
+        self._published = session.prepare(
+            "UPDATE board_corrections SET published_at = ? WHERE board_id = ? AND correction_id = ?"
+        )
+
+    async def get(self, board_id: str, correction_id: str) -> CorrectionEntry | None:
+        row = (await execute(self._session, self._get, (board_id, correction_id))).one()
+        return None if row is None or row.result_version is None else _entry(row)
+
+    async def of_board(self, board_id: str) -> list[CorrectionEntry]:
+        """Every correction of the board, by result version."""
+        rows = await execute(self._session, self._of_board, (board_id,))
+        return sorted(
+            (_entry(r) for r in rows if r.result_version is not None), key=lambda e: e.result_version
+        )
+
+    async def last_version(self, board_id: str) -> int | None:
+        """The newest result version assigned to a correction of the board (None: none yet)."""
+        row = (await execute(self._session, self._last, (board_id,))).one()
+        return None if row is None else row.last_version
+
+    async def last_versions(self) -> dict[str, int]:
+        """The newest version assigned per corrected board (one row per board's partition)."""
+        rows = await execute(self._session, "SELECT DISTINCT board_id, last_version FROM board_corrections")
+        return {row.board_id: row.last_version for row in rows if row.last_version is not None}
+
+    async def record(self, request: CorrectionRequest, version: int, after: int | None, at: datetime) -> bool:
+        """Record ``request`` as result ``version``, if the board's last assigned version is still
+        ``after`` and the id is new; False otherwise (nothing was written)."""
+        adjustments = [(a.user_id, a.score) for a in request.adjustments]
+        result = await execute(self._session, self._record, (
+            version, version, request.reason, adjustments, request.digest, at,
+            request.board_id, request.correction_id, after,
+        ))  # fmt: skip
+        return bool(result.was_applied)
+
+    async def record_written(self, board_id: str, correction_id: str, written: Mapping[str, int]) -> None:
+        """The correction's records are in the awards topic: the last one of each partition is here."""
+        await execute(self._session, self._written, (dict(written), board_id, correction_id))
+
+    async def record_published(self, board_id: str, correction_id: str, at: datetime) -> None:
+        await execute(self._session, self._published, (at, board_id, correction_id))

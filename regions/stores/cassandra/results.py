@@ -1,0 +1,96 @@
+"""Archived results of closed boards in Cassandra: chunks of ranked entries and a header per version.
+
+A version is written chunk by chunk (``board_result_chunks``, one partition per chunk, written by key:
+writing a chunk again with the same entries is harmless), then its header (``board_results``, IF NOT
+EXISTS). A version is readable only once its header exists, so a crash mid-archive leaves nothing
+readable and the archive is simply written again. Archived versions are never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cassandra.cluster import Session
+
+from regions.core.results import ResultEntry
+from regions.stores.cassandra.session import execute, execute_all
+from schema.lifecycle import LifecycleCodec, ResultChunk
+
+
+@dataclass(frozen=True, slots=True)
+class ResultHeader:
+    board_id: str
+    version: int
+    created_at: datetime | None
+    reason: str | None
+    player_count: int
+    chunk_count: int
+    chunk_size: int
+
+
+def _header(row: Any) -> ResultHeader:
+    return ResultHeader(
+        row.board_id, row.result_version, row.created_at, row.reason,
+        row.player_count or 0, row.chunk_count or 0, row.chunk_size or 1,
+    )  # fmt: skip
+
+
+class CassandraResults:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._codec = LifecycleCodec()
+        columns = "board_id, result_version, created_at, reason, player_count, chunk_count, chunk_size"
+        # Rows of ``board_results`` written before chunked archives have no chunk count: not readable.
+        self._latest = session.prepare(f"SELECT {columns} FROM board_results WHERE board_id = ? LIMIT 1")
+        self._version = session.prepare(
+            f"SELECT {columns} FROM board_results WHERE board_id = ? AND result_version = ?"
+        )
+        self._put_header = session.prepare(
+            f"INSERT INTO board_results ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS"
+        )
+        self._put_chunk = session.prepare(
+            "INSERT INTO board_result_chunks (board_id, result_version, chunk, ranked) VALUES (?, ?, ?, ?)"
+        )
+        self._get_chunk = session.prepare(
+            "SELECT chunk, ranked FROM board_result_chunks WHERE board_id = ? AND result_version = ? AND chunk = ?"
+        )
+
+    async def get(self, board_id: str, version: int | None) -> ResultHeader | None:
+        """A complete version's header, or the newest one when ``version`` is None."""
+        if version is None:
+            rows = await execute(self._session, self._latest, (board_id,))
+        else:
+            rows = await execute(self._session, self._version, (board_id, version))
+        row = rows.one()
+        return None if row is None else _header(row)
+
+    async def put_chunks(self, board_id: str, version: int, chunks: list[tuple[int, ResultChunk]]) -> None:
+        params = [(board_id, version, number, self._codec.encode(chunk)) for number, chunk in chunks]
+        for outcome in await execute_all(self._session, self._put_chunk, params):
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def put_header(self, header: ResultHeader) -> None:
+        """Mark the version complete (once: a header already there is kept)."""
+        await execute(self._session, self._put_header, (
+            header.board_id, header.version, header.created_at, header.reason,
+            header.player_count, header.chunk_count, header.chunk_size,
+        ))  # fmt: skip
+
+    async def chunks(
+        self, board_id: str, version: int, numbers: Iterable[int]
+    ) -> dict[int, list[ResultEntry]]:
+        """The entries of the named chunks of a version, by chunk number."""
+        params = [(board_id, version, number) for number in numbers]
+        found: dict[int, list[ResultEntry]] = {}
+        for outcome in await execute_all(self._session, self._get_chunk, params):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            row = outcome.one()
+            if row is not None:
+                chunk = self._codec.chunk(row.ranked)
+                found[row.chunk] = [ResultEntry(*entry) for entry in chunk.entries]
+        return found

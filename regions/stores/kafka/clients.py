@@ -1,0 +1,301 @@
+"""Kafka adapter: producers, consumers and topic bootstrap, configured from settings.
+
+Every producer is idempotent with acks=all; every consumer reads committed data only and never
+auto-commits (offsets are committed inside the processor's transaction or explicitly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.partitioner import DefaultPartitioner
+
+from regions.runtime.settings import KafkaSettings
+from regions.stores.kafka.partitioner import KeyPartitioner
+from regions.stores.kafka.security import connection_options
+from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    compacted: bool
+    description: str
+    retention_ms: int | None = None  # also delete records older than this (compacted topics too)
+
+
+def platform_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[TopicSpec]:
+    """The topics the platform owns. Totals is compacted: it is also the processor's changelog of
+    player state; dedupe is the changelog of the dedupe memory, compacted only: the processor forgets
+    by stream time, with tombstones, never by the broker's clock. With other regions, one topic per
+    remote region receives its replicated awards, and a compacted topic holds the replicators'
+    checkpoints."""
+    topics = [
+        TopicSpec(kafka.topic("awards"), False, "accepted awards, key boardId|userId"),
+        TopicSpec(kafka.topic("totals"), True, "versioned absolute totals and processor state"),
+        TopicSpec(kafka.topic("dedupe"), True, "processor dedupe memory, key event id"),
+        TopicSpec(kafka.topic("applied"), False, "applied awards with their totals: the audit feed"),
+        TopicSpec(kafka.topic("reconciliation"), False, "conflicting repeats and rejected awards"),
+    ]
+    topics += [
+        TopicSpec(kafka.topic(replicated_awards_topic(r)), False, f"awards accepted in {r}, replicated here")
+        for r in remote_regions
+    ]
+    if remote_regions:
+        topics.append(TopicSpec(kafka.topic(CHECKPOINTS_TOPIC), True, "replicators' next source offsets"))
+    return topics
+
+
+def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
+    config = {
+        "min.insync.replicas": str(kafka.min_insync_replicas),
+        "unclean.leader.election.enable": "false",
+    }
+    if spec.compacted:
+        config |= {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}
+    if spec.retention_ms is not None:
+        config |= {"cleanup.policy": "compact,delete", "retention.ms": str(spec.retention_ms)}
+    return config
+
+
+async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()) -> list[str]:
+    """Create the platform's topics that are missing; returns the names created. Re-runnable."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        wanted = [
+            NewTopic(
+                spec.name,
+                num_partitions=kafka.partitions,
+                replication_factor=kafka.replication_factor,
+                topic_configs=_topic_config(kafka, spec),
+            )
+            for spec in platform_topics(kafka, remote_regions)
+            if spec.name not in existing
+        ]
+        if wanted:
+            try:
+                await admin.create_topics(wanted)
+            except TopicAlreadyExistsError:
+                log.info("topics were created concurrently")
+            await _until_described(admin, [t.name for t in wanted])
+        dedupe = next(s for s in platform_topics(kafka) if s.name == kafka.topic("dedupe"))
+        if dedupe.name in existing:  # made by an older release with time retention: compacted only now
+            resource = ConfigResource(ConfigResourceType.TOPIC, dedupe.name, _topic_config(kafka, dedupe))
+            await admin.alter_configs([resource])
+        return [t.name for t in wanted]
+    finally:
+        await admin.close()
+
+
+async def _until_described(admin: AIOKafkaAdminClient, names: list[str], within_s: float = 30) -> None:
+    """Wait until the brokers describe every named topic with its partitions: the controller answers
+    a creation before the brokers' metadata holds it, and a client that looks at once finds nothing."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while True:
+        described = await admin.describe_topics(names)
+        missing = [t["topic"] for t in described if t.get("error_code", 0) != 0 or not t["partitions"]]
+        if not missing:
+            return
+        if loop.time() > deadline:
+            raise TopicMissing(
+                f"topics {', '.join(missing)} were created but are not described after {within_s:.0f}s"
+            )
+        await asyncio.sleep(0.1)
+
+
+def make_producer(
+    kafka: KafkaSettings, *, transactional_id: str | None = None, batch_bytes: int = 16_384
+) -> AIOKafkaProducer:
+    """An idempotent acks=all producer; transactional when given a transactional id. A partition's
+    records wait for its previous batch to be sent: ``batch_bytes`` bounds each batch."""
+    return AIOKafkaProducer(
+        bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
+        acks="all",
+        enable_idempotence=True,
+        linger_ms=kafka.linger_ms,
+        request_timeout_ms=kafka.request_timeout_ms,
+        transactional_id=transactional_id,
+        transaction_timeout_ms=kafka.transaction_timeout_ms,
+        max_batch_size=batch_bytes,
+        partitioner=KeyPartitioner(),
+    )
+
+
+def make_consumer(
+    kafka: KafkaSettings,
+    *topics: str,
+    group_id: str | None,
+    from_beginning: bool = True,
+    session_timeout_ms: int = 10_000,
+    co_partitioned: bool = False,
+) -> AIOKafkaConsumer:
+    """A read_committed consumer that never auto-commits. ``co_partitioned``: the group gives the same
+    partition number of every subscribed topic to one member (range assignment; the topics must
+    have equal partition counts), so one member owns partition p of every source."""
+    return AIOKafkaConsumer(
+        *topics,
+        bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
+        group_id=group_id,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest" if from_beginning else "latest",
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_interval_ms=session_timeout_ms // 3,
+        partition_assignment_strategy=assignment_strategy(co_partitioned),
+    )
+
+
+def assignment_strategy(co_partitioned: bool) -> tuple[type[AbstractPartitionAssignor], ...]:
+    """Range assignment gives every member the same partition numbers of equally partitioned topics
+    (each topic's sorted partitions split over the same sorted members); round robin spreads best."""
+    return (RangePartitionAssignor,) if co_partitioned else (RoundRobinPartitionAssignor,)
+
+
+class TopicMissing(KafkaError):  # type: ignore[misc]
+    """A platform topic is not there (yet). A Kafka error like any other, so services retry: one
+    started before 'ops/lb bootstrap', or before new topics reach the broker's metadata, waits for
+    them instead of running with no partitions."""
+
+
+class AcceptanceUnavailable(Exception):
+    """Kafka did not acknowledge with the configured policy in time; the caller may retry."""
+
+
+class AwardPublisher:
+    """Sends awards with acks=all and returns their (partition, offset) once all are acknowledged."""
+
+    def __init__(self, producer: AIOKafkaProducer, topic: str, timeout_s: float) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._timeout_s = timeout_s
+
+    async def publish(self, records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
+        """Publish (key, value) pairs; raises AcceptanceUnavailable unless every one is acknowledged."""
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                futures = [await self._producer.send(self._topic, value, key=key) for key, value in records]
+                metadata = await asyncio.gather(*futures)
+        except (KafkaError, TimeoutError) as exc:
+            raise AcceptanceUnavailable(f"Kafka did not acknowledge: {exc!r}") from exc
+        return [(m.partition, m.offset) for m in metadata]
+
+
+async def _behind(consumer: AIOKafkaConsumer, end: dict[TopicPartition, int]) -> int:
+    """Records still to read before ``end`` (0 when every partition reached it)."""
+    left = 0
+    for tp, offset in end.items():
+        left += max(0, offset - await consumer.position(tp))
+    return left
+
+
+async def replay(
+    kafka: KafkaSettings,
+    tps: list[TopicPartition],
+    handle: Callable[[list[ConsumerRecord]], Awaitable[None]],
+    *,
+    start: dict[TopicPartition, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[TopicPartition, int]:
+    """Read committed records of ``tps`` from ``start`` (default: the beginning) to the end offsets
+    taken when the call begins, handing each batch to ``handle``; returns those end offsets.
+    ``progress(done, total)`` counts offsets read."""
+    consumer = make_consumer(kafka, group_id=None)
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        for tp in tps:
+            if start and tp in start:
+                consumer.seek(tp, start[tp])
+            else:
+                await consumer.seek_to_beginning(tp)
+        end: dict[TopicPartition, int] = await consumer.end_offsets(tps)
+        total = left = await _behind(consumer, end)
+        while left:
+            batch = await consumer.getmany(*tps, timeout_ms=500, max_records=20_000)
+            for tp, records in batch.items():
+                records = [r for r in records if r.offset < end[tp]]
+                if records:
+                    await handle(records)
+            left = await _behind(consumer, end)
+            if progress is not None:
+                progress(total - left, total)  # offsets, transaction markers included
+        return end
+    finally:
+        await consumer.stop()
+
+
+async def assign_from_committed(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> None:
+    """Assign ``tps`` and continue from the group's committed offsets (the beginning if none)."""
+    consumer.assign(tps)
+    for tp in tps:
+        committed = await consumer.committed(tp)
+        if committed is None:
+            await consumer.seek_to_beginning(tp)
+        else:
+            consumer.seek(tp, committed)
+
+
+async def committed_metadata(
+    kafka: KafkaSettings, group: str, tps: list[TopicPartition]
+) -> dict[TopicPartition, str]:
+    """The metadata of the group's committed offsets of ``tps`` (those it committed)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        found = await admin.list_consumer_group_offsets(group, partitions=tps)
+    finally:
+        await admin.close()
+    return {tp: committed.metadata or "" for tp, committed in found.items() if committed.offset >= 0}
+
+
+async def consumer_lag(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict[int, int]:
+    """Records between the consumer's position and the end, per partition."""
+    end = await consumer.end_offsets(tps)
+    return {tp.partition: max(0, end[tp] - await consumer.position(tp)) for tp in tps}
+
+
+async def cluster_id(kafka: KafkaSettings) -> str:
+    """The Kafka cluster's id: a local copy of a changelog is only valid for the cluster it came from."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        return str((await admin.describe_cluster())["cluster_id"])
+    finally:
+        await admin.close()
+
+
+def partition_of_key(key: bytes, partitions: list[int]) -> int:
+    """The partition a producer sends ``key`` to without an explicit partition (murmur2, as every
+    Kafka client does): where the intake put the awards of that key."""
+    return int(DefaultPartitioner()(key, partitions, partitions))
+
+
+async def partitions_of(kafka: KafkaSettings, topic: str) -> list[int]:
+    """The topic's partitions, from the brokers; ``TopicMissing`` when it does not exist."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, **connection_options(kafka))
+    await admin.start()
+    try:
+        described = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    found = sorted(p["partition"] for t in described if t.get("error_code", 0) == 0 for p in t["partitions"])
+    if not found:
+        raise TopicMissing(f"topic {topic} does not exist (yet); run 'ops/lb bootstrap'")
+    return found

@@ -1,0 +1,295 @@
+"""Reads of the Redis ranking projection: top K, a player's rank with neighbours, the board's size,
+each with asOf.
+
+asOf is read before the board's keys. Positions only move forward after the totals they cover are
+applied, so every award at or before a reported position is in the response (it may hold more).
+A projection without an epoch (lost) or marked rebuilding answers ``stale``. A CLOSED board's reads
+claim its cutoffs (``regions.core.reads.board_positions``): they come from its frozen standings.
+
+A board one of whose shards lost its keys (on a Redis Cluster, a master that does not hold the
+epoch restarted empty: the shard refuses while the layouts hash still names its layout) answers
+nothing, stale, until the projector has rebuilt it; a whole read (an archive) raises ShardLost.
+
+The epoch is read again after the board's keys. Redis may lose the projection between the two
+reads, and a Redis that lost it need not be empty when the board is read: the projector's batch in
+flight at that moment writes its totals into it before it finds the epoch gone (and then removes
+them). Such an answer holds a few players while the positions read before claim the whole board, so
+an answer read across a change of epoch is stale, whatever it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import heapq
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from regions.core.boards import Board
+from regions.core.freshness import FreshnessRule
+from regions.core.reads import (
+    AsOf,
+    PlayerContext,
+    RankedEntry,
+    RankPage,
+    Row,
+    Window,
+    board_positions,
+    context_of,
+    entries_of,
+    member_strip,
+    merged_context,
+    merged_top,
+    row_order,
+)
+from regions.stores.redis.connection import ScriptCall, call_scripts
+from regions.stores.redis.layouts import Layout, LayoutMoved, ShardLost
+from regions.stores.redis.projection import Positions, RedisProjection
+from schema.redis_keys import shard_of
+from schema.resources import lua_script
+
+T = TypeVar("T")
+
+
+MOVED_RETRIES = 5  # a board's layout is swapped at most once in a while: a read retries that often
+
+
+class _Moved(Exception):
+    """A shard answered that its layout is no longer live."""
+
+
+def window_of(reply: Any) -> Window | None:
+    """A ``read_window`` reply as a window; None when the player has no score; _Moved when the
+    layout read was swapped out."""
+    if reply[0] == "moved":
+        raise _Moved
+    if reply[0] == "none":
+        return None
+    rows = [(reply[i], reply[i + 1], reply[i + 2]) for i in range(4, len(reply), 3)]
+    return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows)
+
+
+def _window(reply: Any) -> Window:
+    window = window_of(reply)
+    if window is None:
+        raise ValueError("read_window answered 'none' to a read that always has an answer")
+    return window
+
+
+EMPTY = Window(-1, 0, 0, [])
+
+
+class RankReader:
+    """Reads of one region's projection; ``region`` names it in every asOf. With ``freshness``,
+    each asOf also says how fresh the projection is for every region (``clock``: wall time, s).
+
+    A board of several shards is read with one script call per shard, in parallel, after the asOf:
+    each shard holds at least what the asOf covers, so the merged answer does too."""
+
+    def __init__(
+        self,
+        projection: RedisProjection,
+        key_prefix: str,
+        region: str,
+        freshness: FreshnessRule | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._projection = projection
+        self._prefix = key_prefix
+        self._region = region
+        self._freshness = freshness
+        self._clock = clock
+        self._script = projection.redis.register_script(lua_script("read_window"))
+
+    @property
+    def region(self) -> str:
+        return self._region
+
+    def _call(self, board: Board, layout: Layout, shard: int, *form: str | int) -> ScriptCall:
+        keys = layout.shard(self._prefix, shard)
+        return self._script, [keys.ranking, keys.state], [keys.buckets, member_strip(board), *form]
+
+    async def _calls(self, calls: list[ScriptCall]) -> list[Any]:
+        if len(calls) == 1:  # one script call needs no pipeline
+            script, keys, args = calls[0]
+            return [await script(keys=keys, args=args)]
+        return await call_scripts(self._projection.redis, calls)
+
+    async def _laid_out(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> T:
+        """``read`` on the board's live layout (``empty`` when it has none), again on the new
+        layout when the one read was swapped out meanwhile; ShardLost when a shard of the layout
+        still named live refused (it lost its keys)."""
+        layouts = self._projection.layouts
+        for _ in range(MOVED_RETRIES):
+            layout = await layouts.live_one(board.id)
+            if layout is None:
+                return empty
+            try:
+                return await read(layout)
+            except _Moved:
+                if await layouts.still_named(layout):
+                    raise ShardLost(f"a shard of the live layout {layout} lost its keys") from None
+        raise LayoutMoved(f"the layout of {board.id} changed {MOVED_RETRIES} times during one read")
+
+    async def _answer(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> tuple[T, bool]:
+        """``read`` as ``_laid_out`` does, and whether the board lost a shard (then ``empty``)."""
+        try:
+            return await self._laid_out(board, read, empty), False
+        except ShardLost:
+            return empty, True
+
+    async def _top(self, board: Board, layout: Layout, k: int) -> Window:
+        replies = await self._calls([self._call(board, layout, s, "top", k) for s in range(layout.shards)])
+        windows = [_window(r) for r in replies]
+        return windows[0] if layout.shards == 1 else merged_top(windows, k)
+
+    async def _others(self, board: Board, layout: Layout, user_id: str, owner: Window, around: int) -> Window:
+        """The player's window across every shard, from its own shard's ``owner`` window."""
+        if layout.shards == 1:
+            return owner
+        member, score, _ = owner.rows[owner.rank - owner.first]
+        mine = shard_of(user_id, layout.shards)
+        calls = [
+            self._call(board, layout, s, "around", score, member, around)
+            for s in range(layout.shards)
+            if s != mine
+        ]
+        return merged_context(owner, [_window(r) for r in await self._calls(calls)], around)
+
+    async def _player(self, board: Board, layout: Layout, user_id: str, around: int) -> Window | None:
+        mine = shard_of(user_id, layout.shards)
+        [reply] = await self._calls([self._call(board, layout, mine, "player", user_id, around)])
+        owner = window_of(reply)
+        return None if owner is None else await self._others(board, layout, user_id, owner, around)
+
+    def _as_of(self, p: Positions, board: Board | None, *, stale: bool = False) -> AsOf:
+        rule = self._freshness
+        regions = () if rule is None else rule.statuses(p.marks, int(self._clock() * 1000))
+        stale = stale or p.epoch is None or p.rebuilding
+        offsets = p.offsets if board is None else board_positions(board, p.offsets)
+        return AsOf(self._region, offsets, p.newest_accepted_ms, stale, regions)
+
+    async def as_of(self, board: Board | None = None) -> AsOf:
+        """What the projection reflects (for ``board``: what a read of it claims)."""
+        return self._as_of(await self._projection.positions(), board)
+
+    async def _confirmed(self, before: Positions, board: Board, lost: bool) -> AsOf:
+        """The asOf of an answer read after ``before``: stale when the epoch read now is another
+        (see the module's note), or when the board ``lost`` a shard."""
+        return self._as_of(before, board, stale=lost or await self._projection.epoch() != before.epoch)
+
+    async def top(self, board: Board, k: int) -> RankPage:
+        before = await self._projection.positions()
+        window, lost = await self._answer(board, lambda layout: self._top(board, layout, k), EMPTY)
+        return RankPage(entries_of(board, window), await self._confirmed(before, board, lost))
+
+    async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
+        before = await self._projection.positions()
+        window, lost = await self._answer(
+            board, lambda layout: self._player(board, layout, user_id, around), None
+        )
+        as_of = await self._confirmed(before, board, lost)
+        return (None if window is None else context_of(board, window, as_of)), as_of
+
+    async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:
+        """The player with up to ``around`` neighbours each side (fewer at a boundary)."""
+        return (await self._around(board, user_id, around))[0]
+
+    async def player(self, board: Board, user_id: str) -> tuple[RankedEntry | None, AsOf]:
+        """The player's exact rank, or None (no score) as of the returned positions."""
+        context, as_of = await self._around(board, user_id, 0)
+        return (None if context is None else context.player), as_of
+
+    async def player_count(self, board: Board) -> int:
+        return await self._projection.count(board.id)
+
+    async def windows(
+        self, board: Board, user_ids: Sequence[str], k: int
+    ) -> tuple[AsOf, Window, list[Window | None]]:
+        """The top ``k`` and each player's own rank (no neighbours) with their asOf: one round trip
+        to the board for one shard, two for a sharded one."""
+        none: list[Window | None] = [None for _ in user_ids]
+        before = await self._projection.positions()
+        (top, players), lost = await self._answer(
+            board, lambda layout: self._windows(board, layout, user_ids, k), (EMPTY, none)
+        )
+        return await self._confirmed(before, board, lost), top, players
+
+    async def _windows(
+        self, board: Board, layout: Layout, user_ids: Sequence[str], k: int
+    ) -> tuple[Window, list[Window | None]]:
+        tops = [self._call(board, layout, s, "top", k) for s in range(layout.shards)]
+        players = [self._call(board, layout, shard_of(u, layout.shards), "player", u, 0) for u in user_ids]
+        replies = await call_scripts(self._projection.redis, tops + players)
+        windows = [_window(r) for r in replies[: layout.shards]]
+        top = windows[0] if layout.shards == 1 else merged_top(windows, k)
+        owners = [window_of(r) for r in replies[layout.shards :]]
+        found = [(u, w) for u, w in zip(user_ids, owners, strict=True) if w is not None]
+        merged = await asyncio.gather(*(self._others(board, layout, u, w, 0) for u, w in found))
+        by_user = dict(zip((u for u, _ in found), merged, strict=True))
+        return top, [by_user.get(u) for u in user_ids]
+
+    async def ranked_rows(self, board: Board, size: int) -> AsyncIterator[list[Row]]:
+        """The whole board in rank order, ``size`` rows at a time (the last part may be shorter),
+        each shard read ``size`` rows per call. For a board that no longer changes (closed): parts
+        read at different times are one answer only then. LayoutMoved when the board's layout is
+        swapped after the first part."""
+        none: list[_ShardRows] = []
+        shards = await self._laid_out(board, lambda layout: self._first_rows(board, layout, size), none)
+        try:
+            heads = [
+                (row_order(row), s) for s, shard in enumerate(shards) if (row := shard.head()) is not None
+            ]
+            heapq.heapify(heads)
+            part: list[Row] = []
+            while heads:
+                _, s = heapq.heappop(heads)
+                part.append(shards[s].take())
+                if not shards[s].buffered():
+                    await shards[s].fill()
+                head = shards[s].head()
+                if head is not None:
+                    heapq.heappush(heads, (row_order(head), s))
+                if len(part) == size:
+                    yield part
+                    part = []
+            if part:
+                yield part
+        except _Moved:
+            raise LayoutMoved(f"the layout of {board.id} changed while it was read whole") from None
+
+    async def _first_rows(self, board: Board, layout: Layout, size: int) -> list[_ShardRows]:
+        shards = [_ShardRows(self, board, layout, s, size) for s in range(layout.shards)]
+        await asyncio.gather(*(shard.fill() for shard in shards))
+        return shards
+
+    async def slice(self, board: Board, layout: Layout, shard: int, first: int, count: int) -> Window:
+        [reply] = await self._calls([self._call(board, layout, shard, "slice", first, count)])
+        return _window(reply)
+
+
+class _ShardRows:
+    """One shard's rows in rank order, read ``size`` at a time."""
+
+    def __init__(self, reader: RankReader, board: Board, layout: Layout, shard: int, size: int) -> None:
+        self._reader, self._board, self._layout, self._shard = reader, board, layout, shard
+        self._rows: collections.deque[Row] = collections.deque()
+        self._next, self._size, self._done = 0, size, False
+
+    async def fill(self) -> None:
+        if self._done:
+            return
+        rows = (await self._reader.slice(self._board, self._layout, self._shard, self._next, self._size)).rows
+        self._rows.extend(rows)
+        self._next += len(rows)
+        self._done = len(rows) < self._size
+
+    def head(self) -> Row | None:
+        return self._rows[0] if self._rows else None
+
+    def take(self) -> Row:
+        return self._rows.popleft()
+
+    def buffered(self) -> bool:
+        return bool(self._rows)
