@@ -16,7 +16,7 @@ from typing import Protocol
 
 from gateway import metrics
 from regions.core.boards import Board, BoardStatus
-from regions.runtime.throttled_log import ThrottledLog
+from regions.runtime.logs import ThrottledLog
 from regions.stores.cached_boards import CachedBoards, CatalogUnavailable
 from regions.stores.cassandra.session import CASSANDRA_ERRORS, CassandraUnavailable
 

@@ -28,7 +28,7 @@ from strawberry.dataloader import DataLoader
 from gateway import metrics
 from gateway.core.breaker import BreakerState, CircuitBreaker
 from gateway.core.ttl_cache import TtlCache
-from regions.runtime.throttled_log import ThrottledLog
+from regions.runtime.logs import ThrottledLog
 from regions.stores.cassandra.profiles import ProfileRecord
 
 log = logging.getLogger(__name__)

@@ -1,76 +1,44 @@
 """More regions for tests: Kafka clusters of their own, and replicator processes between them.
 
-Each region's servers (a Kafka cluster and a Redis) are started by ``ops/services`` in a data
-folder of their own on free ports, so they never touch the shared servers, and stopped by it at the
-end of the session. The broker has a second listener that advertises a proxy's port
-(``RegionServers.proxy``): a client bootstrapped from the proxy reaches the broker only through it,
-so a test can cut that client off at the network level. In ``eu_us`` the shared Kafka plays region
-``eu``, the cluster of region ``us`` region ``us``.
+Each region's servers (a Kafka cluster and a Redis, ``ops.clusters``) are started by
+``ops/services`` in a data folder of their own on free ports, so they never touch the shared
+servers, and stopped by it at the end of the session. The broker has a second listener that
+advertises a proxy's port (``RegionServers.proxy``): a client bootstrapped from the proxy reaches
+the broker only through it, so a test can cut that client off at the network level. In ``eu_us``
+the shared Kafka plays region ``eu``, the cluster of region ``us`` region ``us``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
-from regions.runtime.settings import KafkaSettings, RegionEndpoint, Settings
-from regions.stores.kafka.clients import ensure_topics, make_consumer, make_producer, replay
+from ops import clusters
+from ops.clusters import ReplicatorProcess, bootstrap_topics, end_offsets, two_regions
+from regions.runtime.settings import KafkaSettings, Settings
+from regions.stores.kafka.clients import make_producer, replay
 from schema.replication import (
     GAP_KEY,
     SOURCE_OFFSET_HEADER,
     SOURCE_PARTITION_HEADER,
     replicated_awards_topic,
 )
-from tests.harness import Region, delete_topics, free_port, wait_ready
+from tests.harness import Region, delete_topics, free_port
 from tests.proxy import TcpProxy
 
 wait_until = Region.wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-@dataclass
-class RegionServers:
-    """A region's servers run by ``ops/services`` under ``data_dir``: a single-node KRaft cluster whose
-    second listener (``proxied_port``) advertises ``proxy_port``, where ``proxy()`` listens, and with
-    ``redis_port`` a Redis of its own."""
-
-    data_dir: Path
-    port: int = field(default_factory=free_port)
-    controller_port: int = field(default_factory=free_port)
-    proxied_port: int = field(default_factory=free_port)
-    proxy_port: int = field(default_factory=free_port)
-    redis_port: int | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """The broker's own listener: for the region's own processes."""
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def proxied_bootstrap_servers(self) -> str:
-        """The broker through ``proxy()``: for clients in other regions."""
-        return f"127.0.0.1:{self.proxy_port}"
-
-    @property
-    def redis_url(self) -> str:
-        if self.redis_port is None:
-            raise RuntimeError(f"the servers under {self.data_dir} have no Redis")
-        return f"redis://127.0.0.1:{self.redis_port}/0"
+class RegionServers(clusters.RegionServers):
+    """A region's servers (``ops.clusters``), with proxies in front of them for cutting them off."""
 
     async def proxy(self) -> TcpProxy:
         """A proxy in front of the second listener, on the port that listener advertises; close it
@@ -86,30 +54,6 @@ class RegionServers:
         proxy = TcpProxy("127.0.0.1", self.redis_port)
         await proxy.start()
         return proxy
-
-    @property
-    def _kinds(self) -> tuple[str, ...]:
-        return ("kafka",) if self.redis_port is None else ("kafka", "redis")
-
-    def _services(self, *args: str) -> None:
-        env = {
-            **os.environ,
-            "LB_OPS_DATA_DIR": str(self.data_dir),
-            "LB_OPS_KAFKA_PORT": str(self.port),
-            "LB_OPS_KAFKA_CONTROLLER_PORT": str(self.controller_port),
-            "LB_OPS_KAFKA_PROXIED_PORT": str(self.proxied_port),
-            "LB_OPS_KAFKA_PROXIED_ADVERTISED": self.proxied_bootstrap_servers,
-            **({} if self.redis_port is None else {"LB_OPS_REDIS_PORT": str(self.redis_port)}),
-        }
-        done = subprocess.run([str(ROOT / "ops/services"), *args], env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"ops/services {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-
-    def start(self) -> None:
-        self._services("up", *self._kinds)
-
-    def stop(self) -> None:
-        self._services("down", *self._kinds)
 
 
 class RegionServerPool:
@@ -132,19 +76,6 @@ class RegionServerPool:
         for servers in self._servers.values():
             servers.stop()
         shutil.rmtree(self._root, ignore_errors=True)
-
-
-def two_regions(eu: Settings, us_bootstrap: str) -> tuple[Settings, Settings]:
-    """Settings of regions ``eu`` (``eu``'s own Kafka) and ``us`` (``us_bootstrap``), same topic prefix."""
-    regions = {
-        "eu": RegionEndpoint(kafka_bootstrap_servers=eu.kafka.bootstrap_servers),
-        "us": RegionEndpoint(kafka_bootstrap_servers=us_bootstrap),
-    }
-    eu = eu.model_copy(update={"region": "eu", "regions": regions})
-    us = eu.model_copy(
-        update={"region": "us", "kafka": eu.kafka.model_copy(update={"bootstrap_servers": us_bootstrap})}
-    )
-    return eu, us
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,18 +150,6 @@ def assert_each_copied_once(sent: list[Sent], copies: list[ConsumerRecord]) -> N
     )
 
 
-async def end_offsets(settings: Settings) -> dict[int, int]:
-    """The end (last stable offset) of each partition of the region's awards topic."""
-    tps = [TopicPartition(settings.kafka.topic("awards"), p) for p in range(settings.kafka.partitions)]
-    consumer = make_consumer(settings.kafka, group_id=None)
-    await consumer.start()
-    try:
-        ends = await consumer.end_offsets(tps)
-    finally:
-        await consumer.stop()
-    return {tp.partition: int(ends[tp]) for tp in tps}
-
-
 async def wait_caught_up(replicator: ReplicatorProcess, source: Settings, within: float = 90) -> None:
     """Until the replicator's checkpoint of every partition reached the source's end as it is now."""
     ends = await end_offsets(source)
@@ -242,11 +161,6 @@ async def wait_caught_up(replicator: ReplicatorProcess, source: Settings, within
         return True
 
     await wait_until(covered, within, f"the replicator from {source.region} reaching {ends}")
-
-
-async def bootstrap_topics(*regions: Settings) -> None:
-    for settings in regions:
-        await ensure_topics(settings.kafka, settings.remote_regions())
 
 
 async def read_all(kafka: KafkaSettings, topic: str, partitions: int) -> list[ConsumerRecord]:
@@ -264,96 +178,6 @@ async def read_copies(local: Settings, source: str) -> list[ConsumerRecord]:
     """The committed records of ``local``'s topic of ``source``'s replicated awards."""
     topic = local.kafka.topic(replicated_awards_topic(source))
     return await read_all(local.kafka, topic, local.kafka.partitions)
-
-
-class ReplicatorProcess:
-    """``python -m replicator`` copying ``source``'s awards into region ``local``, as a subprocess."""
-
-    def __init__(self, local: Settings, source: str, logs: Path, name: str = "") -> None:
-        self.local, self.source = local, source
-        self.port = free_port()
-        self.log_path = logs / f"replicator-{local.region}-from-{source}{name}.log"
-        self.process: asyncio.subprocess.Process | None = None
-
-    def env(self) -> dict[str, str]:
-        k = self.local.kafka
-        return {
-            "LB_REGION": self.local.region,
-            "LB_REGIONS": json.dumps({name: r.model_dump() for name, r in self.local.regions.items()}),
-            "LB_KAFKA__BOOTSTRAP_SERVERS": k.bootstrap_servers,
-            "LB_KAFKA__TOPIC_PREFIX": k.topic_prefix,
-            "LB_KAFKA__PARTITIONS": str(k.partitions),
-            "LB_REPLICATOR__SOURCE_REGION": self.source,
-            "LB_REPLICATOR__HEALTH_PORT": str(self.port),
-            "LB_REPLICATOR__LAG_INTERVAL_S": "0.2",
-            "LB_REPLICATOR__SOURCE_TIMEOUT_MS": "3000",
-            "LB_REPLICATOR__SOURCE_RETRY_MAX_S": "2",
-        }
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def start(self, *, wait_ready: bool = True) -> None:
-        with self.log_path.open("ab") as log:
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "replicator", env={**os.environ, **self.env()}, stdout=log, stderr=log
-            )
-        if wait_ready:
-            await self.wait_ready()
-
-    async def wait_ready(self, within: float = 60) -> None:
-        if self.process is None:
-            raise RuntimeError("the replicator was not started")
-        await wait_ready(self.log_path.stem, self.url, self.process, self.tail, within)
-
-    async def metrics(self) -> dict[str, float]:
-        """The replicator's Prometheus samples by name with labels, e.g. ``lb_replicator_gaps_total{partition="0",source="us"}``."""
-        async with httpx.AsyncClient() as http:
-            text = (await http.get(self.url + "/metrics")).text
-        samples = {}
-        for line in text.splitlines():
-            if line.startswith("lb_replicator"):
-                name, value = line.rsplit(" ", 1)
-                samples[name] = float(value)
-        return samples
-
-    async def metric(self, name: str, partition: int | None = None) -> float:
-        labels = (
-            f'partition="{partition}",source="{self.source}"'
-            if partition is not None
-            else f'source="{self.source}"'
-        )
-        return (await self.metrics()).get(f"{name}{{{labels}}}", 0.0)
-
-    def tail(self, lines: int = 40) -> str:
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def signal(self, sig: signal.Signals) -> None:
-        assert self.process is not None
-        self.process.send_signal(sig)
-
-    async def kill(self) -> None:
-        """SIGKILL: no shutdown code runs, as in a machine crash."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        await self.process.wait()
-
-    async def exited(self, within: float = 60) -> int:
-        assert self.process is not None
-        return await asyncio.wait_for(self.process.wait(), within)
-
-    async def stop(self) -> None:
-        if self.process is None or self.process.returncode is not None:
-            return
-        self.process.terminate()
-        try:
-            await asyncio.wait_for(self.process.wait(), 20)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
 
 
 Replicators = Callable[..., Awaitable[ReplicatorProcess]]

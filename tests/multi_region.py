@@ -40,7 +40,7 @@ from regions.stores.redis.projection import RedisProjection, connect_redis
 from regions.stores.redis.reads import RankReader
 from tests.clusters import RegionServerPool, RegionServers, ReplicatorProcess, Replicators, bootstrap_topics
 from tests.e2e.gateway.conftest import GatewayProcess, start_gateway
-from tests.harness import SERVICES, Region, delete_topics, with_free_ports
+from tests.harness import SERVICES, Region, delete_topics, points, with_free_ports
 from tests.proxy import TcpProxy
 
 STALE_AFTER_S = 5.0  # threshold of the freshness rule (the setting's default)
@@ -55,8 +55,7 @@ class Oracle:
         self.acks = 0
 
     async def send(self, region: Region, board: str, user: str, match: str, amount: int) -> None:
-        payload = {"leaderboardId": board, "matchId": match, "userId": user, "awardType": "points",
-                   "delta": amount}  # fmt: skip
+        payload = points(board, match, user, amount)
         response = None
         for _ in range(5):  # an unknown outcome is retried with the same award, as a game service does
             with contextlib.suppress(httpx.TransportError):  # no answer (a busy machine): unknown too

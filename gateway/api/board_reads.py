@@ -1,5 +1,14 @@
-"""The reads every board-like type answers (``Leaderboard``, ``LeaderboardPeriod``): top K, a
+"""The read fields every ranked board type has (``Leaderboard``, ``LeaderboardPeriod``): top K, a
 player's rank, its neighbours, the board's size and archived results, each with asOf.
+
+Each field is declared here once, with its arguments, defaults and resolver; a type takes it under
+its own description (``top = board_reads.top("The period's best k players ...")``), since the wording
+differs ("in the current period", "in the period"), and names the boards it reads by implementing
+``RankedBoard``. A read that both types answer goes here too.
+
+This is not a GraphQL interface: the cost rule prices ``Leaderboard.top`` and
+``LeaderboardPeriod.top`` by type name (``gateway.core.cost``), and a selection ``... on RankedBoard``
+would escape it; strawberry would also list inherited fields first and share their descriptions.
 
 A board with calendar periods is read, where no period is named, in its current period (the board
 ``<board>@<key>``, on the gateway's clock); a ROLLING board is one board whose totals cover its window.
@@ -8,6 +17,7 @@ A board with calendar periods is read, where no period is named, in its current 
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 
 import strawberry
 from strawberry.types import Info
@@ -54,8 +64,20 @@ def current(board: Board, info: Info[Context, None]) -> Board:
     return period
 
 
-async def top(info: Info[Context, None], board: Board, k: int | None, scope: Scope | None) -> RankPage:
-    services = info.context.services
+class RankedBoard(ABC):
+    """A type that has the read fields below: it names the boards they read."""
+
+    board: Board  # the type's own board (a strawberry.Private field); ``result`` reads its archive
+
+    @abstractmethod
+    def ranked_board(self, info: Info[Context, None]) -> Board:
+        """The board ``top``, ``player``, ``context`` and ``playerCount`` read, marked read for the answer cache."""
+
+
+async def _top(
+    self: RankedBoard, info: Info[Context, None], k: int | None = 10, scope: Scope | None = Scope.HOME
+) -> RankPage:
+    board, services = self.ranked_board(info), info.context.services
     k = 10 if k is None else k
     problem = services.limits.check_k(k)
     if problem is not None:
@@ -63,18 +85,33 @@ async def top(info: Info[Context, None], board: Board, k: int | None, scope: Sco
     return RankPage.of(await services.projections.top(board, k, scope or Scope.HOME))
 
 
-async def player(
-    info: Info[Context, None], board: Board, user_id: strawberry.ID, scope: Scope | None
+def top(description: str) -> RankPage:
+    """``top(k: Int = 10, scope: Scope = HOME): RankPage!``; k over ``gateway.max_top_k``: LIMIT_EXCEEDED."""
+    return strawberry.field(resolver=_top, description=description)
+
+
+async def _player(
+    self: RankedBoard, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
 ) -> RankedPlayer | None:
+    board = self.ranked_board(info)
     user = ids.user_id("userId", str(user_id))
     entry, as_of = await info.context.services.projections.player(board, user, scope or Scope.HOME)
     return None if entry is None else RankedPlayer.of(entry, AsOf.of(as_of))
 
 
-async def context(
-    info: Info[Context, None], board: Board, user_id: strawberry.ID, range: int | None, scope: Scope | None
+def player(description: str) -> RankedPlayer | None:
+    """``player(userId: ID!, scope: Scope = HOME): RankedPlayer``, with its own asOf."""
+    return strawberry.field(resolver=_player, description=description)
+
+
+async def _context(
+    self: RankedBoard,
+    info: Info[Context, None],
+    user_id: strawberry.ID,
+    range: int | None = 4,
+    scope: Scope | None = Scope.HOME,
 ) -> PlayerContext | None:
-    services = info.context.services
+    board, services = self.ranked_board(info), info.context.services
     range = 4 if range is None else range
     problem = services.limits.check_range(range)
     if problem is not None:
@@ -84,10 +121,31 @@ async def context(
     return None if found is None else PlayerContext.of(found)
 
 
-async def player_count(info: Info[Context, None], board: Board, scope: Scope | None) -> int:
+def context(description: str) -> PlayerContext | None:
+    """``context(userId: ID!, range: Int = 4, scope: Scope = HOME): PlayerContext``; range over
+    ``gateway.max_context_range``: LIMIT_EXCEEDED."""
+    return strawberry.field(resolver=_context, description=description)
+
+
+async def _player_count(
+    self: RankedBoard, info: Info[Context, None], scope: Scope | None = Scope.HOME
+) -> int:
+    board = self.ranked_board(info)
     return await info.context.services.projections.player_count(board, scope or Scope.HOME)
 
 
-async def result(info: Info[Context, None], board: Board, version: int | None) -> BoardResult | None:
-    header = await info.context.services.cassandra.adapter.results.get(board.id, version)
+def player_count(description: str) -> int:
+    """``playerCount(scope: Scope = HOME): Int!``."""
+    return strawberry.field(resolver=_player_count, description=description)
+
+
+async def _result(
+    self: RankedBoard, info: Info[Context, None], version: int | None = None
+) -> BoardResult | None:
+    header = await info.context.services.cassandra.adapter.results.get(self.board.id, version)
     return None if header is None else BoardResult(header=header)
+
+
+def result(description: str) -> BoardResult | None:
+    """``result(version: Int = null): BoardResult``: the newest archived version when null."""
+    return strawberry.field(resolver=_result, description=description)

@@ -69,16 +69,21 @@ def should_mask(error: GraphQLError) -> bool:
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
 
 
+def _failure_code(cause: BaseException) -> str:
+    """The code of an error raised by code: an unreachable home region, a store failure, or a bug."""
+    if isinstance(cause, HomeUnreachable):
+        return HomeUnavailable.code
+    if isinstance(cause, CASSANDRA_ERRORS):
+        return StoreUnavailable.code
+    return "INTERNAL"
+
+
 def error_code(error: GraphQLError) -> str:
     """The code of any error, for logs and metrics: a documented code, ``INVALID`` for GraphQL
     syntax and validation errors without one, ``INTERNAL`` for a failure of the code (a bug)."""
     cause = error.original_error
-    if isinstance(cause, HomeUnreachable):
-        return "HOME_UNAVAILABLE"
-    if isinstance(cause, CASSANDRA_ERRORS):
-        return "STORE_UNAVAILABLE"
     if cause is not None and not isinstance(cause, GraphQLError):
-        return "INTERNAL"
+        return _failure_code(cause)
     code = (error.extensions or {}).get("code")
     return code if isinstance(code, str) else "INVALID"
 
@@ -88,14 +93,12 @@ def masked(error: GraphQLError, generic: str) -> GraphQLError:
     the ``STORE_UNAVAILABLE`` code, an unreachable home region ``HOME_UNAVAILABLE``; anything else (a
     bug) becomes ``generic``."""
     cause = error.original_error
-    if isinstance(cause, HomeUnreachable):
-        return GraphQLError(str(cause), error.nodes, error.source, error.positions, error.path,
-                            extensions={"code": HomeUnavailable.code})  # fmt: skip
-    if isinstance(cause, CassandraUnavailable):
-        message = str(cause)
-    elif isinstance(cause, CASSANDRA_ERRORS):
-        message = "a store (Cassandra) is unavailable; retry later"
-    else:
+    code = "INTERNAL" if cause is None else _failure_code(cause)
+    if code == "INTERNAL":
         return GraphQLError(generic, error.nodes, error.source, error.positions, error.path)
+    if isinstance(cause, HomeUnreachable | CassandraUnavailable):
+        message = str(cause)  # says what is missing and what to do
+    else:
+        message = "a store (Cassandra) is unavailable; retry later"
     return GraphQLError(message, error.nodes, error.source, error.positions, error.path,
-                        extensions={"code": "STORE_UNAVAILABLE"})  # fmt: skip
+                        extensions={"code": code})  # fmt: skip

@@ -9,20 +9,16 @@ from gateway.api import board_reads, fields
 from gateway.api import periods as period_reads
 from gateway.api.context import Context
 from gateway.api.periods import LeaderboardPeriod
-from gateway.api.types import (
-    BoardResult,
-    BoardWindow,
-    PlayerContext,
-    RankedPlayer,
-    RankPage,
-)
+from gateway.api.types import BoardWindow
 from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
-from regions.core.reads import Scope
 
 
 @strawberry.type
-class Leaderboard:
+class Leaderboard(board_reads.RankedBoard):
     board: strawberry.Private[Board]
+
+    def ranked_board(self, info: Info[Context, None]) -> Board:
+        return board_reads.current(self.board, info)
 
     @strawberry.field
     def id(self) -> strawberry.ID:
@@ -60,46 +56,22 @@ class Leaderboard:
     def window(self) -> BoardWindow | None:
         return BoardWindow.of(self.board.window_spec)
 
-    @fields.field(
+    player_count = board_reads.player_count(
         "Players with a score in the projection of `scope` (HOME: the board's home region's); on a board "
         "with periods, in the current period."
     )
-    async def player_count(self, info: Info[Context, None], scope: Scope | None = Scope.HOME) -> int:
-        return await board_reads.player_count(info, board_reads.current(self.board, info), scope)
-
-    @fields.field(
+    top = board_reads.top(
         "The best k players (on a board with periods: of the current period); k is capped "
         "(gateway.max_top_k, default 100)."
     )
-    async def top(
-        self, info: Info[Context, None], k: int | None = 10, scope: Scope | None = Scope.HOME
-    ) -> RankPage:
-        return await board_reads.top(info, board_reads.current(self.board, info), k, scope)
-
-    @fields.field(
+    player = board_reads.player(
         "The player's exact rank (on a board with periods: in the current period); null when the player has no score."
     )
-    async def player(
-        self, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
-    ) -> RankedPlayer | None:
-        return await board_reads.player(info, board_reads.current(self.board, info), user_id, scope)
-
-    @fields.field(
+    context = board_reads.context(
         "The player with up to `range` neighbours each side (fewer at a boundary); "
         "range is capped (gateway.max_context_range, default 50); null when the player has no score."
     )
-    async def context(
-        self,
-        info: Info[Context, None],
-        user_id: strawberry.ID,
-        range: int | None = 4,
-        scope: Scope | None = Scope.HOME,
-    ) -> PlayerContext | None:
-        return await board_reads.context(info, board_reads.current(self.board, info), user_id, range, scope)
-
-    @fields.field("An archived result of a closed board; the newest when version is null.")
-    async def result(self, info: Info[Context, None], version: int | None = None) -> BoardResult | None:
-        return await board_reads.result(info, self.board, version)
+    result = board_reads.result("An archived result of a closed board; the newest when version is null.")
 
     @fields.field(
         "A period of a board with calendar periods: the current one when key is null; null when the "

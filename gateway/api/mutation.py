@@ -14,6 +14,7 @@ from gateway.api.corrections import Correction, PublishCorrectionInput
 from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound, StoreUnavailable
 from gateway.api.leaderboard import Leaderboard
 from gateway.core.auth import is_admin
+from gateway.services import Services
 from regions.actions.close import CloseRefused, begin_close
 from regions.actions.correct import CorrectionRefused, record_correction
 from regions.core import boards
@@ -65,10 +66,15 @@ class CreateLeaderboardInput:
     )
 
 
-def require_admin(info: Info[Context, None]) -> None:
-    tokens = info.context.services.settings.gateway.admin_tokens()
+def admin_services(info: Info[Context, None]) -> Services:
+    """The services an admin operation acts with; UNAUTHORIZED without the admin token. Its answer
+    is never cached."""
+    info.context.cacheable = False
+    services = info.context.services
+    tokens = services.settings.gateway.admin_tokens()
     if not is_admin(info.context.request.headers.get("authorization"), tokens):
         raise NotAuthorized("this operation needs Authorization: Bearer <admin token>")
+    return services
 
 
 def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[str]) -> boards.Board:
@@ -100,9 +106,7 @@ class Mutation:
     async def create_leaderboard(
         self, info: Info[Context, None], input: CreateLeaderboardInput
     ) -> Leaderboard:
-        info.context.cacheable = False
-        require_admin(info)
-        services = info.context.services
+        services = admin_services(info)
         board = board_of(input, services.settings.region, services.settings.region_names())
         if not await services.boards.create(board):
             raise AlreadyExists(f"leaderboard {board.id!r} already exists")
@@ -116,9 +120,7 @@ class Mutation:
     async def close_leaderboard(
         self, info: Info[Context, None], id: strawberry.ID, reason: str | None = None
     ) -> Leaderboard:
-        info.context.cacheable = False
-        require_admin(info)
-        services = info.context.services
+        services = admin_services(info)
         board_id = ids.board_id("id", str(id))
         try:
             record = await begin_close(services.cassandra.adapter.lifecycle, board_id, reason,
@@ -139,9 +141,7 @@ class Mutation:
     async def publish_correction(
         self, info: Info[Context, None], input: PublishCorrectionInput
     ) -> Correction:
-        info.context.cacheable = False
-        require_admin(info)
-        services = info.context.services
+        services = admin_services(info)
         request = input.request(ids.board_id("input.leaderboardId", str(input.leaderboard_id)))
         stores = services.cassandra.adapter
         try:

@@ -11,10 +11,8 @@ from strawberry.types import Info
 from gateway.api import board_reads, fields
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
-from gateway.api.types import BoardResult, PlayerContext, RankedPlayer, RankPage
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import InvalidPeriodKey, PeriodSpan, parse_key
-from regions.core.reads import Scope
 from regions.core.rollover import current_period, is_board_period, periods_page
 from regions.stores.cassandra.periods import PeriodRecord
 
@@ -27,11 +25,15 @@ def _time(ms: int) -> datetime:
     description="One period of a board with calendar periods (DAILY, WEEKLY, MONTHLY): its own totals, "
     "ranks and asOf, closed and archived by itself once it has ended and its grace has passed."
 )
-class LeaderboardPeriod:
+class LeaderboardPeriod(board_reads.RankedBoard):
     board: strawberry.Private[Board]  # the period's board, <board>@<key>
     span: strawberry.Private[PeriodSpan]
     record: strawberry.Private[PeriodRecord | None]
     due: strawberry.Private[bool]  # its end plus the grace has passed: it takes no more awards
+
+    def ranked_board(self, info: Info[Context, None]) -> Board:
+        info.context.read_board(self.board.id)
+        return self.board
 
     @fields.field("The period's key: 2026-11-30 (DAILY), 2026-W49 (WEEKLY), 2026-11 (MONTHLY).")
     def key(self) -> str:
@@ -54,38 +56,17 @@ class LeaderboardPeriod:
             return self.record.status
         return BoardStatus.CLOSING if self.due else BoardStatus.OPEN  # the home worker is about to close it
 
-    @fields.field("The period's best k players; k is capped (gateway.max_top_k, default 100).")
-    async def top(
-        self, info: Info[Context, None], k: int | None = 10, scope: Scope | None = Scope.HOME
-    ) -> RankPage:
-        info.context.read_board(self.board.id)
-        return await board_reads.top(info, self.board, k, scope)
-
-    @fields.field("The player's exact rank in the period; null when the player has no score in it.")
-    async def player(
-        self, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
-    ) -> RankedPlayer | None:
-        info.context.read_board(self.board.id)
-        return await board_reads.player(info, self.board, user_id, scope)
-
-    @fields.field("The player with up to `range` neighbours each side, in the period.")
-    async def context(
-        self,
-        info: Info[Context, None],
-        user_id: strawberry.ID,
-        range: int | None = 4,
-        scope: Scope | None = Scope.HOME,
-    ) -> PlayerContext | None:
-        info.context.read_board(self.board.id)
-        return await board_reads.context(info, self.board, user_id, range, scope)
-
-    @fields.field("Players with a score in the period, in the projection of `scope`.")
-    async def player_count(self, info: Info[Context, None], scope: Scope | None = Scope.HOME) -> int:
-        return await board_reads.player_count(info, self.board, scope)
-
-    @fields.field("The period's archived result once it is CLOSED; the newest when version is null.")
-    async def result(self, info: Info[Context, None], version: int | None = None) -> BoardResult | None:
-        return await board_reads.result(info, self.board, version)
+    top = board_reads.top("The period's best k players; k is capped (gateway.max_top_k, default 100).")
+    player = board_reads.player(
+        "The player's exact rank in the period; null when the player has no score in it."
+    )
+    context = board_reads.context("The player with up to `range` neighbours each side, in the period.")
+    player_count = board_reads.player_count(
+        "Players with a score in the period, in the projection of `scope`."
+    )
+    result = board_reads.result(
+        "The period's archived result once it is CLOSED; the newest when version is null."
+    )
 
 
 async def period(info: Info[Context, None], board: Board, key: str | None) -> LeaderboardPeriod | None:

@@ -41,15 +41,17 @@ import asyncpg
 import uvloop
 from redis.asyncio import Redis
 
+from ops.bench.kit import closed_loop, cpu_seconds, parent_pid, parser, percentiles
+from ops.stack import free_port
 from regions.core.aggregation import Applied, DedupeMemory, PlayerState, Seen, apply_award
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, total_of
 from regions.core.positions import SourcePosition
+from regions.stores.redis.connection import execute_pipeline
 from regions.stores.redis.layouts import Layout
-from regions.stores.redis.projection import ProjectedTotal, RedisProjection, execute_pipeline
+from regions.stores.redis.projection import ProjectedTotal, RedisProjection
 from regions.stores.redis.reads import RankReader
 from schema.records import AwardEvent
-from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BOARD = Board("bench-baselines", "Baselines benchmark", "local",
@@ -133,29 +135,13 @@ class BenchRedis:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User + system CPU of processes (children that exited are not counted)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def parent_pid(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
 def postgres_pids(postmaster: int) -> list[int]:
     """The postmaster and its backends."""
     pids = [postmaster]
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for process in Path("/proc").glob("[0-9]*"):
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
-                pids.append(int(stat.parent.name))
+            if parent_pid(int(process.name)) == postmaster:
+                pids.append(int(process.name))
         except (OSError, ValueError, IndexError):
             continue
     return pids
@@ -414,7 +400,7 @@ class Ours:
         for part in chunks(users, 10_000):
             scores: list[float | None] = await self.redis.zmscore(
                 self.keys.ranking, [user_id(i) for i in part]
-            )  # type: ignore[assignment]
+            )
             out.update(
                 {i: total_of(BOARD.sort_order, s) for i, s in zip(part, scores, strict=True) if s is not None}
             )
@@ -433,14 +419,6 @@ System = Naive | Postgres | Ours
 # ------------------------------------------------------------------ measuring
 
 
-def quantiles(latencies: list[float]) -> tuple[float, float, float]:
-    if len(latencies) < 2:
-        value = latencies[0] * 1000 if latencies else float("nan")
-        return value, value, value
-    q = statistics.quantiles(latencies, n=100, method="inclusive")
-    return q[49] * 1000, q[94] * 1000, q[98] * 1000
-
-
 @dataclass
 class ReadRun:
     rate: float
@@ -449,7 +427,7 @@ class ReadRun:
     p99: float
 
 
-async def closed_loop(
+async def reads(
     call: Callable[[str], Awaitable[Any]],
     players: int,
     concurrency: int,
@@ -457,21 +435,13 @@ async def closed_loop(
     seed: int,
     at_least: int = 1,
 ) -> ReadRun:
-    """Reads of random players for ``seconds``, and at least ``at_least`` of them (a PostgreSQL
-    rank on a big board can take longer than the whole run)."""
+    """Reads of random players in a closed loop for ``seconds``, and at least ``at_least`` of them
+    (a PostgreSQL rank on a big board can take longer than the whole run); latencies in ms."""
     rng = random.Random(seed)
-    latencies: list[float] = []
-    deadline = time.perf_counter() + seconds
-
-    async def worker() -> None:
-        while (began := time.perf_counter()) < deadline or len(latencies) < at_least:
-            await call(user_id(rng.randrange(players)))
-            latencies.append(time.perf_counter() - began)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    elapsed = time.perf_counter() - started
-    return ReadRun(len(latencies) / elapsed, *quantiles(latencies))
+    run = await closed_loop(
+        "", lambda _: call(user_id(rng.randrange(players))), concurrency, seconds, at_least
+    )
+    return ReadRun(run.rate, *percentiles(run.latencies, scale=1000).values())
 
 
 @dataclass
@@ -482,12 +452,12 @@ class AwardRun:
 
 
 async def send_awards(system: System, stream: list[Award], batch: int, pids: list[int]) -> AwardRun:
-    cpu_server, cpu_client = cpu_seconds(pids), time.process_time()
+    cpu_server, cpu_client = cpu_seconds(*pids), time.process_time()
     started = time.perf_counter()
     for part in chunks(stream, batch):
         await system.awards(part)
     elapsed = time.perf_counter() - started
-    server = cpu_seconds(pids) - cpu_server
+    server = cpu_seconds(*pids) - cpu_server
     client = time.process_time() - cpu_client
     n = len(stream)
     return AwardRun(n / elapsed, client * 1000 / n, server * 1000 / n)
@@ -586,8 +556,8 @@ async def measure(
                 ("context", context_runs, system.context),
             ):
                 # Latency one request at a time (no queueing in this client), throughput with several.
-                alone = await closed_loop(call, args.players, 1, args.duration, seed=round_, at_least=5)
-                loaded = await closed_loop(call, args.players, args.concurrency, args.duration, seed=round_)
+                alone = await reads(call, args.players, 1, args.duration, seed=round_, at_least=5)
+                loaded = await reads(call, args.players, args.concurrency, args.duration, seed=round_)
                 read = ReadRun(loaded.rate, alone.p50, alone.p95, alone.p99)
                 runs[system.name].append(read)
                 say(f"  {system.name:<12} {label:<8} {read.rate:>9,.1f} q/s at c={args.concurrency}   one at a "
@@ -636,22 +606,16 @@ async def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--players", type=int, default=1_000_000)
-    parser.add_argument("--awards", type=int, default=100_000, help="unique awards a round (each sent twice)")
-    parser.add_argument(
-        "--batch", type=int, default=1000, help="awards per round trip (pipeline/transaction)"
-    )
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=5, help="seconds per read run")
-    parser.add_argument("--concurrency", type=int, default=8, help="reads in flight for throughput")
-    parser.add_argument(
-        "--postgres-port", type=int, default=int(os.environ.get("LB_OPS_POSTGRES_PORT", "5433"))
-    )
-    parser.add_argument("--keep-postgres", action="store_true", help="leave the scores table behind")
-    uvloop.run(run(parser.parse_args()))
+    p = parser(__doc__)
+    p.add_argument("--players", type=int, default=1_000_000)
+    p.add_argument("--awards", type=int, default=100_000, help="unique awards a round (each sent twice)")
+    p.add_argument("--batch", type=int, default=1000, help="awards per round trip (pipeline/transaction)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--duration", type=float, default=5, help="seconds per read run")
+    p.add_argument("--concurrency", type=int, default=8, help="reads in flight for throughput")
+    p.add_argument("--postgres-port", type=int, default=int(os.environ.get("LB_OPS_POSTGRES_PORT", "5433")))
+    p.add_argument("--keep-postgres", action="store_true", help="leave the scores table behind")
+    uvloop.run(run(p.parse_args()))
 
 
 if __name__ == "__main__":

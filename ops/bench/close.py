@@ -19,17 +19,16 @@ import argparse
 import asyncio
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ops.bench.kit import parser
+from ops.bench.steps import archive_timed
 from regions.core.boards import Board
 from regions.core.ordering import encode, reached_position
-from regions.core.results import page, page_chunks
-from regions.lifecycle.archive import Archived, archive_projection
+from regions.lifecycle.archive import archive_projection
 from regions.runtime.settings import load_settings
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.cassandra.session import apply_migrations, connect
-from regions.stores.redis.connection import ProjectionRedis
 from regions.stores.redis.projection import ProjectedTotal, RedisProjection, connect_redis
 from schema.redis_keys import board_keys
 
@@ -44,31 +43,6 @@ async def fill(projection: RedisProjection, board: Board, players: int) -> None:
             score, member = encode(board.sort_order, board.tie_policy, user, total, reached_position(0, 0, i))
             totals.append(ProjectedTotal(user, 1, total, score, member))
         await projection.apply(board.id, totals, board.shards)
-
-
-@dataclass(frozen=True, slots=True)
-class Timed:
-    archived: Archived
-    seconds: float  # the archive's
-    first: int  # 0-based rank of the page read back from the middle
-    entries: int  # entries on that page
-    page_ms: float
-
-
-async def archive_timed(
-    redis: ProjectionRedis, prefix: str, results: CassandraResults, board: Board, chunk_size: int
-) -> Timed:
-    """Archive ``board``'s projection as result version 1 (as the home lifecycle worker does), then
-    read a page of 100 from the middle of it back; the seconds of each."""
-    started = time.perf_counter()
-    archived = await archive_projection(redis, prefix, results, board, version=1, reason="benchmark",
-                                        chunk_size=chunk_size, created_at=datetime.now(UTC))  # fmt: skip
-    seconds = time.perf_counter() - started
-    players = archived.header.player_count
-    middle, started = players // 2, time.perf_counter()
-    chunks = await results.chunks(board.id, 1, page_chunks(middle, 100, chunk_size, players))
-    entries = page(chunks, middle, 100, chunk_size)
-    return Timed(archived, seconds, middle, len(entries), (time.perf_counter() - started) * 1000)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -110,11 +84,11 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def parse() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--players", type=int, default=1_000_000, help="players on the board")
-    parser.add_argument("--chunk-size", type=int, default=10_000, help="ranked entries per chunk")
-    parser.add_argument("--shards", type=int, default=1, help="the board's shards (default 1)")
-    return parser.parse_args()
+    p = parser(__doc__.split("\n\n")[0])
+    p.add_argument("--players", type=int, default=1_000_000, help="players on the board")
+    p.add_argument("--chunk-size", type=int, default=10_000, help="ranked entries per chunk")
+    p.add_argument("--shards", type=int, default=1, help="the board's shards (default 1)")
+    return p.parse_args()
 
 
 if __name__ == "__main__":

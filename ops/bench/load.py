@@ -1,11 +1,13 @@
-"""Open-loop load of signed award requests, in this process or in several generator processes.
+"""Open-loop load of signed award requests through the intake, in this process or in several
+generator processes: the award load of ``ops/bench/pipeline``, ``windows`` and ``regions``.
 
 Every request has a scheduled time (``rate`` requests a second, evenly spaced) and is sent at that
 time whether or not earlier ones were answered, on an idle keep-alive connection or on a new one
 (up to ``max_connections``): a slow intake makes answers late, it never slows the offer. A request
 sent more than ``LATE_S`` after its time is counted as late; late requests mean the generator
 itself could not keep up (its CPU, or the connection cap), so the offered rate was not offered.
-Latency counts from the scheduled time.
+Latency counts from the scheduled time. ``Results`` adds up the answers; ``add_options`` are the
+options a schedule is made of (``Schedule.of``).
 
 Run as a script, it is one generator process of ``pipeline.py --generators N``: it waits for the
 common start time, sends its share of the schedule and writes what it saw, with its own CPU time,
@@ -16,20 +18,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import random
 import resource
+import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import msgspec
 import uvloop
 
+from ops.bench.kit import Connection
+from ops.stack import with_free_ports
 from regions.core.signing import sign
+from regions.runtime.settings import Settings, load_settings
 
 LATE_S = 0.005  # a request sent later than this after its scheduled time was not offered on time
 
@@ -49,6 +58,47 @@ class Schedule:
     slots: int = 1
     start_at: float = 0.0  # time.time() of the first request; 0: at once
     occurred_at: bool = False  # stamp each award's occurredAt (the send time), as boards with windows need
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, port: int, board: str, duration: float, **changes: Any) -> Schedule:
+        """The schedule ``add_options`` describe, of ``duration`` seconds, to the intake on ``port``;
+        ``changes`` replace other fields (a region's share of the rate, say)."""
+        schedule = cls(port, board, args.rate, args.batch, duration, args.players, args.connections)
+        return dataclasses.replace(schedule, **changes)
+
+
+def add_options(
+    p: argparse.ArgumentParser,
+    *,
+    rate: int,
+    rate_help: str,
+    connections: int,
+    connections_help: str,
+    players: int = 100_000,
+    players_help: str = "distinct players",
+    duration: bool = True,
+) -> None:
+    """The options a ``Schedule`` is made of: --rate, --batch, --connections, --players and, unless
+    the script times its phases itself, --duration (60 s)."""
+    if duration:
+        p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
+    p.add_argument("--rate", type=int, default=rate, help=f"{rate_help} (default %(default)s)")
+    p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
+    p.add_argument(
+        "--connections", type=int, default=connections, help=f"{connections_help} (default %(default)s)"
+    )
+    p.add_argument("--players", type=int, default=players, help=f"{players_help} (default %(default)s)")
+
+
+def bench_settings(prefix: str) -> Settings:
+    """This environment's settings with topics and Redis keys of the run's own (``prefix``), free
+    ports, and no award rate limit (the load signs every award with one key)."""
+    base = load_settings()
+    return with_free_ports(base.model_copy(update={
+        "kafka": base.kafka.model_copy(update={"topic_prefix": prefix}),
+        "redis": base.redis.model_copy(update={"key_prefix": prefix}),
+        "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
+    }))  # fmt: skip
 
 
 class Reply(msgspec.Struct, array_like=True):
@@ -79,39 +129,6 @@ class Offered(msgspec.Struct):
     waited_for_connection: int = 0
 
 
-class RawHttp:
-    """A keep-alive HTTP/1.1 connection on asyncio streams: the load generator must cost little CPU."""
-
-    def __init__(self, port: int) -> None:
-        self._port = port
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-
-    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self._port)
-        assert self._reader is not None
-        head = f"POST {path} HTTP/1.1\r\nhost: bench\r\ncontent-length: {len(body)}\r\n"
-        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        self._writer.write(head.encode() + body)
-        status_line = await self._reader.readline()
-        if not status_line:
-            raise ConnectionResetError("the intake closed the connection")
-        length = 0
-        while (line := await self._reader.readline()) not in (b"\r\n", b""):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        return int(status_line.split()[1]), await self._reader.readexactly(length)
-
-    def closed(self) -> bool:
-        """The server closed it (uvicorn closes idle keep-alive connections after a few seconds)."""
-        return self._reader is not None and self._reader.at_eof()
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-
-
 class _Requests:
     """Signed bodies of random awards for one board."""
 
@@ -120,7 +137,8 @@ class _Requests:
         self._players = [f"p{i}" for i in range(players)]
         self._rng = random.Random(seed)
 
-    def next(self) -> tuple[bytes, dict[str, str]]:
+    def next(self) -> bytes:
+        """The next request, head and body."""
         rng = self._rng
         awards = [{"leaderboardId": self._board, "matchId": uuid.uuid4().hex, "userId": rng.choice(self._players),
                    "awardType": "points", "delta": rng.randint(1, 100)} for _ in range(self._batch)]  # fmt: skip
@@ -130,9 +148,10 @@ class _Requests:
                 award["occurredAt"] = now
         body = msgspec.json.encode(awards[0] if self._batch == 1 else {"awards": awards})
         ts = int(time.time())
-        headers = {"content-type": "application/json", "x-award-key-id": "dev", "x-award-timestamp": str(ts),
-                   "x-award-signature": sign("dev-secret", ts, body)}  # fmt: skip
-        return body, headers
+        head = (f"POST /internal/awards HTTP/1.1\r\nhost: bench\r\ncontent-length: {len(body)}\r\n"
+                f"content-type: application/json\r\nx-award-key-id: dev\r\nx-award-timestamp: {ts}\r\n"
+                f"x-award-signature: {sign('dev-secret', ts, body)}\r\n\r\n")  # fmt: skip
+        return head.encode() + body
 
 
 _accepted = msgspec.json.Decoder(dict[str, list[dict[str, object]]])
@@ -153,17 +172,17 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> Offere
     s = schedule
     interval = s.batch * s.slots / s.rate
     requests = _Requests(s.board, s.batch, s.players, seed=s.slot + 1, occurred_at=s.occurred_at)
-    idle: list[RawHttp] = []
+    idle: list[Connection] = []
     freed = asyncio.Event()
     opened, offered = 0, Offered()
     running: set[asyncio.Task[None]] = set()
 
-    async def send(scheduled: float, http: RawHttp) -> None:
+    async def send(scheduled: float, http: Connection) -> None:
         nonlocal opened
-        body, headers = requests.next()
+        request = requests.next()
         sent = time.perf_counter()
         try:
-            status, reply = await http.post("/internal/awards", body, headers)
+            status, reply = await http.exchange(request)
         except (OSError, asyncio.IncompleteReadError, ValueError):
             status, reply = 0, b""  # counted as refused; the connection is dropped
             http.close()
@@ -191,7 +210,7 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> Offere
         if idle:
             http = idle.pop()
         else:
-            http, opened = RawHttp(s.port), opened + 1
+            http, opened = Connection(s.port), opened + 1
             offered.connections = max(offered.connections, opened)
         task = asyncio.create_task(send(due, http))
         running.add(task)
@@ -201,6 +220,67 @@ async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> Offere
     for http in idle:
         http.close()
     return offered
+
+
+Pending = tuple[float, tuple[str, int], int]  # an accepted request: answered at, (region, partition), offset
+
+
+@dataclass
+class Results:
+    """What the answers to a load said, added up as they arrive (``add``)."""
+
+    ack_ms: list[float] = field(default_factory=list)
+    accepted: int = 0
+    rejected: dict[int, int] = field(default_factory=dict)
+    pending: list[Pending] = field(default_factory=list)  # not yet seen visible (``freshness``)
+    fresh_ms: list[float] = field(default_factory=list)
+    late_sends: int = 0
+    offered: int = 0  # awards in the requests sent
+    send_delay_ms: list[float] = field(default_factory=list)  # sent - scheduled
+    connections: int = 0  # most connections open at once, all generators together
+    waited_for_connection: int = 0  # requests that waited for a connection: every one was busy at the cap
+    generator_cpu_s: float = 0.0  # CPU of generator processes (in-process load: counted with the bench)
+
+    def add(self, reply: Reply, batch: int) -> None:
+        self.offered += batch
+        self.ack_ms.append((reply.done - reply.scheduled) * 1000)
+        self.send_delay_ms.append((reply.sent - reply.scheduled) * 1000)
+        if reply.sent - reply.scheduled > LATE_S:
+            self.late_sends += 1
+        if reply.status == 202:
+            self.accepted += reply.accepted
+            self.pending.append((reply.done, (reply.region, reply.partition), reply.offset))
+        else:
+            self.rejected[reply.status] = self.rejected.get(reply.status, 0) + 1
+
+
+async def drive(schedule: Schedule, results: Results) -> None:
+    """The whole schedule from this process (``offer``), each answer added to ``results``."""
+    offered = await offer(schedule, lambda reply: results.add(reply, schedule.batch))
+    results.connections, results.waited_for_connection = offered.connections, offered.waited_for_connection
+
+
+def generator_processes(schedule: Schedule, count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` generator processes (this script), each sending every count-th request of ``schedule``."""
+    shares = [msgspec.json.encode(dataclasses.replace(schedule, slot=i, slots=count)) for i in range(count)]
+    return [
+        subprocess.Popen([sys.executable, str(Path(__file__)), share.decode()], stdout=subprocess.PIPE)
+        for share in shares
+    ]
+
+
+async def collect(generators: list[subprocess.Popen[bytes]], batch: int, results: Results) -> None:
+    """Wait for the generator processes and add what each saw to ``results``."""
+    for generator in generators:
+        out, _ = await asyncio.to_thread(generator.communicate)
+        if generator.returncode != 0:
+            raise RuntimeError(f"a load generator exited with {generator.returncode}; see its output above")
+        report = msgspec.msgpack.decode(out, type=GeneratorReport)
+        for reply in report.replies:
+            results.add(reply, batch)
+        results.generator_cpu_s += report.cpu_s
+        results.connections += report.offered.connections
+        results.waited_for_connection += report.offered.waited_for_connection
 
 
 async def _generate(schedule: Schedule) -> GeneratorReport:

@@ -23,13 +23,10 @@ import hashlib
 import json
 import os
 import random
-import re
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -40,6 +37,9 @@ import msgspec
 import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
+from ops.bench.kit import parser, percentiles, shown
+from ops.bench.queries import CONTEXT, PLAYER, TOP, Server, closed_loop, get, paced, post, start, stop
+from ops.stack import free_port
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
 from regions.core.positions import SourcePosition
@@ -49,14 +49,9 @@ from regions.stores.cassandra.session import apply_migrations
 from regions.stores.cassandra.session import connect as connect_cassandra
 from regions.stores.redis.projection import ProjectedTotal, RedisProjection, connect_redis
 from schema.redis_keys import board_keys, positions_key
-from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTENT_LENGTH = re.compile(rb"content-length:\s*(\d+)", re.IGNORECASE)
 
-TOP = '{"query":"query($b: ID!) { leaderboard(id: $b) { top(k: 10) { entries { rank userId score } asOf { positions { partition offset } newestAcceptedAt } } } }","variables":{"b":"%s"}}'
-PLAYER = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { player(userId: $u) { rank userId score asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":"%s"}}'
-CONTEXT = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { context(userId: $u, range: 4) { above { rank userId score } player { rank userId score } below { rank userId score } asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":"%s"}}'
 UPDATES = "subscription($b: ID!, $u: ID) { leaderboardUpdates(leaderboardId: $b, userId: $u) { __typename ... on TopKChanged { sequence } ... on Resync { reason sequence } } }"
 
 
@@ -99,165 +94,6 @@ async def drop(settings: Settings, board: Board) -> None:
         board_keys(settings.redis.key_prefix, board.id).sequence, positions_key(settings.redis.key_prefix)
     )
     await redis.aclose()
-
-
-# ------------------------------------------------------------------ processes
-
-
-@dataclass
-class Server:
-    name: str
-    port: int
-    process: asyncio.subprocess.Process
-
-    def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
-
-    def cpu_s(self) -> float:
-        """CPU seconds of the server and of the processes it forked (several gateway processes)."""
-        pid = self.process.pid
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        used = 0
-        for one in (pid, *children):
-            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
-            used += int(fields[11]) + int(fields[12])
-        return used / os.sysconf("SC_CLK_TCK")
-
-
-async def start(name: str, args: list[str], env: dict[str, str], port: int, ready_path: str) -> Server:
-    log = (ROOT / ".data" / "logs" / f"bench-{name}.log").open("ab")
-    process = await asyncio.create_subprocess_exec(sys.executable, *args, env=env, stdout=log, stderr=log)
-    async with httpx.AsyncClient() as http:
-        for _ in range(300):
-            if process.returncode is not None:
-                raise RuntimeError(f"{name} exited; see .data/logs/bench-{name}.log")
-            with suppress(httpx.HTTPError):
-                if (await http.get(f"http://127.0.0.1:{port}{ready_path}")).status_code < 500:
-                    return Server(name, port, process)
-            await asyncio.sleep(0.2)
-    raise TimeoutError(f"{name} did not start")
-
-
-async def stop(server: Server) -> None:
-    if server.process.returncode is None:
-        server.process.terminate()
-        try:
-            await asyncio.wait_for(server.process.wait(), 10)
-        except TimeoutError:
-            server.process.kill()
-
-
-# ------------------------------------------------------------------ HTTP load
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection; the cheapest client there is, to leave CPU to the servers."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader, self._writer = reader, writer
-
-    @classmethod
-    async def open(cls, port: int) -> Connection:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
-        return cls(reader, writer)
-
-    async def exchange(self, request: bytes) -> bytes:
-        self._writer.write(request)
-        head = await self._reader.readuntil(b"\r\n\r\n")
-        match = CONTENT_LENGTH.search(head)
-        body = await self._reader.readexactly(int(match.group(1)) if match else 0)
-        if not head.startswith(b"HTTP/1.1 200") or b'"errors"' in body:
-            raise RuntimeError(f"bad response: {head[:40]!r} {body[:300]!r}")
-        return body
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-def post(port: int, body: str) -> bytes:
-    data = body.encode()
-    return (
-        f"POST /graphql HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(data)}\r\n\r\n"
-    ).encode() + data
-
-
-def get(port: int, path: str) -> bytes:
-    return f"GET {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode()
-
-
-@dataclass
-class Result:
-    label: str
-    mode: str
-    requests: int
-    seconds: float
-    latencies: list[float] = field(default_factory=list)
-
-    def line(self) -> str:
-        q = statistics.quantiles(self.latencies, n=100, method="inclusive")
-        return (
-            f"  {self.label:<29} {self.mode:<16} {self.requests / self.seconds:>8,.0f} q/s   "
-            f"p50 {q[49] * 1000:6.1f} ms   p95 {q[94] * 1000:6.1f} ms   p99 {q[98] * 1000:6.1f} ms"
-        )
-
-    @property
-    def p99_ms(self) -> float:
-        return statistics.quantiles(self.latencies, n=100, method="inclusive")[98] * 1000
-
-    @property
-    def rate(self) -> float:
-        return self.requests / self.seconds
-
-
-async def closed_loop(
-    label: str, port: int, make: Callable[[], bytes], concurrency: int, seconds: float
-) -> Result:
-    connections = [await Connection.open(port) for _ in range(concurrency)]
-    result = Result(label, f"closed c={concurrency}", 0, seconds)
-    deadline = time.perf_counter() + seconds
-
-    async def worker(conn: Connection) -> None:
-        while (now := time.perf_counter()) < deadline:
-            await conn.exchange(make())
-            result.latencies.append(time.perf_counter() - now)
-            result.requests += 1
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(c) for c in connections))
-    result.seconds = time.perf_counter() - started
-    for c in connections:
-        c.close()
-    return result
-
-
-async def paced(
-    label: str, port: int, make: Callable[[], bytes], concurrency: int, rate: float, seconds: float
-) -> Result:
-    """``rate`` requests a second spread over ``concurrency`` connections; latency from schedule."""
-    connections = [await Connection.open(port) for _ in range(concurrency)]
-    result = Result(label, f"paced {rate:.0f} q/s", 0, seconds)
-    total = int(rate * seconds)
-    start = time.perf_counter() + 0.05
-
-    async def worker(index: int, conn: Connection) -> None:
-        for n in range(index, total, concurrency):
-            due = start + n / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            await conn.exchange(make())
-            result.latencies.append(time.perf_counter() - due)
-            result.requests += 1
-
-    await asyncio.gather(*(worker(i, c) for i, c in enumerate(connections)))
-    result.seconds = time.perf_counter() - start
-    for c in connections:
-        c.close()
-    return result
 
 
 # ------------------------------------------------------------------ subscriptions
@@ -303,7 +139,7 @@ async def fan_out(
     settings: Settings, board: Board, gateway: Server, subscribers: int, changes: int, players: int
 ) -> None:
     url = f"ws://127.0.0.1:{gateway.port}/graphql"
-    rss_before = gateway.rss_mb()
+    rss_before = gateway.rss_mib()
     sinks = [Subscriber() for _ in range(subscribers)]
     readies = [asyncio.Event() for _ in range(subscribers)]
     rng = random.Random(11)
@@ -319,7 +155,7 @@ async def fan_out(
         if await metric(gateway.port, "lb_gateway_subscriptions") >= subscribers:
             break
         await asyncio.sleep(0.2)
-    rss_subscribed = gateway.rss_mb()
+    rss_subscribed = gateway.rss_mib()
     print(
         f"  {subscribers} subscribers connected; gateway RSS {rss_before:.0f} MB before, {rss_subscribed:.0f} MB now"
     )
@@ -327,7 +163,7 @@ async def fan_out(
     redis = connect_redis(settings.redis)
     projection = RedisProjection(redis, settings.redis.key_prefix)
     published: dict[int, float] = {}
-    cpu_before = gateway.cpu_s()
+    cpu_before = gateway.cpu_seconds()
     for n in range(changes):
         champion = f"champion-{n:03d}"
         total = 20_000_000 + n
@@ -339,26 +175,20 @@ async def fan_out(
         await projection.publish_hint(board.id, msgspec.json.encode(hint))
         await asyncio.sleep(1.0)
     await asyncio.sleep(2.0)
-    cpu_used = gateway.cpu_s() - cpu_before
-    rss_after = gateway.rss_mb()
+    cpu_used = gateway.cpu_seconds() - cpu_before
+    rss_after = gateway.rss_mib()
 
     latencies = [
         sink.received[seq] - sent for sink in sinks for seq, sent in published.items() if seq in sink.received
     ]
     expected = subscribers * len(published)
-    q = (
-        statistics.quantiles(latencies, n=100, method="inclusive")
-        if len(latencies) > 1
-        else [float("nan")] * 99
-    )
     print(
         f"  TopKChanged deliveries {len(latencies):,} of {expected:,} "
         f"({len(latencies) / expected:.1%}); resyncs {sum(s.resyncs for s in sinks)}"
     )
-    print(
-        f"  delivery latency  p50 {q[49] * 1000:.0f} ms   p95 {q[94] * 1000:.0f} ms   p99 {q[98] * 1000:.0f} ms   "
-        f"max {max(latencies) * 1000:.0f} ms"
-    )
+    delivery = percentiles(latencies, scale=1000)
+    print(f"  delivery latency  {shown(delivery, unit=' ms', sep='   ')}   "
+          f"max {max(latencies, default=float('nan')) * 1000:.0f} ms")  # fmt: skip
     print(
         f"  gateway RSS {rss_after:.0f} MB after {changes} changes; gateway CPU {cpu_used:.1f} s over {changes + 2} s"
     )
@@ -367,7 +197,7 @@ async def fan_out(
     await asyncio.gather(*tasks, return_exceptions=True)
     await redis.aclose()
     print(
-        f"  target: 1,000 subscribers get TopKChanged within 1 s p99 -> {'met' if q[98] < 1.0 else 'MISSED'}"
+        f"  target: 1,000 subscribers get TopKChanged within 1 s p99 -> {'met' if delivery[0.99] < 1000 else 'MISSED'}"
     )
 
 
@@ -512,11 +342,11 @@ async def reads(args: argparse.Namespace, board: Board, gateway: Server, referen
         for n in range(args.repeats):
             for side, server, make in (("graphql", gateway, pair.graphql), ("plain", reference, pair.plain)):
                 rng = random.Random(n)
-                cpu = server.cpu_s()
+                cpu = server.cpu_seconds()
                 result = await closed_loop(
                     f"{pair.label} [{side}]", server.port, partial(make, rng), args.concurrency, args.duration
                 )
-                used = server.cpu_s() - cpu
+                used = server.cpu_seconds() - cpu
                 rates[side].append(result.rate)
                 per_cpu[side].append(result.requests / used if used else float("nan"))
                 print(result.line() + f"   {per_cpu[side][-1]:7,.0f} per server CPU-s", flush=True)
@@ -540,27 +370,23 @@ async def reads(args: argparse.Namespace, board: Board, gateway: Server, referen
             )
             verdict = "met" if steady.p99_ms < 50 else "MISSED"
             print(steady.line() + f"   (target p99 < 50 ms: {verdict})", flush=True)
-    print(f"  gateway RSS {gateway.rss_mb():.0f} MB, reference RSS {reference.rss_mb():.0f} MB")
+    print(f"  gateway RSS {gateway.rss_mib():.0f} MB, reference RSS {reference.rss_mib():.0f} MB")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--players", type=int, default=1_000_000)
-    parser.add_argument("--concurrency", type=int, default=32, help="connections per run")
-    parser.add_argument("--rate", type=float, default=500, help="paced runs: requests per second")
-    parser.add_argument("--duration", type=float, default=10, help="seconds per run")
-    parser.add_argument("--subscribers", type=int, default=1000)
-    parser.add_argument("--changes", type=int, default=20, help="top-10 changes during the fan-out run")
-    parser.add_argument("--repeats", type=int, default=3, help="closed-loop runs of each side (median)")
-    parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes on one port")
-    parser.add_argument("--only", action="append", help="run only the read with this label (repeatable)")
-    parser.add_argument(
-        "--generic", action="store_true", help="no compiled plans: strawberry's executor only"
-    )
-    parser.add_argument("--no-fan-out", action="store_true", help="skip the subscription run")
-    args = parser.parse_args()
+    p = parser(__doc__)
+    p.add_argument("--players", type=int, default=1_000_000)
+    p.add_argument("--concurrency", type=int, default=32, help="connections per run")
+    p.add_argument("--rate", type=float, default=500, help="paced runs: requests per second")
+    p.add_argument("--duration", type=float, default=10, help="seconds per run")
+    p.add_argument("--subscribers", type=int, default=1000)
+    p.add_argument("--changes", type=int, default=20, help="top-10 changes during the fan-out run")
+    p.add_argument("--repeats", type=int, default=3, help="closed-loop runs of each side (median)")
+    p.add_argument("--gateway-workers", type=int, default=1, help="gateway processes on one port")
+    p.add_argument("--only", action="append", help="run only the read with this label (repeatable)")
+    p.add_argument("--generic", action="store_true", help="no compiled plans: strawberry's executor only")
+    p.add_argument("--no-fan-out", action="store_true", help="skip the subscription run")
+    args = p.parse_args()
     uvloop.run(run(args))
 
 

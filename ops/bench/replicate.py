@@ -26,16 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from pipeline import cpu_seconds, percentile  # the pipeline benchmark, next to this script
 
+from ops.bench.kit import CpuClock, parser, percentile, percentiles, shown
+from ops.clusters import RegionServers, ReplicatorProcess, bootstrap_topics, end_offsets, two_regions
+from ops.stack import data_dir, server_pids
 from regions.runtime.settings import Settings, load_settings
 from regions.stores.kafka.clients import make_producer
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec
 from schema.replication import replicated_awards_topic
-from tests.clusters import RegionServers, ReplicatorProcess, bootstrap_topics, end_offsets, two_regions
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def award_value(codec: Codec, i: int, tag: str) -> tuple[bytes, bytes]:
@@ -129,44 +128,48 @@ async def until_caught_up(replicator: ReplicatorProcess, total: int) -> None:
         await asyncio.sleep(0.05)
 
 
-def server_pid(data_dir: Path) -> int:
-    return int((data_dir / "run" / "kafka.pid").read_text())
+async def started(
+    eu: Settings, logs: Path, name: str, pids: dict[str, int]
+) -> tuple[ReplicatorProcess, dict[str, int]]:
+    """A replicator copying us's awards into eu, ready, and ``pids`` with its own."""
+    replicator = ReplicatorProcess(eu, "us", logs, name)
+    await replicator.start()
+    return replicator, {**pids, "replicator": replicator.pid}
+
+
+def print_cpu(cores: dict[str, float]) -> None:
+    print("  CPU (share of one core): " + "  ".join(f"{n} {share:.2f}" for n, share in cores.items()))
 
 
 async def steady(
     args: argparse.Namespace, eu: Settings, us: Settings, pids: dict[str, int], logs: Path
 ) -> None:
-    replicator = ReplicatorProcess(eu, "us", logs)
-    await replicator.start()
-    assert replicator.process is not None
-    pids = {**pids, "replicator": replicator.process.pid}
+    replicator, pids = await started(eu, logs, "", pids)
     result, stop, lag_samples = Watch(), asyncio.Event(), list[float]()
     watching = asyncio.create_task(watch(eu, result, stop))
     sampling = asyncio.create_task(sample_record_lag(replicator, lag_samples, stop))
     await asyncio.sleep(1)  # the watcher positioned at the end before the load starts
-    cpu0, t0 = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
+    clock, drained_by = CpuClock(pids), time.perf_counter() + args.duration + 60
     sent = await produce(us, args.rate, args.duration, uuid.uuid4().hex[:6])
-    drained_by = t0 + args.duration + 60
     while result.seen < sent:  # every acknowledged award copied (or a minute after the load)
         if time.perf_counter() > drained_by:
             break
         await asyncio.sleep(0.05)
-    wall = time.perf_counter() - t0
-    cpu = {n: cpu_seconds(p) - cpu0[n] for n, p in pids.items()}
+    use = clock.read()
     stop.set()
     await asyncio.gather(watching, sampling)
     committed = histogram_bounds(await replicator.metrics(), "lb_replicator_copy_latency_seconds")
     await replicator.stop()
     lag = result.lag_ms
     print(f"steady: {sent} awards offered at {args.rate:.0f}/s for {args.duration:.0f} s; "
-          f"{result.seen} copied ({result.seen / wall:.0f} records/s over {wall:.1f} s)")  # fmt: skip
-    print(f"  replication lag (accepted in us -> visible in eu) ms: p50 {percentile(lag, 0.5):.0f}  "
-          f"p95 {percentile(lag, 0.95):.0f}  p99 {percentile(lag, 0.99):.0f}  max {max(lag, default=float('nan')):.0f}")  # fmt: skip
+          f"{result.seen} copied ({result.seen / use.wall:.0f} records/s over {use.wall:.1f} s)")  # fmt: skip
+    print(f"  replication lag (accepted in us -> visible in eu) ms: {shown(percentiles(lag))}  "
+          f"max {max(lag, default=float('nan')):.0f}")  # fmt: skip
     print("  accepted in us -> copy committed, the replicator's histogram (upper bounds) ms: "
           + "  ".join(f"p{q * 100:g} <= {committed[q] * 1000:.0f}" for q in committed))  # fmt: skip
     print(f"  replicator record lag (sampled every 0.5 s): p99 {percentile(lag_samples, 0.99):.0f}  "
           f"max {max(lag_samples, default=0):.0f}")  # fmt: skip
-    print("  CPU (share of one core): " + "  ".join(f"{n} {cpu[n] / wall:.2f}" for n in cpu))
+    print_cpu(use.cores())
 
 
 async def backlog(
@@ -183,18 +186,14 @@ async def backlog(
     finally:
         await producer.stop()
     end = sum((await end_offsets(us)).values())
-    replicator = ReplicatorProcess(eu, "us", logs, "-backlog")
-    await replicator.start()
-    assert replicator.process is not None
-    pids = {**pids, "replicator": replicator.process.pid}
-    cpu0, t0 = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
+    replicator, pids = await started(eu, logs, "-backlog", pids)
+    clock = CpuClock(pids)
     await until_caught_up(replicator, end)
-    wall = time.perf_counter() - t0
-    cpu = {n: cpu_seconds(p) - cpu0[n] for n, p in pids.items()}
+    use = clock.read()
     await replicator.stop()
-    print(f"backlog: {args.backlog} awards drained by a restarted replicator in {wall:.1f} s: "
-          f"{args.backlog / wall:.0f} records/s")  # fmt: skip
-    print("  CPU (share of one core): " + "  ".join(f"{n} {cpu[n] / wall:.2f}" for n in cpu))
+    print(f"backlog: {args.backlog} awards drained by a restarted replicator in {use.wall:.1f} s: "
+          f"{args.backlog / use.wall:.0f} records/s")  # fmt: skip
+    print_cpu(use.cores())
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -202,7 +201,6 @@ async def main(args: argparse.Namespace) -> None:
     local = base.model_copy(
         update={"kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{uuid.uuid4().hex[:8]}"})}
     )
-    data_dir = Path(os.environ.get("LB_OPS_DATA_DIR", ROOT / ".data"))
     with tempfile.TemporaryDirectory(prefix="bench-us-") as scratch:
         cluster = RegionServers(Path(scratch))
         print(f"starting region us's Kafka cluster on 127.0.0.1:{cluster.port} ...", flush=True)
@@ -210,7 +208,7 @@ async def main(args: argparse.Namespace) -> None:
         try:
             eu, us = two_regions(local, cluster.bootstrap_servers)
             await bootstrap_topics(eu, us)
-            pids = {"kafka-eu": server_pid(data_dir), "kafka-us": server_pid(cluster.data_dir),
+            pids = {"kafka-eu": server_pids(data_dir())["kafka"], "kafka-us": server_pids(cluster.data_dir)["kafka"],
                     "load+watch": os.getpid()}  # fmt: skip
             await steady(args, eu, us, pids, Path(scratch))
             await backlog(args, eu, us, pids, Path(scratch))
@@ -219,7 +217,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def parse() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument("--duration", type=float, default=30, help="seconds of steady load (default 30)")
     p.add_argument("--rate", type=float, default=1500, help="awards per second written in us (default 1500)")
     p.add_argument(

@@ -25,24 +25,17 @@ import uuid
 from pathlib import Path
 
 from aiokafka import ConsumerRecord, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
+from ops.bench.kit import parser, rss_mib
+from ops.stack import delete_topics
 from regions.processor.loop import Processor
 from regions.processor.restore import restore
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings, load_settings
-from regions.stores.kafka.clients import ensure_topics, make_producer, platform_topics, replay
+from regions.stores.kafka.clients import ensure_topics, make_producer, replay
 from regions.stores.rocksdb import RocksStore
 from schema.event_id import event_id, payload_digest
 from schema.records import Codec, PlayerTotal, dedupe_key, pack_seen, totals_key
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def fill(settings: Settings, players: int, recent: int, first: int = 0) -> None:
@@ -171,16 +164,11 @@ async def main(args: argparse.Namespace) -> None:
               f"(store cache {args.cache_mib} MiB)")  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap_servers)
-        await admin.start()
-        try:
-            await admin.delete_topics([t.name for t in platform_topics(settings.kafka)])
-        finally:
-            await admin.close()
+        await delete_topics(settings.kafka, f"{settings.kafka.topic_prefix}.")
 
 
 def parse() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument(
         "--players", type=int, default=1_000_000, help="players in the partition (default 1000000)"
     )

@@ -52,26 +52,26 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from close import archive_timed  # type: ignore[import-not-found]  # ops/bench, run as a script
-from pipeline import redis_benchmark  # type: ignore[import-not-found]
-from reads import CONTEXT, PLAYER, TOP, paced, post, start, stop  # type: ignore[import-not-found]
 
+from ops.bench.kit import parser
+from ops.bench.queries import CONTEXT, PLAYER, TOP, paced, post, start, stop
+from ops.bench.steps import archive_timed, redis_benchmark, redis_cli
+from ops.clusters import end_offsets
+from ops.stack import delete_topics, free_port
 from regions.cli.projection import ProgressPrinter
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
 from regions.projector.rebuild import rebuild, rebuild_to_run
-from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest
 from regions.runtime.settings import Settings, load_settings
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.cassandra.session import apply_migrations
 from regions.stores.cassandra.session import connect as connect_cassandra
 from regions.stores.kafka.clients import ensure_topics, make_producer
+from regions.stores.redis.control import ProjectionControl, RebuildCause, RebuildRequest
 from regions.stores.redis.projection import BoardTotals, ProjectedTotal, RedisProjection, connect_redis
 from schema.records import Codec, PlayerTotal, totals_key
 from schema.redis_keys import LISTPACK_ENTRIES, LISTPACK_VALUE
-from tests.harness import delete_topics, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = ROOT / ".data" / "bench-scale"
@@ -125,23 +125,12 @@ def settings_for(redis_url: str) -> Settings:
 # ------------------------------------------------------------------ 1. load
 
 
-async def end_offsets(settings: Settings) -> dict[int, int]:
-    topic = settings.kafka.topic("totals")
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka.bootstrap_servers)
-    await consumer.start()
-    try:
-        tps = [TopicPartition(topic, p) for p in range(settings.kafka.partitions)]
-        return {tp.partition: offset for tp, offset in (await consumer.end_offsets(tps)).items()}
-    finally:
-        await consumer.stop()
-
-
 async def load(settings: Settings, players: int) -> None:
     """Player i goes to partition i mod P, in order, so each partition's end offset says how far it
     got. Records go as whole record batches per partition (a send per record is ten times slower)."""
     await ensure_topics(settings.kafka)
     parts, topic, codec = settings.kafka.partitions, settings.kafka.topic("totals"), Codec()
-    ends = await end_offsets(settings)
+    ends = await end_offsets(settings, "totals")
     first = min(ends[p] * parts + p for p in range(parts))
     if first >= players:
         print(f"   all {players:,} players are in {topic} already")
@@ -191,12 +180,8 @@ async def load(settings: Settings, players: int) -> None:
 # ------------------------------------------------------------------ 2. the benchmark's Redis and the rebuild
 
 
-def cli(port: int, *args: str) -> str:
-    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout
-
-
 def answers(port: int) -> bool:
-    return cli(port, "ping").strip() == "PONG"
+    return redis_cli(port, "ping").strip() == "PONG"
 
 
 def start_server(port: int, *extra: str) -> None:
@@ -226,11 +211,11 @@ def start_redis(cluster: bool) -> list[int]:
         return [REDIS_PORT]
     for port in CLUSTER_PORTS:
         start_server(port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-    if "cluster_known_nodes:3" not in cli(CLUSTER_PORTS[0], "cluster", "info"):
+    if "cluster_known_nodes:3" not in redis_cli(CLUSTER_PORTS[0], "cluster", "info"):
         subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in CLUSTER_PORTS),
                         "--cluster-replicas", "0", "--cluster-yes"], capture_output=True, check=True)  # fmt: skip
         for _ in range(200):
-            if all("cluster_state:ok" in cli(p, "cluster", "info") for p in CLUSTER_PORTS):
+            if all("cluster_state:ok" in redis_cli(p, "cluster", "info") for p in CLUSTER_PORTS):
                 break
             time.sleep(0.1)
         else:
@@ -242,19 +227,19 @@ def start_redis(cluster: bool) -> list[int]:
 
 def stop_redis() -> None:
     for port in [REDIS_PORT, *CLUSTER_PORTS]:
-        cli(port, "shutdown", "nosave")
+        redis_cli(port, "shutdown", "nosave")
 
 
 def used_memory(ports: list[int]) -> int:
     used = 0
     for port in ports:
-        info = cli(port, "info", "memory")
+        info = redis_cli(port, "info", "memory")
         used += int(next(line.split(":")[1] for line in info.splitlines() if line.startswith("used_memory:")))
     return used
 
 
 def keys_in(ports: list[int]) -> int:
-    return sum(int(cli(port, "dbsize").strip() or 0) for port in ports)
+    return sum(int(redis_cli(port, "dbsize").strip() or 0) for port in ports)
 
 
 async def project(settings: Settings, state: State, players: int, shards: int, ports: list[int]) -> None:
@@ -418,7 +403,7 @@ async def run(args: argparse.Namespace) -> None:
     if state.data.get(f"redis-{ports[0]}", mode) != mode:  # another mode's board: start from empty servers
         print("   the benchmark's Redis holds another mode's board: emptying it")
         for port in ports:
-            cli(port, "flushall")
+            redis_cli(port, "flushall")
     state.data[f"redis-{ports[0]}"] = mode
     where = (
         f"a 3-master cluster ({', '.join(map(str, ports))})" if args.redis_cluster else f"Redis :{ports[0]}"
@@ -470,30 +455,22 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
+    p = parser(__doc__)
+    p.add_argument(
         "--players", type=int, default=25_000_000, help="players on the board (default 25,000,000)"
     )
-    parser.add_argument(
-        "--rate", type=float, default=500, help="paced reads: requests per second (default 500)"
-    )
-    parser.add_argument("--duration", type=float, default=20, help="seconds per read run (default 20)")
-    parser.add_argument("--shards", type=int, default=1, help="the board's shards (default 1)")
-    parser.add_argument(
-        "--redis-cluster", action="store_true", help="a Redis Cluster of 3 masters of its own"
-    )
-    parser.add_argument(
-        "--apply", type=int, default=200_000, help="changed totals for the apply rate (200,000)"
-    )
-    parser.add_argument("--keep-redis", action="store_true", help="leave the benchmark's Redis running")
-    parser.add_argument(
+    p.add_argument("--rate", type=float, default=500, help="paced reads: requests per second (default 500)")
+    p.add_argument("--duration", type=float, default=20, help="seconds per read run (default 20)")
+    p.add_argument("--shards", type=int, default=1, help="the board's shards (default 1)")
+    p.add_argument("--redis-cluster", action="store_true", help="a Redis Cluster of 3 masters of its own")
+    p.add_argument("--apply", type=int, default=200_000, help="changed totals for the apply rate (200,000)")
+    p.add_argument("--keep-redis", action="store_true", help="leave the benchmark's Redis running")
+    p.add_argument(
         "--keep-archive", action="store_true", help=f"keep the archive's keyspace ({ARCHIVE_KEYSPACE})"
     )
-    parser.add_argument("--no-archive", action="store_true", help="leave out step 7 (the archive)")
-    parser.add_argument("--clean", action="store_true", help="delete the benchmark's topics, Redis and state")
-    args = parser.parse_args()
+    p.add_argument("--no-archive", action="store_true", help="leave out step 7 (the archive)")
+    p.add_argument("--clean", action="store_true", help="delete the benchmark's topics, Redis and state")
+    args = p.parse_args()
     if not args.clean:
         free = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.splitlines()[1].split()
         print(f"== {args.players:,} players on one board; memory now: {free[6]} GiB available of {free[1]} GiB "

@@ -35,23 +35,32 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import httpx
 
-# The pipeline benchmark, next to this script: its load generator and measures.
-from pipeline import Results, cpu_seconds, drive, percentile, rss_mib, still_waiting
-
+from ops.bench.kit import Column, CpuClock, parser, percentile, percentiles, rss_mib, shown, table
+from ops.bench.load import Pending, Results, Schedule, add_options, drive
+from ops.clusters import bootstrap_topics
+from ops.stack import (
+    data_dir,
+    free_port,
+    log_tail,
+    region_env,
+    server_pids,
+    stop_all,
+    wait_ready,
+    with_free_ports,
+)
 from regions.core.boards import Board
 from regions.runtime.settings import Settings, load_settings
 from regions.runtime.supervisor import Program, port_owner, region_programs, taken_ports
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.session import apply_migrations, connect
 from regions.stores.redis.projection import RedisProjection, connect_redis
-from tests.clusters import bootstrap_topics
-from tests.harness import free_port, region_env, with_free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ("intake", "processor", "projector", "audit")  # and the replicators; no gateway, no lifecycle
@@ -139,21 +148,31 @@ def start(region: Region, args: argparse.Namespace, logs: Path) -> None:
             )
 
 
-async def until_ready(regions: list[Region], within: float) -> None:
+async def until_ready(regions: list[Region], logs: Path, within: float) -> None:
+    """Every process of every region answers /readyz within ``within`` seconds from now, all together."""
     deadline = time.monotonic() + within
-    async with httpx.AsyncClient() as http:
-        for region in regions:
-            for program in region.programs:
-                while True:
-                    if region.procs[program.name].poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"{region.name} {program.name} did not become ready; see its log")
-                    with contextlib.suppress(httpx.HTTPError):
-                        if (await http.get(f"http://127.0.0.1:{program.port}/readyz")).status_code == 200:
-                            break
-                    await asyncio.sleep(0.2)
-            print(
-                f"   region {region.name} ready: " + ", ".join(f"{p.name} :{p.port}" for p in region.programs)
+    for region in regions:
+        for program in region.programs:
+            name, url = f"{region.name}-{program.name}", f"http://127.0.0.1:{program.port}"
+            tail = partial(log_tail, logs / f"{name}.log")
+            await wait_ready(
+                name, url, region.procs[program.name], tail, max(0.0, deadline - time.monotonic())
             )
+        print(f"   region {region.name} ready: " + ", ".join(f"{p.name} :{p.port}" for p in region.programs))
+
+
+def still_waiting(
+    pending: list[Pending], positions: Mapping[tuple[str, int], int], now: float, visible_ms: list[float]
+) -> list[Pending]:
+    """The acknowledged batches ``positions`` do not reach yet; those they reach add their time from
+    acknowledgement to ``now`` to ``visible_ms``."""
+    waiting = []
+    for acked, source, offset in pending:
+        if positions.get(source, -1) >= offset:
+            visible_ms.append((now - acked) * 1000)
+        else:
+            waiting.append((acked, source, offset))
+    return waiting
 
 
 @dataclass
@@ -164,7 +183,7 @@ class Visibility:
     seen_in: Region
     label: str
     ms: list[float] = field(default_factory=list)
-    waiting: list[tuple[float, tuple[str, int], int]] = field(default_factory=list)
+    waiting: list[Pending] = field(default_factory=list)
     cursor: int = 0
 
 
@@ -206,26 +225,14 @@ async def replicator_lag(
             await asyncio.sleep(0.5)
 
 
-def server_pids(regions: list[Region]) -> dict[str, int]:
+def bench_servers(regions: list[Region]) -> dict[str, int]:
     """This benchmark's Kafka and Redis of each region, and the Cassandra node (by its port) when
     this user can see its process."""
-    run = Path(os.environ["LB_OPS_DATA_DIR"]) / "run"
-    found = {p.stem: int(p.read_text()) for p in run.glob("*.pid") if p.stem.startswith(("kafka-", "redis-"))}
+    found = {n: p for n, p in server_pids(data_dir()).items() if n.startswith(("kafka-", "redis-"))}
     owner = re.match(r"pid (\d+)", port_owner(regions[0].settings.cassandra.port) or "")
     if owner is not None:
         found["cassandra (shared)"] = int(owner.group(1))
     return {n: p for n, p in found.items() if Path(f"/proc/{p}").exists()}
-
-
-def stop_all(regions: list[Region]) -> None:
-    for region in regions:
-        for p in region.procs.values():
-            if p.poll() is None:
-                p.terminate()
-    for region in regions:
-        for p in region.procs.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(20)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -257,7 +264,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         for region in regions:
             start(region, args, logs)
-        await until_ready(regions, 180)  # a loaded machine starts ten processes slowly
+        await until_ready(regions, logs, 180)  # a loaded machine starts ten processes slowly
         await asyncio.sleep(args.warmup)
         rows = []
         for rate in rates:
@@ -265,7 +272,7 @@ async def main(args: argparse.Namespace) -> None:
         if len(rows) > 1:
             summary(rows)
     finally:
-        stop_all(regions)
+        stop_all(p for region in regions for p in region.procs.values())
         for region in regions:
             await region.projection.redis.aclose()
         session.execute(f"DROP KEYSPACE IF EXISTS {cassandra.keyspace}", timeout=120)
@@ -314,6 +321,12 @@ def judge(rate: int, duration: float, wall: float, regions: list[Region], views:
     return Row(rate, accepted / wall, ack, regional, home_ms, never_seen, tuple(misses))
 
 
+def half(args: argparse.Namespace, region: Region, board: Board, rate: int) -> Schedule:
+    """The share of one region's intake: half the rate, on half the connections."""
+    return Schedule.of(args, region.settings.intake.port, board.id, args.duration, rate=rate / 2,
+                       max_connections=args.connections // 2)  # fmt: skip
+
+
 async def measure(args: argparse.Namespace, regions: list[Region], board: Board, rate: int) -> Row:
     """One run of ``args.duration`` s at ``rate`` awards/s, reported in full."""
     for region in regions:
@@ -326,16 +339,15 @@ async def measure(args: argparse.Namespace, regions: list[Region], board: Board,
         Visibility(home, other, f"accepted in {home.name} -> {other.name}"),
     ]
     pids = {f"{r.name} {n}": p.pid for r in regions for n, p in r.procs.items()}
-    pids |= server_pids(regions) | {"bench (load + watch)": os.getpid()}
-    per_region = argparse.Namespace(**{**vars(args), "rate": rate / 2, "connections": args.connections // 2})
+    pids |= bench_servers(regions) | {"bench (load + watch)": os.getpid()}
     stop, lag_samples = asyncio.Event(), dict[str, list[tuple[float, float]]]()
     watcher = asyncio.create_task(watch(views, stop))
     sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
-    cpu0, t0 = {n: cpu_seconds(p) for n, p in pids.items()}, time.perf_counter()
+    clock = CpuClock(pids)
     print(f"== load running: {rate} awards/s for {args.duration:.0f} s ...", flush=True)
-    await asyncio.gather(*(drive(r.settings.intake.port, board.id, per_region, r.results) for r in regions))
-    wall = time.perf_counter() - t0
-    cpu = {n: (cpu_seconds(p) - cpu0[n]) / wall * 100 for n, p in pids.items()}
+    await asyncio.gather(*(drive(half(args, r, board, rate), r.results) for r in regions))
+    use = clock.read()
+    wall, cpu = use.wall, use.percent()
     rss = {n: rss_mib(p) for n, p in pids.items()}
     print("== load done; waiting (at most 60 s) for every acknowledged award to be visible ...", flush=True)
     stop.set()
@@ -383,7 +395,7 @@ def report(
     lag: dict[str, list[tuple[float, float]]],
 ) -> None:
     def ms(xs: list[float]) -> str:
-        return "  ".join(f"p{q * 100:g} {percentile(xs, q):7.0f}" for q in (0.5, 0.95, 0.99))
+        return shown(percentiles(xs), "7.0f")
 
     accepted = sum(r.results.accepted for r in regions)
     print(f"\n== load ({wall:.1f} s, {args.batch} awards per request)")
@@ -399,13 +411,10 @@ def report(
     print("\n== replicators (sampled every 0.5 s during the load)")
     for name, samples in lag.items():
         records, seconds = [s[0] for s in samples], [s[1] for s in samples]
-        print(f"  {name:26} lag records p50 {percentile(records, 0.5):6.0f}  p99 {percentile(records, 0.99):6.0f}"
+        print(f"  {name:26} lag records {shown(percentiles(records, (0.5, 0.99)), '6.0f')}"
               f"  max {max(records, default=0):6.0f};  lag s p99 {percentile(seconds, 0.99):5.2f}")  # fmt: skip
     print(f"\n== processes during the load ({os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f})")
-    print(f"{'':32} {'CPU %':>7} {'RSS MiB':>8}")
-    for name in cpu:
-        print(f"{name:32} {cpu[name]:7.1f} {rss[name]:8.0f}")
-    print(f"{'all':32} {sum(cpu.values()):7.1f}")
+    print("\n".join(table(32, [Column("CPU %", cpu, "7.1f"), Column("RSS MiB", rss, "8.0f", summed=False)])))
 
 
 def _rates(text: str) -> list[int]:
@@ -421,12 +430,10 @@ def _rates(text: str) -> list[int]:
 
 
 def parse() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument("--regions", default="eu,us", help="the two regions; the board is homed in the first")
-    p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
-    p.add_argument(
-        "--rate", type=int, default=3000, help="awards per second offered, both regions (default 3000)"
-    )
+    add_options(p, rate=3000, rate_help="awards per second offered, both regions",
+                connections=32, connections_help="HTTP connections, split over the regions")  # fmt: skip
     p.add_argument(
         "--rates",
         type=_rates,
@@ -438,11 +445,6 @@ def parse() -> argparse.Namespace:
         action="store_true",
         help="give every process a free port instead of region i's fixed 8080 + 100*i ones",
     )
-    p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
-    p.add_argument(
-        "--connections", type=int, default=32, help="HTTP connections, split over the regions (default 32)"
-    )
-    p.add_argument("--players", type=int, default=100_000, help="distinct players (default 100000)")
     p.add_argument("--audit-niceness", type=int, default=10, help="LB_AUDIT__NICENESS (default 10)")
     p.add_argument(
         "--warmup", type=float, default=8, help="seconds to settle once every process is ready (default 8)"

@@ -25,19 +25,10 @@ from pathlib import Path
 import httpx
 from aiokafka import AIOKafkaProducer
 
-# ops/bench is the script's directory, so its sibling module is importable as such
-from pipeline import (
-    PositionHistory,
-    Results,
-    bench_settings,
-    drive,
-    freshness,
-    percentile,
-    start_service,
-    stop_all,
-    until_ready,
-)
-
+from ops.bench.freshness import PositionHistory, freshness
+from ops.bench.kit import parser, percentiles, shown
+from ops.bench.load import Results, Schedule, add_options, bench_settings, drive
+from ops.stack import delete_topics, region_env, start_service, stop_all, until_ready
 from regions.core.boards import Board
 from regions.core.periods import Period, WindowSpec, day_key, day_of, day_start_of
 from regions.core.windows import encode_window
@@ -49,7 +40,6 @@ from regions.stores.redis.projection import RedisProjection, connect_redis
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec, totals_key
 from schema.windows import ExpiryMarker, expiry_key
-from tests.harness import delete_topics, region_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CODEC = Codec()
@@ -137,17 +127,18 @@ async def expired_players(settings: Settings) -> float:
 
 
 def line(name: str, r: Results) -> str:
-    q = lambda xs, p: f"{percentile(xs, p):8.1f}"  # noqa: E731
-    return (f"{name:8} ack ms p50 {q(r.ack_ms, .5)} p99 {q(r.ack_ms, .99)}   freshness ms p50 {q(r.fresh_ms, .5)} "
-            f"p99 {q(r.fresh_ms, .99)}   ({r.accepted:,} accepted, {sum(r.rejected.values())} refused)")  # fmt: skip
+    def q(xs: list[float]) -> str:
+        return shown(percentiles(xs, (0.5, 0.99)), "8.1f", sep=" ")
+
+    return (f"{name:8} ack ms {q(r.ack_ms)}   freshness ms {q(r.fresh_ms)}   "
+            f"({r.accepted:,} accepted, {sum(r.rejected.values())} refused)")  # fmt: skip
 
 
 async def phase(settings: Settings, projection: RedisProjection, board: Board, args: argparse.Namespace,
                 seconds: float) -> Results:  # fmt: skip
     results, history, stop = Results(), PositionHistory(), asyncio.Event()
-    load = argparse.Namespace(**{**vars(args), "duration": seconds})
     watcher = asyncio.create_task(history.watch(projection, stop, results.pending))
-    await drive(settings.intake.port, board.id, load, results, occurred_at=True)
+    await drive(Schedule.of(args, settings.intake.port, board.id, seconds, occurred_at=True), results)
     stop.set()
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(watcher, 60)  # what is not visible by then counts as never visible
@@ -176,7 +167,7 @@ async def main(args: argparse.Namespace) -> None:
     producer = make_producer(settings.kafka)
     await producer.start()
     try:
-        await until_ready(settings, procs, 120)
+        await until_ready(settings, procs, logs, 120)
         started = time.monotonic()
         written = await fill(producer, settings, board, args)
         projected_s = await wait_filled(projection, board, args.players, settings.redis.key_prefix)
@@ -210,7 +201,7 @@ async def main(args: argparse.Namespace) -> None:
             print(f"note: the expiry outlasted the {args.during:.0f} s of load; raise --during to cover it")
     finally:
         await producer.stop()
-        stop_all(procs)
+        stop_all(procs.values())
         keys = [k async for k in redis.scan_iter(match=f"{settings.redis.key_prefix}:*")]
         if keys:
             await redis.delete(*keys)
@@ -221,17 +212,14 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def parse() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--players", type=int, default=1_000_000, help="players on the board (default 1000000)")
+    p = parser(__doc__)
+    add_options(p, rate=1000, rate_help="awards per second offered meanwhile", connections=16,
+                connections_help="concurrent HTTP connections", players=1_000_000,
+                players_help="players on the board", duration=False)  # fmt: skip
     p.add_argument(
         "--active", type=float, default=0.1, help="share with points on the day that expires (0.1)"
     )
     p.add_argument("--days", type=int, default=7, help="length of the rolling window (default 7)")
-    p.add_argument(
-        "--rate", type=int, default=1000, help="awards per second offered meanwhile (default 1000)"
-    )
-    p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
-    p.add_argument("--connections", type=int, default=16, help="concurrent HTTP connections (default 16)")
     p.add_argument(
         "--baseline", type=float, default=20, help="seconds of load before the expiry (default 20)"
     )

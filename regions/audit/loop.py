@@ -35,6 +35,7 @@ from cassandra import InvalidRequest
 from regions.core.audit_progress import intent_metadata, unsure_before
 from regions.core.rate_limit import TokenBuckets
 from regions.runtime.health import Health
+from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import (
     AUDIT_BACKLOG,
     AUDIT_LEFT_TO_HOME,
@@ -43,7 +44,6 @@ from regions.runtime.metrics import (
     AUDIT_WRITTEN,
 )
 from regions.runtime.settings import Settings
-from regions.runtime.throttled_log import ThrottledLog
 from regions.stores.cassandra.audit import AuditRow, CassandraAudit
 from regions.stores.cassandra.session import CassandraConnection, CassandraUnavailable
 from regions.stores.kafka.clients import (

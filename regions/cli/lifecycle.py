@@ -3,16 +3,21 @@ its corrections and its archive."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from cassandra.cluster import Session
+from redis.exceptions import RedisError
 
 from regions.actions.close import begin_close
 from regions.actions.correct import record_correction
-from regions.core.corrections import CorrectionRequest
+from regions.cli.command import CommandError, Commands, add_command, cassandra_session, say
+from regions.core.corrections import CorrectionRequest, parse_correction
+from regions.core.redaction import mask_url
 from regions.core.results import page, page_chunks
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
@@ -100,3 +105,85 @@ async def correct_command(
         await asyncio.sleep(0.5)
         entry = await corrections.get(entry.board_id, entry.correction_id) or entry
     return True
+
+
+async def _close(settings: Settings, args: argparse.Namespace) -> int:
+    async with cassandra_session(settings) as session:
+        await close_command(settings, session, args.board, args.reason, say)
+    return 0
+
+
+def _adjustments(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """USER=SCORE pairs from the command line, then from ``--file`` (one a line; # starts a comment)."""
+    pairs = list(args.adjustments)
+    if args.file:
+        try:
+            with open(args.file, encoding="utf-8") as lines:
+                pairs += [line.split("#", 1)[0].strip() for line in lines]
+        except OSError as exc:
+            raise CommandError(f"--file {args.file}: {exc.strerror}") from exc
+    found = []
+    for pair in filter(None, pairs):
+        user, equals, score = pair.rpartition("=")
+        try:
+            found.append((user, int(score)))
+        except ValueError:
+            raise CommandError(f"adjustment {pair!r}: write USER=SCORE, the score an integer") from None
+        if not equals:
+            raise CommandError(f"adjustment {pair!r}: write USER=SCORE")
+    return found
+
+
+async def _correct(settings: Settings, args: argparse.Namespace) -> int:
+    correction_id = args.id or f"c-{uuid.uuid4().hex[:12]}"
+    request = parse_correction(args.board, correction_id, args.reason, _adjustments(args))
+    if isinstance(request, list):
+        raise CommandError("; ".join(f"{e.field}: {e.rule}" for e in request))
+    async with cassandra_session(settings) as session:
+        try:
+            done = await correct_command(settings, session, request, say,
+                                         wait_s=None if args.no_wait else args.wait)  # fmt: skip
+        except RedisError as exc:  # the players are checked against this region's projection
+            raise CommandError(
+                f"the projection's Redis at {mask_url(settings.redis.url)} did not answer ({type(exc).__name__}); "
+                "see 'ops/services status'"
+            ) from exc
+    return 0 if done else 1
+
+
+async def _results(settings: Settings, args: argparse.Namespace) -> int:
+    async with cassandra_session(settings) as session:
+        found = await results_command(session, args.board, args.version, args.first, args.after, say)
+    return 0 if found else 1
+
+
+def register(commands: Commands) -> None:
+    close = add_command(commands, "close", _close, "begin closing a board (in its home region)")
+    close.add_argument("board")
+    close.add_argument("--reason", help="why the board closes (kept with its result)")
+    _add_correct(commands)
+    results = add_command(commands, "results", _results, "an archived result of a closed board, page by page")
+    results.add_argument("board")
+    results.add_argument("--version", type=int, help="result version (default: the newest)")
+    results.add_argument("--first", type=int, default=100, help="ranks to show (default 100)")
+    results.add_argument("--after", type=int, default=0, help="ranks to skip (default 0)")
+
+
+def _add_correct(commands: Commands) -> None:
+    correct = add_command(
+        commands,
+        "correct",
+        _correct,
+        "correct a closed board's result (in its home region): publishes the next version",
+    )
+    correct.add_argument("board")
+    correct.add_argument(
+        "adjustments", nargs="*", metavar="USER=SCORE", help="a player's corrected final score"
+    )
+    correct.add_argument(
+        "--reason", required=True, help="why the result is corrected (kept with the version)"
+    )
+    correct.add_argument("--file", help="more USER=SCORE adjustments, one a line (# starts a comment)")
+    correct.add_argument("--id", help="correction id (default: a new one); the same id again resumes it")
+    correct.add_argument("--wait", type=float, default=600.0, help="seconds to follow it (default 600)")
+    correct.add_argument("--no-wait", action="store_true", help="return once it is recorded")

@@ -9,20 +9,25 @@ projector starting meanwhile waits for it.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import socket
+import sys
 from collections.abc import Callable
 
+from regions.cli.command import CommandError, Commands, add_command, cassandra_session, say
+from regions.core.boards import MAX_SHARDS, BoardStatus
 from regions.projector.rebuild import rebuild
-from regions.projector.redis_control import (
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.redis.control import (
     Lease,
     ProjectionControl,
     RebuildCause,
     RebuildRequest,
     RebuildState,
 )
-from regions.runtime.settings import Settings
 from regions.stores.redis.projection import RedisProjection, connect_redis
 
 FOLLOW_EVERY_S = 0.5
@@ -167,3 +172,43 @@ async def reshard_command(settings: Settings, board_id: str, shards: int, say: C
     now = "no players projected yet" if layout is None else f"{layout.shards} shard(s) now"
     say(f"resharding board {board_id} into {shards} shard(s) ({now})")
     return await run_request(settings, RebuildRequest.new(RebuildCause.RESHARD, board_id, shards), say)
+
+
+async def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
+    return await rebuild_command(settings, args.board, say)
+
+
+async def _reshard(settings: Settings, args: argparse.Namespace) -> int:
+    if not 1 <= args.shards <= MAX_SHARDS:
+        print(f"error: --shards {args.shards}: must be 1..{MAX_SHARDS}", file=sys.stderr)
+        return 2
+    async with cassandra_session(settings) as session:
+        catalog = CassandraCatalog(session)
+        board = await catalog.get(args.board)
+        if board is None:
+            raise CommandError(f"no board {args.board!r} in the catalog ('ops/lb boards' lists them)")
+        if board.status is not BoardStatus.OPEN:
+            raise CommandError(
+                f"board {board.id} is {board.status}: its projection is final, it is not resharded"
+            )
+        if board.shards != args.shards:  # awards accepted from now on say so: new projections follow it
+            await catalog.set_shards(board.id, args.shards)
+            say(f"catalog: board {board.id} has {args.shards} shard(s) (was {board.shards})")
+    return await reshard_command(settings, board.id, args.shards, say)
+
+
+def register(commands: Commands) -> None:
+    rebuild_cmd = add_command(
+        commands, "rebuild", _rebuild, "rebuild the Redis projection from Kafka and swap it in"
+    )
+    rebuild_cmd.add_argument("--board", help="only this board (default: all boards)")
+    reshard = add_command(
+        commands,
+        "reshard",
+        _reshard,
+        "spread a board's players over another number of shards (this region's projection)",
+    )
+    reshard.add_argument("board")
+    reshard.add_argument(
+        "--shards", type=int, required=True, help=f"the new number of shards (1..{MAX_SHARDS})"
+    )

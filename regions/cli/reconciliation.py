@@ -7,13 +7,15 @@ detail on a second line. Board and user come from the award, or from the record'
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import msgspec
 from aiokafka import ConsumerRecord, TopicPartition
 
-from regions.runtime.settings import KafkaSettings
+from regions.cli.command import Commands, add_command, say
+from regions.runtime.settings import KafkaSettings, Settings
 from regions.stores.kafka.clients import make_consumer, partitions_of, replay
 from schema.records import Codec, Reconciliation
 
@@ -82,3 +84,21 @@ class ReconciliationReader:
                 self._show_records([r for records in batch.values() for r in records])
         finally:
             await consumer.stop()
+
+
+async def _reconciliation(settings: Settings, args: argparse.Namespace) -> int:
+    reader = ReconciliationReader(settings.kafka, args.board, say)
+    await reader.read(follow=args.follow)
+    if not reader.shown:
+        print("nothing in reconciliation" + (f" for board {args.board}" if args.board else ""))
+    return 0
+
+
+def register(commands: Commands) -> None:
+    reconciliation = add_command(
+        commands, "reconciliation", _reconciliation, "what was not applied or audited, and why"
+    )
+    reconciliation.add_argument("--board", help="only this board")
+    reconciliation.add_argument(
+        "--follow", action="store_true", help="keep printing new entries (Ctrl-C ends)"
+    )

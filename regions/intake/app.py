@@ -31,9 +31,9 @@ from regions.core.validation import (
     parse_request,
 )
 from regions.runtime.health import Health, health_routes
+from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import INTAKE_AWARDS, INTAKE_REQUESTS, INTAKE_SECONDS
 from regions.runtime.settings import Settings
-from regions.runtime.throttled_log import ThrottledLog
 from regions.stores.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.stores.kafka.clients import AcceptanceUnavailable
 from schema.event_id import event_id, payload_digest

@@ -16,8 +16,8 @@ import msgspec
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import INTAKE_HEARTBEATS
-from regions.runtime.throttled_log import ThrottledLog
 from schema.records import HEARTBEAT_KEY, Heartbeat
 
 log = logging.getLogger(__name__)

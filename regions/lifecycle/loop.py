@@ -36,8 +36,8 @@ from regions.lifecycle import windows
 from regions.lifecycle.announce import StatusAnnouncer
 from regions.lifecycle.archive import archive_projection
 from regions.lifecycle.publish import CorrectionPublisher
+from regions.runtime.logs import ThrottledLog
 from regions.runtime.settings import Settings
-from regions.runtime.throttled_log import ThrottledLog
 from regions.stores.cassandra.corrections import CassandraCorrections
 from regions.stores.cassandra.lifecycle import CassandraLifecycle, CloseRecord
 from regions.stores.cassandra.periods import CassandraPeriods

@@ -29,8 +29,8 @@ from regions.core.corrections import (
 )
 from regions.core.lifecycle import parse_position_name, position_name
 from regions.lifecycle.archive import archive_projection
+from regions.runtime.logs import ThrottledLog
 from regions.runtime.settings import Settings
-from regions.runtime.throttled_log import ThrottledLog
 from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
 from regions.stores.cassandra.lifecycle import CassandraLifecycle, CloseRecord
 from regions.stores.cassandra.results import CassandraResults

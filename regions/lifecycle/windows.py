@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
 
@@ -31,17 +32,46 @@ from regions.stores.cassandra.periods import CassandraPeriods, PeriodRecord, Win
 from schema.records import Codec
 from schema.windows import ExpiryMarker, expiry_key
 
-if TYPE_CHECKING:
-    from regions.lifecycle.loop import LifecycleWorker
-
 log = logging.getLogger(__name__)
 RECENT_PERIODS = 20  # period rows read per board and pass: the closes in progress are among the newest
 PERIODS_PER_PASS = 10  # periods one pass begins closing per board (a board created long ago catches up)
 _encode = Codec().encode
 
 
+class Worker(Protocol):
+    """What the time windows need of the lifecycle worker (``regions.lifecycle.loop``)."""
+
+    @property
+    def region(self) -> str:
+        """The worker's region: it rolls over and expires the boards homed here."""
+
+    @property
+    def grace_ms(self) -> int:
+        """How long after its end a period begins closing."""
+
+    @property
+    def awards_topic(self) -> str:
+        """This region's awards topic, where expiry markers go."""
+
+    def now_ms(self) -> int:
+        """The worker's time (its clock, plus ``windows.clock_offset_s`` in tests)."""
+
+    async def guarded(self, what: str, step: Coroutine[Any, Any, None]) -> None:
+        """Run ``step``; its failure is logged, and tried again next pass."""
+
+    async def step(
+        self,
+        closes: CassandraPeriods,
+        record: CloseRecord,
+        producer: AIOKafkaProducer,
+        partitions: list[int],
+        required: frozenset[str],
+    ) -> None:
+        """Take the next step of a close (here a period's, recorded in ``closes``)."""
+
+
 async def tick(
-    worker: LifecycleWorker,
+    worker: Worker,
     periods: CassandraPeriods,
     producer: AIOKafkaProducer,
     partitions: list[int],
@@ -64,7 +94,7 @@ async def tick(
 
 
 async def _periods(
-    worker: LifecycleWorker,
+    worker: Worker,
     periods: CassandraPeriods,
     producer: AIOKafkaProducer,
     partitions: list[int],
@@ -100,7 +130,7 @@ def _close_record(entry: WindowedBoard, period: PeriodRecord) -> CloseRecord:
 
 
 async def _expire(
-    worker: LifecycleWorker,
+    worker: Worker,
     periods: CassandraPeriods,
     producer: AIOKafkaProducer,
     partitions: list[int],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import Counter, Gauge, Histogram
 
 AWARDS_APPLIED = Counter("lb_processor_awards_applied_total", "Awards applied to a total")
@@ -47,3 +49,22 @@ COPIES_REPLACED = Counter(
     "Copies of an event id applied here that lost to an earlier copy read later (a retry accepted in "
     "another region): the earlier copy's total, tie order and audit row replaced them",
 )
+
+
+def count_round(counts: Mapping[str, int]) -> None:
+    """Add what one committed round met (``Round.counts``) to the metrics."""
+    for what, n in counts.items():
+        if what == "applied":
+            AWARDS_APPLIED.inc(n)
+        elif what == "duplicate":
+            REPEATS_IGNORED.inc(n)
+        elif what == "dedupe_forgotten":
+            DEDUPE_PURGED.inc(n)
+        elif what == "copy_replaced":
+            COPIES_REPLACED.inc(n)
+        elif what == "dedupe_remembered":
+            pass
+        elif what.startswith("reconciled:"):
+            RECONCILED.labels(what.removeprefix("reconciled:")).inc(n)
+        else:
+            CONTROL_RECORDS.labels(what).inc(n)

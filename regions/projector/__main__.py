@@ -6,10 +6,10 @@ from aiokafka.errors import KafkaError
 from redis.exceptions import RedisError
 
 from regions.projector.loop import Projector
-from regions.projector.redis_control import LeaseLost, ProjectionControl
 from regions.runtime.health import Health, serve_health
 from regions.runtime.settings import load_settings
 from regions.runtime.worker import run_process, run_until_stopped
+from regions.stores.redis.control import LeaseLost, ProjectionControl
 from regions.stores.redis.layouts import LayoutMoved
 from regions.stores.redis.projection import RedisProjection, connect_redis
 

@@ -36,7 +36,6 @@ from regions.projector.rebuild import (
     rebuild_to_run,
     run_rebuild,
 )
-from regions.projector.redis_control import Lease, ProjectionControl, RebuildRequest
 from regions.projector.totals import TotalsBatch, Unprojectable
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
@@ -47,6 +46,7 @@ from regions.stores.kafka.clients import (
     make_producer,
     partitions_of,
 )
+from regions.stores.redis.control import Lease, ProjectionControl, RebuildRequest
 from regions.stores.redis.cutoffs import record_cutoffs
 from regions.stores.redis.layouts import ShardLost, listpack_advice
 from regions.stores.redis.projection import ApplyResult, Positions, RedisProjection

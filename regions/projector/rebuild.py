@@ -5,7 +5,7 @@ or ``ops/lb rebuild`` when no projector runs (see ``redis_control``).
 
 1. Replay the totals topic from the beginning into a fresh generation of keys, then from where that
    ended to the new end; the live keys keep answering and the live projector keeps projecting. The
-   replay decodes a batch while Redis applies the batches before (``_Into``).
+   replay decodes a batch while Redis applies the batches before (``fresh_replay``, ``pipeline``).
 2. Pause the live projector between two batches and replay the short tail to the end once more:
    the fresh keys now hold every version the live keys hold, or a newer one. (Compaction cannot
    hide a record from the replay: a record is removed only for a newer one with the same key that
@@ -31,43 +31,39 @@ the epoch change: the lease holder starts a new epoch and rebuilds every board.
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import contextlib
 import logging
 import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import msgspec
-from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka import TopicPartition
 
 from regions.core.boards import TiePolicy
-from regions.core.positions import SourceKey, SourcePosition, merge_marks
+from regions.core.positions import SourceKey, SourcePosition
 from regions.core.reads import strip_of
 from regions.projector import metrics
-from regions.projector.redis_control import (
+from regions.projector.fresh_replay import FreshReplay
+from regions.projector.reshard import Reshard, ReshardRefused
+from regions.runtime.settings import KafkaSettings, Settings
+from regions.stores.kafka.clients import partitions_of
+from regions.stores.redis.control import (
     ProjectionControl,
     RebuildCause,
     RebuildRequest,
     RebuildState,
 )
-from regions.projector.reshard import Reshard, ReshardRefused
-from regions.projector.totals import TotalsBatch, of_board
-from regions.runtime.settings import KafkaSettings, Settings
-from regions.stores.kafka.clients import partitions_of, replay
 from regions.stores.redis.cutoffs import record_cutoffs
-from regions.stores.redis.layouts import Layout, ShardLost
-from regions.stores.redis.projection import BoardTotals, Positions, RedisProjection
+from regions.stores.redis.layouts import ShardLost
+from regions.stores.redis.projection import Positions, RedisProjection
 from schema.hints import resync_hint, sequence_base
 from schema.redis_keys import LAYOUT_FORMAT
 
 log = logging.getLogger(__name__)
 Pause = Callable[[], AbstractAsyncContextManager[object]]
 PROGRESS_EVERY_S = 0.5
-APPLYING = 2  # batches a replay has in flight to Redis: it reads the next while Redis applies them
 
 
 class ProjectionLost(Exception):
@@ -123,143 +119,6 @@ async def rebuild_to_run(
         request = RebuildRequest.new(RebuildCause.LOST)
         await control.put_rebuild(request)
     return positions, request if request is not None and request.active else None
-
-
-@dataclass(slots=True)
-class _Into:
-    """Applies replayed totals to each board's fresh layout and remembers what the replay covers.
-
-    A board's fresh layout has the request's shard count when the request reshards it, else the
-    shard count of its live layout, else (a new board, or after a loss) the one its totals carry."""
-
-    projection: RedisProjection
-    prefix: str
-    region: str
-    progress: _Progress
-    covered: dict[SourceKey, SourcePosition] = field(default_factory=dict)
-    cutoffs: dict[str, dict[str, int]] = field(default_factory=dict)  # close cutoffs the replay reached
-    fresh: dict[str, Layout] = field(default_factory=dict)  # board -> the layout being built
-    swapped: set[str] = field(default_factory=set)  # boards whose fresh layout is live already
-    ties: dict[str, TiePolicy] = field(default_factory=dict)  # board -> its tie policy (from its totals)
-    offsets: dict[int, int] = field(default_factory=dict)  # totals partition -> next offset to replay
-    skipped: int = 0
-    # the batches being applied, oldest first: each one's apply, the batch, its last record
-    _applying: collections.deque[tuple[asyncio.Future[list[list[str]]], TotalsBatch, ConsumerRecord]] = field(
-        default_factory=collections.deque
-    )
-
-    def checkpoint(self) -> str:
-        """Where the replay is, with what it found so far: a rebuild resumed from here loses nothing."""
-        covered = [
-            (r, p, m.offset, m.accepted_at_ms, m.heartbeat_at_ms, m.gaps)
-            for (r, p), m in self.covered.items()
-        ]
-        boards = {b: (layout.shards, self.ties.get(b, TiePolicy.USER_ID)) for b, layout in self.fresh.items()}
-        return _encode_checkpoint(_Checkpoint(self.offsets, covered, self.cutoffs, boards)).decode()
-
-    def resume(self, raw: str) -> dict[int, int]:
-        """Take up a checkpoint; the offsets to replay from."""
-        found = _decode_checkpoint(raw)
-        self.covered = {(r, p): SourcePosition(o, a, h, g) for r, p, o, a, h, g in found.covered}
-        self.cutoffs = found.cutoffs
-        request = self.progress.request
-        self.fresh = {b: Layout(b, f"{request.generation}x{n}", n) for b, (n, _) in found.boards.items()}
-        self.ties = {b: tie for b, (_, tie) in found.boards.items()}
-        self.offsets = dict(found.offsets)
-        return self.offsets
-
-    async def __call__(self, records: list[ConsumerRecord]) -> None:
-        """Take one partition's batch: decode it and prepare its apply on a worker thread, the event
-        loop meanwhile sending the batches before to Redis and reading their answers (up to
-        APPLYING in flight, so that Redis and this client work at the same time; versioned
-        applies need no order), then send it."""
-        batch, work = await asyncio.to_thread(self._decoded, records)
-        await self._lay_out(work)
-        applying = await asyncio.to_thread(
-            self.projection.apply_fresh, [(self.fresh[w.board_id], w.totals) for w in work], self.swapped
-        )
-        try:
-            while len(self._applying) >= APPLYING:
-                await self.settle()
-        except BaseException:
-            applying.close()
-            raise
-        self._applying.append((asyncio.ensure_future(applying), batch, records[-1]))
-
-    def _decoded(self, records: list[ConsumerRecord]) -> tuple[TotalsBatch, list[BoardTotals]]:
-        batch = TotalsBatch(self.region)
-        batch.add(records)
-        if self.progress.request.board:
-            batch.only(self.progress.request.board)
-        return batch, batch.by_board()
-
-    async def settle(self) -> None:
-        """Wait for the oldest batch being applied, then remember what it covers and record the
-        progress: a checkpoint holds only batches applied, in order."""
-        if not self._applying:
-            return
-        applying, batch, last = self._applying[0]
-        await applying
-        self._applying.popleft()
-        request = self.progress.request
-        self.covered = merge_marks(self.covered, batch.marks)
-        for board, reached in batch.cutoffs.items():
-            if not request.board or of_board(board, request.board):
-                self.cutoffs.setdefault(board, {}).update(reached)
-        self.skipped += len(batch.unprojectable)  # reconciled by the live projector when it met them
-        self.ties.update((t.board_id, t.tie_policy) for t in batch.latest.values())
-        self.offsets[last.partition] = last.offset + 1  # (replay hands one partition's)
-        await self.progress.flush(self.checkpoint)
-
-    async def replay(
-        self, kafka: KafkaSettings, tps: list[TopicPartition], start: dict[TopicPartition, int] | None
-    ) -> dict[TopicPartition, int]:
-        """Replay ``tps`` from ``start`` to their end offsets now into the fresh layouts, every
-        batch applied when it returns; those end offsets."""
-        try:
-            end = await replay(kafka, tps, self, start=start, progress=self.progress.replayed)
-            while self._applying:
-                await self.settle()
-            return end
-        finally:
-            while self._applying:  # stopped by an error: the applies in flight go with it
-                applying = self._applying.popleft()[0]
-                applying.cancel()
-                with contextlib.suppress(BaseException):
-                    await applying
-
-    async def _lay_out(self, work: list[BoardTotals]) -> None:
-        new = [w for w in work if w.board_id not in self.fresh]
-        if not new:
-            return
-        request = self.progress.request
-        live = await self.projection.layouts.live(w.board_id for w in new)
-        layouts = []
-        for w in new:
-            current = live[w.board_id]
-            shards = request.shards or (current.shards if current is not None else w.shards)
-            # The shard count is part of the generation: a resumed rebuild that lays a board out
-            # otherwise (after a loss, from other totals) never mixes two layouts in one set of keys.
-            layouts.append(Layout(w.board_id, f"{request.generation}x{shards}", shards))
-            if current == layouts[-1]:  # a rebuild that swapped it in, then stopped: it is live
-                self.swapped.add(w.board_id)
-        await self.projection.layouts.prepare(layouts)
-        self.fresh.update({layout.board_id: layout for layout in layouts})
-
-    @property
-    def boards(self) -> list[str]:
-        return sorted(self.fresh)
-
-
-class _Checkpoint(msgspec.Struct, array_like=True):
-    offsets: dict[int, int]
-    covered: list[tuple[str, int, int, int, int, int]]  # region, partition, offset, accepted, heartbeat, gaps
-    cutoffs: dict[str, dict[str, int]]
-    boards: dict[str, tuple[int, TiePolicy]]  # board -> its fresh layout's shard count, its tie policy
-
-
-_encode_checkpoint = msgspec.json.Encoder().encode
-_decode_checkpoint = msgspec.json.Decoder(_Checkpoint).decode
 
 
 class _Progress:
@@ -335,7 +194,7 @@ async def _run(
     pause: Pause | None,
 ) -> RebuildReport:
     request, kafka = progress.request, settings.kafka
-    into = _Into(projection, settings.redis.key_prefix, settings.region, progress)
+    into = FreshReplay(projection, settings.redis.key_prefix, settings.region, progress)
     topic = kafka.topic("totals")
     tps = [TopicPartition(topic, p) for p in await partitions_of(kafka, topic)]
     start = None
@@ -349,7 +208,7 @@ async def _run(
     records = sum(end.values())
     await progress.to(RebuildState.CATCHING_UP, done=records, total=records)
     try:
-        await _catch_up_and_swap(kafka, tps, end, into, positions, pause)
+        await _catch_up_and_swap(kafka, tps, end, into, progress, positions, pause)
     except ReshardRefused as exc:
         log.error("reshard %s refused: %s", request.id, exc)
         for board, layout in into.fresh.items():
@@ -368,11 +227,12 @@ async def _catch_up_and_swap(
     kafka: KafkaSettings,
     tps: list[TopicPartition],
     end: dict[TopicPartition, int],
-    into: _Into,
+    into: FreshReplay,
+    progress: _Progress,
     positions: Positions,
     pause: Pause | None,
 ) -> None:
-    projection, progress = into.projection, into.progress
+    projection = into.projection
     checks = await _reshard_checks(into)
     if pause is None:  # nobody else writes: the replay holds everything the positions will claim
         for check in checks:
@@ -392,7 +252,7 @@ async def _catch_up_and_swap(
     metrics.LIVE_PAUSE_SECONDS.observe(time.monotonic() - paused)
 
 
-async def _reshard_checks(into: _Into) -> list[Reshard]:
+async def _reshard_checks(into: FreshReplay) -> list[Reshard]:
     """The checks a reshard makes before its swap: one per board laid out anew that had a layout
     (the board, and the periods of a windowed one); none for a rebuild."""
     if into.progress.request.cause is not RebuildCause.RESHARD:
@@ -411,7 +271,7 @@ async def _reshard_checks(into: _Into) -> list[Reshard]:
     ]
 
 
-async def _swap_in(projection: RedisProjection, into: _Into, positions: Positions) -> None:
+async def _swap_in(projection: RedisProjection, into: FreshReplay, positions: Positions) -> None:
     request, epoch = into.progress.request, positions.epoch or ""
     if (await projection.positions()).epoch != epoch:
         raise ProjectionLost(f"the projection's epoch changed during rebuild {request.id}")

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import uvloop
 from pydantic import ValidationError
 
+from regions.runtime.logs import LibraryNoise
 from regions.runtime.settings import (
     Settings,
     UnknownSettingsError,
@@ -19,7 +20,6 @@ from regions.runtime.settings import (
     describe_refusal,
     load_settings,
 )
-from regions.runtime.throttled_log import LibraryNoise
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from regions.intake.client import AwardClient
+from tests.harness import points
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +31,7 @@ class History:
     acknowledged: dict[int, int] = field(default_factory=dict)  # awards partition -> highest acked offset
 
     async def submit(self, client: AwardClient, board: str, user: str, match: str, amount: int) -> str:
-        payload = {
-            "leaderboardId": board,
-            "matchId": match,
-            "userId": user,
-            "awardType": "points",
-            "delta": amount,
-        }
+        payload = points(board, match, user, amount)
         try:
             response = await client.send(payload)
             status = response.status_code

@@ -13,7 +13,7 @@ import pytest
 
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.reads import AsOf, RankPage
-from tests.harness import Region
+from tests.harness import Region, points
 from tests.multi_region import Deploy, Deployment
 
 WITHIN_S = 90.0
@@ -22,13 +22,7 @@ SHORT_MEMORY = {"LB_PROCESSOR__DEDUPE_HORIZON_S": "2", "LB_PROCESSOR__DEDUPE_RET
 
 
 async def _send(region: Region, board: str, user: str, match: str, amount: int) -> tuple[str, int, int]:
-    payload = {
-        "leaderboardId": board,
-        "matchId": match,
-        "userId": user,
-        "awardType": "points",
-        "delta": amount,
-    }
+    payload = points(board, match, user, amount)
     for _ in range(5):
         try:
             response = await region.client.send(payload)

@@ -145,24 +145,27 @@ def _resyncs(history: ReadHistory, since: float = 0.0) -> list[str]:
     return [u["reason"] for at, u in history.updates if at >= since and u["__typename"] == "Resync"]
 
 
-async def _wipe_and_recover(traffic: Traffic, projection: RedisProjection) -> float:
-    """FLUSHALL, then wait for evidence that the projector noticed this wipe and recovered from it:
-    an epoch begun after the wipe and rebuilt, its rebuild's Resync, reads after that covering every
-    award from before the wipe. (Signs that merely follow the wipe in time are not enough: a read
-    asked after it may have read Redis before the flush, and the next wipe would land on a projector
-    that has not noticed this one yet.) Returns when the wipe began."""
+async def recover_from(
+    traffic: Traffic, projection: RedisProjection, wipe: Callable[[], Awaitable[object]], what: str
+) -> tuple[float, int]:
+    """Run ``wipe``, then wait for evidence that the projector noticed it and recovered: an epoch
+    begun after it and rebuilt (``what``), its rebuild's Resync, reads after that covering every
+    award acknowledged before, hint sequences above every one before. (Signs that merely follow the
+    wipe in time are not enough: a read asked after it may have read Redis before the wipe, and the
+    next wipe would land on a projector that has not noticed this one yet.) Returns when the wipe
+    began and how many awards were acknowledged by then."""
     history = traffic.history
     lost = (await projection.positions()).epoch
     assert lost is not None  # recovered from the previous wipe
     before, wiped = len(history.acked), time.monotonic()
     sequences_before = _sequences(history, 0, wiped)
-    await projection.redis.flushall()
+    await wipe()
 
     async def recovered() -> bool:
         positions = await projection.positions()
         return positions.epoch not in (None, lost) and not positions.rebuilding
 
-    await traffic.wait(recovered, "a new epoch, rebuilt after the wipe")
+    await traffic.wait(recovered, what)
     recovered_at = time.monotonic()
     await traffic.wait(
         lambda: "rebuilt" in _resyncs(history, wiped), "a Resync telling the subscriber to refetch"
@@ -172,7 +175,16 @@ async def _wipe_and_recover(traffic: Traffic, projection: RedisProjection) -> fl
     )
     rebuilt_at = next(at for at, u in history.updates if at >= wiped and u.get("reason") == "rebuilt")
     assert min(_sequences(history, rebuilt_at, time.monotonic())) > max(sequences_before)
-    await traffic.wait(lambda: len(history.acked) > before, "awards acknowledged after the wipe")
+    return wiped, before
+
+
+async def _wipe_and_recover(traffic: Traffic, projection: RedisProjection) -> float:
+    """FLUSHALL and recover from it (``recover_from``), then awards acknowledged after it. Returns
+    when the wipe began."""
+    wiped, before = await recover_from(
+        traffic, projection, projection.redis.flushall, "a new epoch, rebuilt after the wipe"
+    )
+    await traffic.wait(lambda: len(traffic.history.acked) > before, "awards acknowledged after the wipe")
     return wiped
 
 

@@ -15,20 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from cassandra import InvalidRequest
 from cassandra.cluster import Session
 from cassandra.query import BatchStatement, BatchType, BoundStatement
 
-from regions.stores.cassandra.session import execute, execute_all, execute_each
-
-_INSERT = (
-    "INSERT INTO award_history (event_id, board_id, user_id, match_id, award_type, amount, "
-    "occurred_at, region, source_partition, source_offset, total, version, recorded_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
-)
-_EXISTS = "SELECT event_id FROM award_history WHERE event_id = ?"
+from regions.stores.cassandra.base import CassandraTable, Statements
+from regions.stores.cassandra.session import execute_each
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,23 +50,31 @@ def _values(row: AuditRow) -> tuple[object, ...]:
     )  # fmt: skip
 
 
-class CassandraAudit:
+class CassandraAudit(CassandraTable):
     """Writes audit rows; writing a row again leaves the same single row."""
 
+    statements: ClassVar[Statements] = {
+        "insert": (
+            "INSERT INTO award_history (event_id, board_id, user_id, match_id, award_type, amount, "
+            "occurred_at, region, source_partition, source_offset, total, version, recorded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        ),
+        "exists": "SELECT event_id FROM award_history WHERE event_id = ?",
+    }
+
     def __init__(self, session: Session, batch_rows: int = 10) -> None:
-        self._session = session
+        super().__init__(session)
         self._batch_rows = batch_rows
-        self._insert = session.prepare(_INSERT)
-        self._exists = session.prepare(_EXISTS)
 
     async def write_many(self, rows: Sequence[AuditRow]) -> list[Exception | None]:
         """Write every row: per row None once written, or its error. A value the driver cannot bind
         fails its row alone, and so does a row Cassandra refuses (its batch is retried row by row)."""
         outcomes: list[Exception | None] = [None] * len(rows)
         bound: dict[int, BoundStatement] = {}
+        insert = self._statement("insert")
         for slot, row in enumerate(rows):
             try:
-                bound[slot] = self._insert.bind(_values(row))
+                bound[slot] = insert.bind(_values(row))
             except (TypeError, ValueError) as exc:
                 outcomes[slot] = exc
         batches = self._batches(bound)
@@ -109,12 +111,10 @@ class CassandraAudit:
 
     async def present_many(self, event_ids: Sequence[str]) -> list[bool | Exception]:
         """Per event id, whether its row exists, or the error of the read."""
-        results = await execute_all(self._session, self._exists, [(e,) for e in event_ids])
+        results = await self._each("exists", [(e,) for e in event_ids])
         return [r if isinstance(r, Exception) else bool(list(r)) for r in results]
 
     async def count(self, event_id: str) -> int:
         """How many rows hold this event id (0 or 1 by construction)."""
-        rows = await execute(
-            self._session, "SELECT event_id FROM award_history WHERE event_id = %s", (event_id,)
-        )
+        rows = await self._query("SELECT event_id FROM award_history WHERE event_id = %s", (event_id,))
         return len(list(rows))

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import ClassVar
 
 from cassandra import ConsistencyLevel
-from cassandra.cluster import Session
 
 from regions.core.boards import Aggregation, Board, BoardStatus, InvalidBoardError, SortOrder, TiePolicy
 from regions.core.ids import board_id_error
-from regions.stores.cassandra.session import execute
+from regions.stores.cassandra.base import CassandraTable, Cql, Row, Statements
 
 _COLUMNS = "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative, shards"
-_READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
+READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
 
 
-def _board(row: Any) -> Board:
+def board_of(row: Row) -> Board:
+    """The board a row of ``boards`` read with ``READ_COLUMNS`` holds."""
     return Board(
         id=row.board_id,
         name=row.name,
@@ -41,26 +41,24 @@ class CatalogEntry:
     created_at: datetime | None
 
 
-class CassandraCatalog:
+class CassandraCatalog(CassandraTable):
     """The global board catalog: one table every region reads (LOCAL_QUORUM, the local data center's
     copy, replicated to the others within seconds) and creates boards in. A board id is unique
     across regions: creation is a Paxos transaction at SERIAL, over every data center, so of two
     regions creating one id at once exactly one succeeds and the other is told it exists."""
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
-        self._get = session.prepare(f"SELECT {_READ_COLUMNS} FROM boards WHERE board_id = ?")
-        self._create = session.prepare(
+    statements: ClassVar[Statements] = {
+        "get": f"SELECT {READ_COLUMNS} FROM boards WHERE board_id = ?",
+        "create": Cql(
             f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
-            "IF NOT EXISTS"
-        )
-        self._create.serial_consistency_level = ConsistencyLevel.SERIAL
-        self._set_shards = session.prepare("UPDATE boards SET shards = ? WHERE board_id = ?")
+            "IF NOT EXISTS",
+            serial_consistency=ConsistencyLevel.SERIAL,
+        ),
+        "set_shards": "UPDATE boards SET shards = ? WHERE board_id = ?",
+    }
 
     async def get(self, board_id: str) -> Board | None:
-        rows = await execute(self._session, self._get, (board_id,))
-        row = rows.one()
-        return None if row is None else _board(row)
+        return await self._one("get", (board_id,), board_of)
 
     async def create(self, board: Board) -> bool:
         """Create the board; False when a board with this id already exists (it is left unchanged).
@@ -68,9 +66,8 @@ class CassandraCatalog:
         problem = board_id_error(board.id)
         if problem is not None:
             raise InvalidBoardError(f"id {board.id!r}: {problem}")
-        result = await execute(
-            self._session,
-            self._create,
+        return await self._applied(
+            "create",
             (
                 board.id,
                 board.name,
@@ -84,15 +81,14 @@ class CassandraCatalog:
                 board.shards,
             ),
         )
-        return bool(result.was_applied)
 
     async def set_shards(self, board_id: str, shards: int) -> None:
         """Record the board's shard count: awards accepted from then on carry it to the projections."""
-        await execute(self._session, self._set_shards, (shards, board_id))
+        await self._execute("set_shards", (shards, board_id))
 
     async def all(self) -> list[Board]:
         return [entry.board for entry in await self.entries()]
 
     async def entries(self) -> list[CatalogEntry]:
-        rows = await execute(self._session, f"SELECT {_READ_COLUMNS}, created_at FROM boards")
-        return [CatalogEntry(_board(row), row.created_at) for row in rows]
+        rows = await self._query(f"SELECT {READ_COLUMNS}, created_at FROM boards")
+        return [CatalogEntry(board_of(row), row.created_at) for row in rows]

@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-from cassandra.cluster import Session
+from typing import ClassVar
 
 from regions.core.corrections import Adjustment, CorrectionRequest
-from regions.stores.cassandra.session import execute
+from regions.stores.cassandra.base import CassandraTable, Row, Statements
 
 _COLUMNS = (
     "board_id, correction_id, result_version, reason, adjustments, digest, created_at, written, published_at"
@@ -40,7 +38,10 @@ class CorrectionEntry:
         return self.published_at is not None
 
 
-def _entry(row: Any) -> CorrectionEntry:
+def _entry(row: Row) -> CorrectionEntry | None:
+    """The correction a row holds; None for a row without a result version (no correction recorded)."""
+    if row.result_version is None:
+        return None
     return CorrectionEntry(
         board_id=row.board_id, correction_id=row.correction_id, result_version=row.result_version,
         reason=row.reason, adjustments=tuple(Adjustment(u, s) for u, s in row.adjustments or ()),
@@ -49,60 +50,49 @@ def _entry(row: Any) -> CorrectionEntry:
     )  # fmt: skip
 
 
-class CassandraCorrections:
-    def __init__(self, session: Session) -> None:
-        self._session = session
-        self._get = session.prepare(
-            f"SELECT {_COLUMNS} FROM board_corrections WHERE board_id = ? AND correction_id = ?"
-        )
-        self._of_board = session.prepare(f"SELECT {_COLUMNS} FROM board_corrections WHERE board_id = ?")
-        self._last = session.prepare("SELECT last_version FROM board_corrections WHERE board_id = ? LIMIT 1")
-        self._record = session.prepare(
+class CassandraCorrections(CassandraTable):
+    statements: ClassVar[Statements] = {
+        "get": f"SELECT {_COLUMNS} FROM board_corrections WHERE board_id = ? AND correction_id = ?",
+        "of_board": f"SELECT {_COLUMNS} FROM board_corrections WHERE board_id = ?",
+        "last": "SELECT last_version FROM board_corrections WHERE board_id = ? LIMIT 1",
+        "record": (
             "UPDATE board_corrections SET last_version = ?, result_version = ?, reason = ?, adjustments = ?, "
             "digest = ?, created_at = ? WHERE board_id = ? AND correction_id = ? "
             "IF last_version = ? AND result_version = null"
-        )
-        self._written = session.prepare(
-            "UPDATE board_corrections SET written = ? WHERE board_id = ? AND correction_id = ?"
-        )
-        self._published = session.prepare(
-            "UPDATE board_corrections SET published_at = ? WHERE board_id = ? AND correction_id = ?"
-        )
+        ),
+        "written": "UPDATE board_corrections SET written = ? WHERE board_id = ? AND correction_id = ?",
+        "published": "UPDATE board_corrections SET published_at = ? WHERE board_id = ? AND correction_id = ?",
+    }
 
     async def get(self, board_id: str, correction_id: str) -> CorrectionEntry | None:
-        row = (await execute(self._session, self._get, (board_id, correction_id))).one()
-        return None if row is None or row.result_version is None else _entry(row)
+        return await self._one("get", (board_id, correction_id), _entry)
 
     async def of_board(self, board_id: str) -> list[CorrectionEntry]:
         """Every correction of the board, by result version."""
-        rows = await execute(self._session, self._of_board, (board_id,))
-        return sorted(
-            (_entry(r) for r in rows if r.result_version is not None), key=lambda e: e.result_version
-        )
+        entries = await self._rows("of_board", (board_id,), _entry)
+        return sorted((e for e in entries if e is not None), key=lambda e: e.result_version)
 
     async def last_version(self, board_id: str) -> int | None:
         """The newest result version assigned to a correction of the board (None: none yet)."""
-        row = (await execute(self._session, self._last, (board_id,))).one()
-        return None if row is None else row.last_version
+        return await self._one("last", (board_id,), lambda row: row.last_version)
 
     async def last_versions(self) -> dict[str, int]:
         """The newest version assigned per corrected board (one row per board's partition)."""
-        rows = await execute(self._session, "SELECT DISTINCT board_id, last_version FROM board_corrections")
+        rows = await self._query("SELECT DISTINCT board_id, last_version FROM board_corrections")
         return {row.board_id: row.last_version for row in rows if row.last_version is not None}
 
     async def record(self, request: CorrectionRequest, version: int, after: int | None, at: datetime) -> bool:
         """Record ``request`` as result ``version``, if the board's last assigned version is still
         ``after`` and the id is new; False otherwise (nothing was written)."""
         adjustments = [(a.user_id, a.score) for a in request.adjustments]
-        result = await execute(self._session, self._record, (
+        return await self._applied("record", (
             version, version, request.reason, adjustments, request.digest, at,
             request.board_id, request.correction_id, after,
         ))  # fmt: skip
-        return bool(result.was_applied)
 
     async def record_written(self, board_id: str, correction_id: str, written: Mapping[str, int]) -> None:
         """The correction's records are in the awards topic: the last one of each partition is here."""
-        await execute(self._session, self._written, (dict(written), board_id, correction_id))
+        await self._execute("written", (dict(written), board_id, correction_id))
 
     async def record_published(self, board_id: str, correction_id: str, at: datetime) -> None:
-        await execute(self._session, self._published, (at, board_id, correction_id))
+        await self._execute("published", (at, board_id, correction_id))

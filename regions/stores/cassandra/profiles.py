@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from cassandra.cluster import Session
 
 from regions.core.profiles import Profile
-from regions.stores.cassandra.session import execute
+from regions.stores.cassandra.base import CassandraTable, Statements
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,21 +23,20 @@ class ProfileRecord:
     avatar_url: str | None = None
 
 
-class CassandraProfiles:
+class CassandraProfiles(CassandraTable):
+    statements: ClassVar[Statements] = {
+        "select": "SELECT user_id, display_name, country, avatar_url FROM profiles WHERE user_id IN ?",
+        "insert": "INSERT INTO profiles (user_id, display_name, country, avatar_url) VALUES (?, ?, ?, ?)",
+    }
+
     def __init__(self, session: Session) -> None:
-        self._session = session
-        self._select = session.prepare(
-            "SELECT user_id, display_name, country, avatar_url FROM profiles WHERE user_id IN ?"
-        )
-        self._insert = session.prepare(
-            "INSERT INTO profiles (user_id, display_name, country, avatar_url) VALUES (?, ?, ?, ?)"
-        )
+        super().__init__(session)
         self.round_trips = 0  # queries sent, for tests and benchmarks
 
     async def get_many(self, user_ids: Sequence[str]) -> dict[str, ProfileRecord]:
         """The stored profiles among ``user_ids`` (absent ids are missing from the result)."""
         self.round_trips += 1
-        rows = await execute(self._session, self._select, (list(user_ids),))
+        rows = await self._execute("select", (list(user_ids),))
         return {
             r.user_id: ProfileRecord(r.user_id, r.display_name or r.user_id, r.country, r.avatar_url)
             for r in rows
@@ -46,4 +46,4 @@ class CassandraProfiles:
         """Create or replace the player's profile."""
         self.round_trips += 1
         values = (profile.user_id, profile.display_name, profile.country, profile.avatar_url)
-        await execute(self._session, self._insert, values)
+        await self._execute("insert", values)

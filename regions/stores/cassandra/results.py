@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import ClassVar
 
 from cassandra.cluster import Session
 
 from regions.core.results import ResultEntry
-from regions.stores.cassandra.session import execute, execute_all
+from regions.stores.cassandra.base import CassandraTable, Row, Statements
 from schema.lifecycle import LifecycleCodec, ResultChunk
+
+_HEADER_COLUMNS = "board_id, result_version, created_at, reason, player_count, chunk_count, chunk_size"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,51 +33,42 @@ class ResultHeader:
     chunk_size: int
 
 
-def _header(row: Any) -> ResultHeader:
+def _header(row: Row) -> ResultHeader:
     return ResultHeader(
         row.board_id, row.result_version, row.created_at, row.reason,
         row.player_count or 0, row.chunk_count or 0, row.chunk_size or 1,
     )  # fmt: skip
 
 
-class CassandraResults:
-    def __init__(self, session: Session) -> None:
-        self._session = session
-        self._codec = LifecycleCodec()
-        columns = "board_id, result_version, created_at, reason, player_count, chunk_count, chunk_size"
+class CassandraResults(CassandraTable):
+    statements: ClassVar[Statements] = {
         # Rows of ``board_results`` written before chunked archives have no chunk count: not readable.
-        self._latest = session.prepare(f"SELECT {columns} FROM board_results WHERE board_id = ? LIMIT 1")
-        self._version = session.prepare(
-            f"SELECT {columns} FROM board_results WHERE board_id = ? AND result_version = ?"
-        )
-        self._put_header = session.prepare(
-            f"INSERT INTO board_results ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS"
-        )
-        self._put_chunk = session.prepare(
-            "INSERT INTO board_result_chunks (board_id, result_version, chunk, ranked) VALUES (?, ?, ?, ?)"
-        )
-        self._get_chunk = session.prepare(
+        "latest": f"SELECT {_HEADER_COLUMNS} FROM board_results WHERE board_id = ? LIMIT 1",
+        "version": f"SELECT {_HEADER_COLUMNS} FROM board_results WHERE board_id = ? AND result_version = ?",
+        "put_header": f"INSERT INTO board_results ({_HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+        "put_chunk": "INSERT INTO board_result_chunks (board_id, result_version, chunk, ranked) VALUES (?, ?, ?, ?)",
+        "get_chunk": (
             "SELECT chunk, ranked FROM board_result_chunks WHERE board_id = ? AND result_version = ? AND chunk = ?"
-        )
+        ),
+    }
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._codec = LifecycleCodec()
 
     async def get(self, board_id: str, version: int | None) -> ResultHeader | None:
         """A complete version's header, or the newest one when ``version`` is None."""
         if version is None:
-            rows = await execute(self._session, self._latest, (board_id,))
-        else:
-            rows = await execute(self._session, self._version, (board_id, version))
-        row = rows.one()
-        return None if row is None else _header(row)
+            return await self._one("latest", (board_id,), _header)
+        return await self._one("version", (board_id, version), _header)
 
     async def put_chunks(self, board_id: str, version: int, chunks: list[tuple[int, ResultChunk]]) -> None:
         params = [(board_id, version, number, self._codec.encode(chunk)) for number, chunk in chunks]
-        for outcome in await execute_all(self._session, self._put_chunk, params):
-            if isinstance(outcome, BaseException):
-                raise outcome
+        await self._every("put_chunk", params)
 
     async def put_header(self, header: ResultHeader) -> None:
         """Mark the version complete (once: a header already there is kept)."""
-        await execute(self._session, self._put_header, (
+        await self._execute("put_header", (
             header.board_id, header.version, header.created_at, header.reason,
             header.player_count, header.chunk_count, header.chunk_size,
         ))  # fmt: skip
@@ -84,9 +77,8 @@ class CassandraResults:
         self, board_id: str, version: int, numbers: Iterable[int]
     ) -> dict[int, list[ResultEntry]]:
         """The entries of the named chunks of a version, by chunk number."""
-        params = [(board_id, version, number) for number in numbers]
         found: dict[int, list[ResultEntry]] = {}
-        for outcome in await execute_all(self._session, self._get_chunk, params):
+        for outcome in await self._each("get_chunk", [(board_id, version, number) for number in numbers]):
             if isinstance(outcome, BaseException):
                 raise outcome
             row = outcome.one()

@@ -23,8 +23,8 @@ from cassandra.cluster import (
 from cassandra.connection import ConnectionException
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, HostStateListener
 
+from regions.runtime.logs import ThrottledLog
 from regions.runtime.settings import CassandraSettings
-from regions.runtime.throttled_log import ThrottledLog
 from schema.resources import cql_migrations
 
 log = logging.getLogger(__name__)

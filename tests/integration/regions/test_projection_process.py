@@ -7,8 +7,8 @@ import asyncio
 
 import httpx
 
-from regions.projector.redis_control import ProjectionControl
 from regions.stores.kafka.clients import make_producer
+from regions.stores.redis.control import ProjectionControl
 from schema.records import WATERMARK_KEY, Codec, PlayerTotal, Watermark, totals_key
 from tests.conftest import RegionFactory
 from tests.harness import Region

@@ -9,7 +9,8 @@ from regions.core.boards import Board, TiePolicy
 from regions.core.ordering import encode, reached_position
 from regions.core.positions import SourcePosition
 from regions.projector.rebuild import begin_after_loss, rebuild_to_run
-from regions.projector.redis_control import (
+from regions.runtime.settings import Settings
+from regions.stores.redis.control import (
     Lease,
     LeaseLost,
     ProjectionControl,
@@ -17,7 +18,6 @@ from regions.projector.redis_control import (
     RebuildRequest,
     RebuildState,
 )
-from regions.runtime.settings import Settings
 from regions.stores.redis.layouts import Layout, LayoutMoved, ShardLost
 from regions.stores.redis.projection import BoardTotals, Positions, ProjectedTotal, RedisProjection
 from regions.stores.redis.reads import RankReader

@@ -12,10 +12,10 @@ from redis.asyncio import Redis
 
 from regions.core.boards import Board
 from regions.projector.rebuild import rebuild, rebuild_to_run, run_rebuild
-from regions.projector.redis_control import ProjectionControl, RebuildCause, RebuildRequest, RebuildState
 from regions.projector.reshard import Reshard, ReshardRefused
 from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import make_producer
+from regions.stores.redis.control import ProjectionControl, RebuildCause, RebuildRequest, RebuildState
 from regions.stores.redis.layouts import LEGACY, Layout
 from regions.stores.redis.projection import ProjectedTotal, RedisProjection
 from regions.stores.redis.reads import RankReader

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from regions.runtime.throttled_log import LibraryNoise, ThrottledLog
+from regions.runtime.logs import LibraryNoise, ThrottledLog
 
 
 def test_repeats_within_the_interval_are_held_back_and_counted_into_the_next_line(

@@ -9,7 +9,7 @@ import itertools
 from aiokafka import ConsumerRecord
 
 from regions.core.forgetting import forget_before, should_forget
-from regions.processor.task import Round, Source
+from regions.processor.round import Round, Source
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import MemoryStore
 from schema.event_id import event_id, payload_digest

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from regions.cli.reconciliation import board_and_user
-from regions.processor.task import Round, Source
+from regions.processor.round import Round, Source
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import MemoryStore
 from schema.event_id import correction_event_id, event_id, payload_digest

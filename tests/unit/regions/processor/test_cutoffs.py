@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiokafka import ConsumerRecord
 
-from regions.processor.task import Round, Source
+from regions.processor.round import Round, Source
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import MemoryStore
 from schema.event_id import event_id, payload_digest

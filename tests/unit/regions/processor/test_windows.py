@@ -22,7 +22,7 @@ from regions.core.boards import Aggregation
 from regions.core.periods import Period, Weekday, WindowSpec, day_of, day_start_of, period_of
 from regions.core.windows import encode_window
 from regions.processor.restore import _Loader
-from regions.processor.task import Round, Source
+from regions.processor.round import Round, Source
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import MemoryStore
 from schema.event_id import event_id, payload_digest

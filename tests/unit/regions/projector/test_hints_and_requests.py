@@ -3,8 +3,8 @@
 from gateway.core.hints import parse_hint
 from regions.cli.projection import ProgressPrinter
 from regions.core.boards import SortOrder, TiePolicy
-from regions.projector.redis_control import RebuildCause, RebuildRequest, RebuildState
 from regions.projector.totals import ProjectableTotal
+from regions.stores.redis.control import RebuildCause, RebuildRequest, RebuildState
 from schema.hints import MAX_HINT_USERS, changes_hint, resync_hint, sequence_base
 
 

@@ -1,0 +1,38 @@
+"""What a processor reports about the tasks it owns: the lag of every source partition (health) and
+how much its dedupe memory holds (metrics)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Iterable
+
+from aiokafka import AIOKafkaConsumer
+
+from regions.processor import metrics
+from regions.processor.ownership import OwnedTask
+from regions.runtime.health import Health
+
+
+def report_memory(owned: Iterable[OwnedTask]) -> None:
+    now_ms = time.time() * 1000
+    for task in owned:
+        oldest = task.store.oldest_seen(2**62, 1)
+        label = str(task.partition)
+        metrics.DEDUPE_REMEMBERED.labels(label).set(task.remembered)
+        metrics.DEDUPE_OLDEST_AGE.labels(label).set(max(0.0, (now_ms - oldest[0][1]) / 1000) if oldest else 0)
+
+
+async def report_lag(
+    consumer: AIOKafkaConsumer, health: Health, sources: Iterable[str], owned: Collection[OwnedTask]
+) -> None:
+    """Records not yet committed, per source topic and owned partition (also what is owned)."""
+    tps = [tp for task in owned for tp in task.next_offsets]
+    end = await consumer.end_offsets(tps) if tps else {}
+    for topic in sources:
+        lag = {
+            task.partition: max(0, end[tp] - task.next_offsets[tp])
+            for task in owned
+            for tp in task.next_offsets
+            if tp.topic == topic
+        }
+        health.report_lag(topic, lag)

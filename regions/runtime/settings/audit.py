@@ -1,0 +1,30 @@
+"""The audit sink's section: how fast and how kindly it writes the audit to Cassandra."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from regions.runtime.settings.fields import HealthPort
+
+
+class AuditSettings(BaseModel):
+    max_rows_per_s: float = Field(
+        0, ge=0, description="Cap on audit writes per second (0: none); peaks then queue in Kafka."
+    )
+    niceness: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="CPU niceness the sink adds to itself: the audit is eventual, so on a shared host a "
+        "peak slows it rather than acceptance and ranking (0: same priority as the rest).",
+    )
+    batch_rows: int = Field(
+        10,
+        ge=1,
+        le=100,
+        description="Audit rows per unlogged batch, all of one replica set (1: a request per row); above "
+        "10 Cassandra logs a warning per batch (unlogged_batch_across_partitions_warn_threshold).",
+    )
+    retry_initial_s: float = Field(0.2, gt=0, description="First retry delay after a Cassandra error.")
+    retry_max_s: float = Field(10.0, gt=0, description="Longest retry delay.")
+    health_port: HealthPort = 8084

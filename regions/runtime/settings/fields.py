@@ -1,0 +1,22 @@
+"""Field types more than one section declares: the same meaning, bounds and description once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+HealthPort = Annotated[int, Field(description="Port of /healthz, /readyz and /metrics.")]
+"""A worker's port of /healthz, /readyz and /metrics (each section gives its own default)."""
+
+ListenHost = Annotated[str, Field(description="Listen address.")]
+"""Where a server (the intake, the gateway) listens."""
+
+Workers = Annotated[int, Field(ge=1, le=64)]
+"""Processes of one server sharing its port (SO_REUSEPORT); each section says what they share."""
+
+UnknownBoards = Annotated[
+    int,
+    Field(ge=1, description="Unknown board ids remembered (the least recently asked is forgotten first)."),
+]
+"""Bound of a board cache's unknown ids (``regions.core.board_cache``)."""

@@ -1,0 +1,56 @@
+"""The intake's section: the awards endpoint, its keys, limits and board catalog cache."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, SecretStr
+
+from regions.runtime.settings.fields import ListenHost, UnknownBoards, Workers
+
+DEV_AWARD_KEY_ID = "dev"
+DEV_AWARD_SECRET = "dev-secret"
+
+
+class IntakeSettings(BaseModel):
+    host: ListenHost = "127.0.0.1"
+    port: int = Field(8081, description="Listen port of POST /internal/awards.")
+    award_keys: dict[str, SecretStr] = Field(
+        {DEV_AWARD_KEY_ID: SecretStr(DEV_AWARD_SECRET)},
+        description="HMAC secrets per key id (JSON object).",
+    )
+    max_clock_skew_s: int = Field(300, ge=1, description="Accepted |now - X-Award-Timestamp|.")
+    max_batch: int = Field(500, ge=1, description="Most awards in one request.")
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body.")
+    rate_per_key: float = Field(
+        20_000,
+        gt=0,
+        description="Awards per second per key id, held by each intake pod on its own (not across the "
+        "region): N intake replicas accept up to N times this from one key id.",
+    )
+    burst_per_key: float = Field(
+        40_000, gt=0, description="Burst of awards per key id, per intake pod like rate_per_key."
+    )
+    catalog_ttl_s: float = Field(
+        2.0,
+        ge=0,
+        description="How long a board lookup is served without reading the catalog again: an intake "
+        "refuses a closing board's awards at most this long after the close began.",
+    )
+    catalog_max_stale_s: float = Field(
+        30.0,
+        ge=0,
+        description="While the catalog cannot be read, how long after its last answer a board is still "
+        "served from that answer (at least catalog_ttl_s); then the board's awards get 503 "
+        "store_unavailable until it is read again.",
+    )
+    max_unknown_boards: UnknownBoards = 10_000
+    workers: Workers = Field(
+        1,
+        description="Intake processes sharing the port (SO_REUSEPORT), one Kafka producer each; the "
+        "award rate per key is shared among them (each process allows rate_per_key / workers).",
+    )
+    heartbeat_interval_s: float = Field(
+        1.0,
+        gt=0,
+        description="How often a heartbeat is written to every awards partition, so positions advance while "
+        "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s).",
+    )

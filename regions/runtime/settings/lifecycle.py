@@ -1,0 +1,30 @@
+"""The lifecycle worker's section: closing boards, cutoff markers and archives."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from regions.runtime.settings.fields import HealthPort
+
+
+class LifecycleSettings(BaseModel):
+    health_port: HealthPort = 8089
+    poll_interval_s: float = Field(
+        1.0, gt=0, description="How often the lifecycle worker reads the catalog for closing boards."
+    )
+    marker_delay_s: float | None = Field(
+        None,
+        ge=0,
+        description="How long after a board began closing this region writes its cutoff markers; null: "
+        "the intake catalog TTL plus the Kafka delivery timeout, so every award an intake accepted "
+        "before it saw CLOSING has landed before the markers.",
+    )
+    chunk_size: int = Field(
+        10_000, ge=1, le=100_000, description="Ranked entries per archived result chunk (one Cassandra row)."
+    )
+    fault_chunk_pause_ms: float = Field(
+        0.0,
+        ge=0,
+        description="A pause after each round of chunk writes of an archive: a fault for tests, which kill "
+        "the worker mid-archive; 0 (none) otherwise.",
+    )
