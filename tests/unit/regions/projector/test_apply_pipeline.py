@@ -4,6 +4,8 @@ every one before it are applied, oldest first; an error stops the pipeline and l
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -18,7 +20,7 @@ async def test_applies_are_taken_up_in_the_order_sent_whatever_order_they_finish
     async def taken_up(item: int) -> None:
         taken.append(item)
 
-    def prepare(delay: float):
+    def prepare(delay: float) -> Callable[[], Coroutine[Any, Any, None]]:
         async def apply() -> None:
             nonlocal in_flight, most
             in_flight += 1
