@@ -133,21 +133,37 @@ async def test_reconciliation_reads_what_was_not_applied_and_follows_new_entries
         metrics = (await http.get(region.health_url("processor") + "/metrics")).text
     assert 'lb_processor_reconciled_total{reason="total_out_of_range"} 1.0' in metrics
 
+    # Ctrl-C as an operator's terminal sends it: a child inherits an ignored SIGINT (a suite started in
+    # the background of a non-interactive shell ignores it), so the command starts with the default.
+    interruptible = "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); " \
+                    "runpy.run_module('regions.cli', run_name='__main__')"  # fmt: skip
     follow = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "regions.cli", "reconciliation", "--board", board.id, "--follow",
+        sys.executable, "-c", interruptible, "reconciliation", "--board", board.id, "--follow",
         env={**os.environ, **region_env(region.settings)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert follow.stdout is not None and follow.stderr is not None
-    seen = [await follow.stdout.readline() for _ in range(4)]  # the two entries so far, two lines each
-    await region.client.send({"leaderboardId": board.id, "awardType": "kill", "matchId": "m1",
-                              "userId": "ann", "delta": 7})  # fmt: skip
-    seen += [await follow.stdout.readline() for _ in range(2)]
+    errors = asyncio.create_task(follow.stderr.read())  # drained meanwhile: a full pipe would block it
+    seen: list[bytes] = []
+
+    async def lines(n: int, what: str) -> None:
+        for _ in range(n):
+            try:
+                seen.append(await asyncio.wait_for(follow.stdout.readline(), 60))
+            except TimeoutError:
+                follow.kill()
+                raise AssertionError(f"--follow printed {seen} and no more; wanted {what}") from None
+
+    await lines(4, "the two entries so far, two lines each")
+    repeat = await region.client.send({"leaderboardId": board.id, "awardType": "kill", "matchId": "m1",
+                                       "userId": "ann", "delta": 7})  # fmt: skip
+    assert repeat.status_code == 202, repeat.text
+    await lines(2, "the new conflicting repeat")
     follow.send_signal(signal.SIGINT)
-    await follow.wait()
+    await asyncio.wait_for(follow.wait(), 60)
 
     assert sum(b"conflicting_repeat" in line for line in seen) == 2
-    assert b"Traceback" not in await follow.stderr.read()
+    assert b"Traceback" not in await errors
 
 
 async def test_close_begins_a_close_once_and_results_says_when_there_is_none(
