@@ -34,6 +34,7 @@ from gateway.api.cost import cost_model
 from gateway.api.plans import Declined, Plans, run_plan
 from gateway.body_limit import BodyLimit
 from gateway.core.answers import Answer, AnswerCache
+from gateway.core.media import GRAPHQL_RESPONSE, JSON, is_request_error, response_media_type
 from gateway.core.persisted import (
     NOT_FOUND_CODE,
     NOT_FOUND_MESSAGE,
@@ -107,8 +108,13 @@ class GraphQLView(GraphQL[Context, None]):
     def create_response(
         self, response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse], sub_response: Response
     ) -> Response:
-        """Strawberry's HTTP answer, encoded by msgspec (WebSocket messages keep strawberry's text)."""
-        response = Response(msgspec.json.encode(response_data), media_type="application/json")
+        """Strawberry's HTTP answer, encoded by msgspec (WebSocket messages keep strawberry's text), as
+        the media type the client asked for (``get_sub_response``); a request error answered as
+        ``application/graphql-response+json`` has no ``data`` entry (``execute_single``)."""
+        media_type = sub_response.media_type or JSON
+        if media_type == GRAPHQL_RESPONSE and sub_response.status_code == 400 and isinstance(response_data, dict):
+            response_data = cast(GraphQLHTTPResponse, {k: v for k, v in response_data.items() if k != "data"})
+        response = Response(msgspec.json.encode(response_data), media_type=media_type)
         response.headers.raw.extend(sub_response.headers.raw)
         response.background = sub_response.background or response.background
         if sub_response.status_code:
@@ -127,15 +133,26 @@ class GraphQLView(GraphQL[Context, None]):
         root_value: None,
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
-        """Runs the persisted document a request names (see :mod:`gateway.core.persisted`)."""
+        """Runs the persisted document a request names (see :mod:`gateway.core.persisted`). Answered
+        as ``application/graphql-response+json``, a request error is a 400 (the specification's code)."""
         resolved = self._persisted.resolve(request_data.query, request_data.extensions)
         if not isinstance(resolved, Document):
             raise PersistedQueryError(resolved)
         request_data.query = resolved.query
         request.state.graphql_operation = (resolved.query, request_data.operation_name)
-        return await super().execute_single(
+        result = await super().execute_single(
             request, request_adapter, sub_response, context, root_value, request_data
         )
+        paths = [error.path for error in result.errors or []]
+        if sub_response.media_type == GRAPHQL_RESPONSE and is_request_error(result.data, paths):
+            sub_response.status_code = 400
+        return result
+
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
+        """Strawberry's, with the media type of the answer (``gateway.core.media``)."""
+        sub_response = await super().get_sub_response(request)
+        sub_response.media_type = response_media_type(request.headers.get("accept"))
+        return sub_response
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         services: Services = request.app.state.services
@@ -153,7 +170,8 @@ class GraphQLView(GraphQL[Context, None]):
         cached = None if key is None else self._answers.get(key, time.monotonic(), projections.generation)
         if cached is not None:
             metrics.ANSWER_CACHE.labels("hit").inc()
-            response: Response = Response(cached, media_type="application/json")
+            media_type = response_media_type(request.headers.get("accept"))
+            response: Response = Response(cached, media_type=media_type)
         else:
             if key is not None:
                 metrics.ANSWER_CACHE.labels("miss").inc()
