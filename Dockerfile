@@ -21,12 +21,19 @@ COPY replicator /app/replicator
 RUN echo /app > "$(/opt/venv/bin/python -c 'import site; print(site.getsitepackages()[0])')/leaderboard-platform.pth" \
  && /opt/venv/bin/python -m compileall -q /app /opt/venv/lib
 
+# ---- graphiql: the browser files of the GraphiQL page (served only when gateway.graphiql is on)
+FROM node:20-bookworm-slim AS graphiql
+WORKDIR /graphiql
+COPY gateway/graphiql/package.json gateway/graphiql/package-lock.json gateway/graphiql/bundle.sh ./
+RUN npm ci --no-audit --no-fund --loglevel=error && ./bundle.sh
+
 # ---- run: no compilers, no pip cache, a non-root numeric user (runAsNonRoot can check it)
 FROM ${PYTHON_IMAGE}
 RUN groupadd --system --gid 10001 lb \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin lb
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /app /app
+COPY --from=graphiql /graphiql/assets /app/gateway/graphiql/assets
 ENV PATH=/opt/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
 USER 10001:10001

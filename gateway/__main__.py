@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import socket
 
 import uvicorn
 
-from gateway.app import create_app
+from gateway.app import create_app, graphiql_problem
 from gateway.server import server_config
 from regions.runtime.reuseport import serve_processes
 from regions.runtime.settings import Settings
@@ -25,6 +26,10 @@ def serve(settings: Settings, sock: socket.socket | None) -> None:
 
 def main() -> None:
     settings = process_settings("gateway")  # the platform's log format; refused settings exit 2
+    problem = graphiql_problem(settings)
+    if problem is not None:
+        logging.getLogger("gateway").error("%s", problem)
+        raise SystemExit(2)
     gw = settings.gateway
     serve_processes(gw.workers, gw.host, gw.port, lambda sock: serve(settings, sock))
 

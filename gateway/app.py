@@ -50,6 +50,19 @@ from regions.runtime.health import Health, health_routes
 from regions.runtime.settings import Settings
 
 STATIC = Path(__file__).parent / "static"
+GRAPHIQL = Path(__file__).parent / "graphiql" / "assets"  # installed by ops/graphiql (ensure_graphiql)
+GRAPHIQL_FILES = ("graphiql.min.js", "graphiql.min.css", "react.production.min.js", "react-dom.production.min.js")
+
+
+def graphiql_problem(settings: Settings) -> str | None:
+    """Why the gateway cannot serve GraphiQL as set, or None (it is off, or its files are there)."""
+    missing = [name for name in GRAPHIQL_FILES if not (GRAPHIQL / name).is_file()]
+    if not settings.gateway.graphiql or not missing:
+        return None
+    return (
+        f"GraphiQL is on (gateway.graphiql) but {', '.join(missing)} are not in {GRAPHIQL}: run "
+        "ops/graphiql to install them (or turn GraphiQL off)"
+    )
 OpenServices = Callable[[Settings], contextlib.AbstractAsyncContextManager[Services]]
 
 
@@ -120,6 +133,11 @@ class GraphQLView(GraphQL[Context, None]):
         if sub_response.status_code:
             response.status_code = sub_response.status_code
         return response
+
+    @property
+    def graphql_ide_html(self) -> str:
+        """The GraphiQL page, on files this gateway serves (``/graphiql``), never a CDN's."""
+        return (STATIC / "graphiql.html").read_text()
 
     def should_render_graphql_ide(self, request: Any) -> bool:
         return super().should_render_graphql_ide(request) and "extensions" not in request.query_params
@@ -264,7 +282,11 @@ def watch_readiness(health: Health, services: Services) -> None:
 
 
 def create_app(settings: Settings, open_with: OpenServices = open_services) -> Starlette:
-    """The app; its lifespan opens Redis, Cassandra and the hints feed, and closes them after."""
+    """The app; its lifespan opens Redis, Cassandra and the hints feed, and closes them after.
+    RuntimeError when GraphiQL is on without its files (``graphiql_problem``)."""
+    problem = graphiql_problem(settings)
+    if problem is not None:
+        raise RuntimeError(problem)
     view = GraphQLView(settings)
     health = Health("gateway")
 
@@ -282,6 +304,7 @@ def create_app(settings: Settings, open_with: OpenServices = open_services) -> S
             WebSocketRoute("/graphql", view),
             Route("/live", live_page),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
+            *([Mount("/graphiql", StaticFiles(directory=GRAPHIQL), name="graphiql")] if gw.graphiql else []),
             *health_routes(health),
         ],
         middleware=[

@@ -65,3 +65,17 @@ ensure_venv() {
   "$VENV/bin/python" -c 'import site,sys; open(site.getsitepackages()[0]+"/leaderboard-platform.pth","w").write(sys.argv[1]+"\n")' "$ROOT"
   echo "$want" >"$stamp"
 }
+
+# ensure_graphiql: GraphiQL's and React's browser bundles from their npm packages (pinned in
+# gateway/graphiql/package-lock.json) copied to gateway/graphiql/assets, which the gateway serves
+# when GraphiQL is on; reinstalled only when the lock file changes.
+ensure_graphiql() {
+  local dir="$ROOT/gateway/graphiql" want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ -f "$dir/assets/.lock.sha256" ] && [ "$(cat "$dir/assets/.lock.sha256")" = "$want" ]; then return 0; fi
+  need_cmd npm "Install Node.js 20 or newer (with npm); GraphiQL's files come from npm packages."
+  say "installing GraphiQL's files (npm ci in gateway/graphiql)"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed in gateway/graphiql; is the npm registry reachable?"
+  "$dir/bundle.sh" || die "the GraphiQL packages in gateway/graphiql/node_modules lack their browser bundles."
+  echo "$want" >"$dir/assets/.lock.sha256"
+}

@@ -55,7 +55,7 @@ class GatewaySettings(BaseModel):
     )
     graphiql: bool = Field(
         False,
-        description="Serve the GraphiQL page on GET /graphql from a browser (it loads its scripts from a CDN).",
+        description="Serve the GraphiQL page on GET /graphql from a browser, on the gateway's own files (ops/graphiql).",
     )
     top_cache_ttl_s: float = Field(
         0.5, ge=0, le=1, description="How long a top-K answer is reused (0: never)."

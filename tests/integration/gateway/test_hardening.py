@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 
 import pytest
 import websockets
@@ -13,6 +14,7 @@ from graphql import get_introspection_query
 from redis.asyncio import Redis
 from websockets.asyncio.client import connect
 
+from gateway import app
 from regions.runtime.settings import Mode, Settings
 from tests.integration.gateway.conftest import Boards, Gateway, GatewayFactory, serve_gateway
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
@@ -262,15 +264,32 @@ async def _count_operations(
     assert logged == [("INFO", False), ("INFO", False), ("INFO", False), ("ERROR", True)]
 
 
-async def test_graphiql_is_off_by_default_since_it_loads_its_assets_from_a_cdn(
+async def test_graphiql_is_off_by_default_and_on_loads_only_the_gateways_own_files(
     gateway_factory: GatewayFactory,
 ) -> None:
     browser = {"Accept": "text/html"}
     async with gateway_factory() as default:
         off = await default.http.get(default.url, headers=browser)
+        no_files = await default.http.get(default.url.replace("/graphql", "/graphiql/graphiql.min.js"))
     async with gateway_factory(graphiql=True) as on:
         page = await on.http.get(on.url, headers=browser)
+        files = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+        loaded = [await on.http.get(on.url.replace("/graphql", path)) for path in files]
 
     assert "graphiql" not in off.text.lower()
-    assert off.status_code in (400, 404)
+    assert off.status_code in (400, 404) and no_files.status_code == 404
     assert page.status_code == 200 and "graphiql" in page.text.lower()
+    assert "/graphiql/graphiql.min.js" in files and "/graphiql/graphiql.min.css" in files
+    assert [path for path in files if not path.startswith("/") or path.startswith("//")] == []  # no other host
+    assert [r.status_code for r in loaded] == [200] * len(files)
+
+
+def test_graphiql_on_without_its_files_is_refused_with_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app, "GRAPHIQL", app.GRAPHIQL / "nothing-here")
+    settings = Settings().model_copy(update={"gateway": Settings().gateway.model_copy(update={"graphiql": True})})
+
+    assert app.graphiql_problem(Settings()) is None
+    problem = app.graphiql_problem(settings)
+    assert problem is not None and "ops/graphiql" in problem and "graphiql.min.js" in problem
+    with pytest.raises(RuntimeError, match="ops/graphiql"):
+        app.create_app(settings)
