@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -212,3 +213,16 @@ def test_nothing_under_ops_imports_the_tests() -> None:
             importing += [str(path.relative_to(ROOT)) for n in names if n.split(".")[0] == "tests"]
 
     assert importing == []
+
+
+def test_the_client_library_imports_only_itself_the_standard_library_and_httpx() -> None:
+    # It ships apart from the platform (clients/python): a game service installs it alone.
+    allowed = {"leaderboard_intake", "httpx", "__future__", *sys.stdlib_module_names}
+    found = set()
+    for path in sorted((ROOT / "clients" / "python" / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            found |= {n.split(".")[0] for n in names}
+
+    assert "leaderboard_intake" in found and found - allowed == set()
