@@ -50,6 +50,7 @@ class PlayerState:
     buckets: tuple[tuple[int, int, str], ...] = ()
     # The awards the tie order (SUM: the newest) or the best (MAX, MIN: the best scores, and the best
     # of those no copy can replace any more) is recomputed from when a winning copy replaces one.
+    # LATEST: the latest awards, by ``regions.core.latest.latest_key``.
     contributions: tuple[Contribution, ...] = ()
 
 
@@ -122,7 +123,10 @@ Outcome = Applied | Replaced | Duplicate | Conflict | OutOfRange | Forgotten
 
 
 def fold(aggregation: Aggregation, current: int | None, amount: int) -> int:
-    """The new total after one award (``current`` is None for a player's first award)."""
+    """The new total after one award (``current`` is None for a player's first award). Not LATEST's:
+    which award holds its score depends on their order, not on their amounts (``regions.core.latest``)."""
+    if aggregation is Aggregation.LATEST:
+        raise ValueError("a LATEST total is not a fold of amounts: see regions.core.latest")
     if current is None:
         return amount
     if aggregation is Aggregation.SUM:

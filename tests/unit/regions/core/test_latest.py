@@ -196,3 +196,15 @@ def test_a_rolling_board_holds_the_latest_award_of_the_days_in_the_window() -> N
     expired = expire(Aggregation.LATEST, one.state, 1)
     assert expired is not None and (expired.total, expired.version) == (20, 3)
     assert expire(Aggregation.LATEST, expired, 2) is not None
+
+
+def test_on_a_board_with_periods_only_an_identical_copy_replaces_the_latest() -> None:
+    us = latest_award("m", 30, at_ms=2_000, region="us", occurred=500)
+    first = apply_award(None, None, us, MEMORY, same_state=False)
+    assert isinstance(first, Applied)
+    rebuilt = latest_award("m", 30, at_ms=1_500, occurred=400)  # another event time: maybe another period
+    assert not isinstance(apply_award(first.state, first.seen, rebuilt, MEMORY, same_state=False), Replaced)
+    identical = latest_award("m", 30, at_ms=1_500, occurred=500)
+    outcome = apply_award(first.state, first.seen, identical, MEMORY, same_state=False)
+    assert isinstance(outcome, Replaced)
+    assert (outcome.state.total, outcome.state.reached) == (30, reached_key(1_500, us.event_id))
