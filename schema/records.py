@@ -122,6 +122,7 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     removed: bool = False
     # MAX/MIN boards: (tie key, score) of the awards the best may be recomputed from when a winning
     # copy replaces one (``regions.core.aggregation.PlayerState.contributions``)
+    # LATEST boards: (latest key, score) of the latest awards (``regions.core.latest``)
     contributions: tuple[tuple[str, int], ...] = ()
 
 

@@ -24,7 +24,11 @@ from regions.stores.cassandra.results import ResultHeader
 strawberry.enum(Scope, description="HOME: the board's canonical projection; REGIONAL: this region's.")
 strawberry.enum(BoardStatus)
 strawberry.enum(SortOrder)
-strawberry.enum(Aggregation)
+strawberry.enum(
+    Aggregation,
+    description="SUM: awards carry a delta, added up; MAX/MIN: awards carry a score, the best counts; "
+    "LATEST: awards carry a score, the one that happened last (occurredAt, then event id) counts.",
+)
 strawberry.enum(
     TiePolicy, description="USER_ID: equal scores by user id; FIRST_REACHED: by who reached it first."
 )

@@ -129,7 +129,10 @@ def _add_create_board(commands: Commands) -> None:
     create.add_argument("--name")
     create.add_argument("--home-region")
     create.add_argument("--sort-order", choices=[s.value for s in SortOrder], default="DESC")
-    create.add_argument("--aggregation", choices=[a.value for a in Aggregation], default="SUM")
+    create.add_argument(
+        "--aggregation", choices=[a.value for a in Aggregation], default="SUM",
+        help="SUM: deltas added up; MAX, MIN: the best score; LATEST: the score of the award that happened last",
+    )  # fmt: skip
     create.add_argument("--tie-policy", choices=[t.value for t in TiePolicy], default="USER_ID")
     create.add_argument("--allow-negative", action="store_true", help="SUM boards: accept negative deltas")
     create.add_argument(

@@ -16,7 +16,9 @@ Invariants kept here (and property-tested):
 - the total and its tie order (``reached``) depend only on the set of copies read, never on the
   order they arrived in: a SUM total is the sum of the winners, reached with the newest winner (by
   acceptance time, then event id); a MAX or MIN total is the best of the winners, reached with the
-  oldest winner that holds it. A later copy that loses changes nothing at all;
+  oldest winner that holds it; a LATEST total is the score of the latest winner (by event time,
+  then event id: ``regions.core.latest``), reached with that winner. A later copy that loses
+  changes nothing at all;
 - an award that might repeat one the memory has already forgotten is never applied (Forgotten).
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from regions.core import latest
 from regions.core.boards import Aggregation
 from regions.core.ordering import reached_key
 from regions.core.validation import MAX_EXACT
@@ -47,6 +50,7 @@ class PlayerState:
     buckets: tuple[tuple[int, int, str], ...] = ()
     # The awards the tie order (SUM: the newest) or the best (MAX, MIN: the best scores, and the best
     # of those no copy can replace any more) is recomputed from when a winning copy replaces one.
+    # LATEST: the latest awards, by ``regions.core.latest.latest_key``.
     contributions: tuple[Contribution, ...] = ()
 
 
@@ -119,7 +123,10 @@ Outcome = Applied | Replaced | Duplicate | Conflict | OutOfRange | Forgotten
 
 
 def fold(aggregation: Aggregation, current: int | None, amount: int) -> int:
-    """The new total after one award (``current`` is None for a player's first award)."""
+    """The new total after one award (``current`` is None for a player's first award). Not LATEST's:
+    which award holds its score depends on their order, not on their amounts (``regions.core.latest``)."""
+    if aggregation is Aggregation.LATEST:
+        raise ValueError("a LATEST total is not a fold of amounts: see regions.core.latest")
     if current is None:
         return amount
     if aggregation is Aggregation.SUM:
@@ -190,6 +197,10 @@ def apply_award(
     if repeat is not None:
         return repeat
     aggregation = Aggregation(award.aggregation)
+    if aggregation is Aggregation.LATEST:
+        total, reached, entries = latest.added(contributions_of(state), latest.contribution(award),
+                                               memory.complete_since_ms)  # fmt: skip
+        return _checked(award.event_id, state, total, reached, entries, copy_of(award))
     mine = (reached_key(award.accepted_at_ms, award.event_id), award.amount)
     entries = _kept(aggregation, (*contributions_of(state), mine), memory)
     if aggregation is Aggregation.SUM:
@@ -261,7 +272,10 @@ def _another_copy(state: PlayerState, seen: Seen, award: AwardEvent, memory: Ded
     kept = contributions_of(state)
     others = tuple(e for e in kept if e[0] != replaced)
     mine = (reached_key(copy.at_ms, award.event_id), award.amount)
-    if aggregation is Aggregation.SUM:
+    if aggregation is Aggregation.LATEST:
+        total, reached, entries = latest.replaced(kept, award.event_id, seen.at_ms, latest.contribution(award),
+                                                  memory.complete_since_ms)  # fmt: skip
+    elif aggregation is Aggregation.SUM:
         total = state.total - seen.amount + award.amount
         # An award older than the newest kept is not the newest, nor is an earlier copy of it.
         entries = _kept(aggregation, (*others, mine), memory) if len(others) < len(kept) else kept

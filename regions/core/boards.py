@@ -24,6 +24,7 @@ class Aggregation(StrEnum):
     SUM = "SUM"
     MAX = "MAX"
     MIN = "MIN"
+    LATEST = "LATEST"  # the score of the award that happened last (regions.core.latest)
 
 
 class TiePolicy(StrEnum):
@@ -92,5 +93,5 @@ class Board:
 
     @property
     def amount_field(self) -> str:
-        """The award field this board reads: ``delta`` when summing, ``score`` for best-of."""
+        """The award field this board reads: ``delta`` when summing, ``score`` for best-of and latest."""
         return "delta" if self.aggregation is Aggregation.SUM else "score"

@@ -6,8 +6,10 @@ from a clock, so a replay always rebuilds the same state.
 
 Rules kept here (and property-tested against a reference model):
 - a bucket holds the fold of the player's awards of one day (SUM: their sum; MAX/MIN: the best)
-  with its tie order key; the total is the fold of the buckets, so it depends only on the set of
-  applied awards of the days in the window, never on their order or on when days expired;
+  with its tie order key (LATEST: the latest with its latest key, ``regions.core.latest``, so the
+  latest award within the window holds the score); the total is the fold of the buckets, so it
+  depends only on the set of applied awards of the days in the window, never on their order or on
+  when days expired;
 - an award of a day that has left the window is never applied (``TooLate``);
 - expiring days changes a player only when it had points in them: then the version grows by one
   and, with no bucket left, the player leaves the board (``removed``);
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from regions.core import latest
 from regions.core.aggregation import (
     Applied,
     DedupeMemory,
@@ -50,6 +53,8 @@ class TooLate:
 def _combine(aggregation: Aggregation, a: tuple[int, str] | None, amount: int, key: str) -> tuple[int, str]:
     """(fold, tie order key) of ``a`` with one more amount reached by ``key``: the same rule as a
     whole total (``regions.core.aggregation``), applied to a part of it."""
+    if aggregation is Aggregation.LATEST:  # keys are latest keys: the later one holds the score
+        return (amount, key) if a is None or key > a[1] else a
     state = None if a is None else PlayerState(a[0], 0, a[1])
     total = fold(aggregation, None if a is None else a[0], amount)
     return total, reached_after(aggregation, state, total, amount, key)
@@ -60,6 +65,8 @@ def total_of(aggregation: Aggregation, buckets: tuple[Bucket, ...]) -> tuple[int
     found: tuple[int, str] | None = None
     for _, amount, key in sorted(buckets):
         found = _combine(aggregation, found, amount, key)
+    if found is not None and aggregation is Aggregation.LATEST:
+        return found[0], latest.reached_of(found[1])
     return found
 
 
@@ -87,8 +94,9 @@ def apply_rolling(
     if expired_through is not None and day <= expired_through:
         return TooLate(award.event_id, day, expired_through)
     aggregation = Aggregation(award.aggregation)
-    buckets = _added(aggregation, () if state is None else state.buckets, day, award.amount,
-                     reached_key(award.accepted_at_ms, award.event_id))  # fmt: skip
+    key = (latest.contribution(award)[0] if aggregation is Aggregation.LATEST
+           else reached_key(award.accepted_at_ms, award.event_id))  # fmt: skip
+    buckets = _added(aggregation, () if state is None else state.buckets, day, award.amount, key)
     total, reached = total_of(aggregation, buckets) or (0, "")
     if not -MAX_EXACT < total < MAX_EXACT or any(not -MAX_EXACT < b[1] < MAX_EXACT for b in buckets):
         return OutOfRange(award.event_id, total)

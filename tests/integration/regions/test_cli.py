@@ -39,6 +39,8 @@ async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_s
                         "--first-day-of-week", "SUNDAY")  # fmt: skip
     bad_zone = await lb(topics, "create-board", "y", "--window", "DAILY", "--time-zone", "Moon/Base")
     scoped = await lb(topics, "create-board", "z@2026-11-30")
+    latest = f"cli-{uuid.uuid4().hex[:8]}"
+    keep_latest = await lb(topics, "create-board", latest, "--aggregation", "LATEST")
 
     code, out, err = await lb(topics, "boards")
 
@@ -54,6 +56,8 @@ async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_s
     assert row.split()[9].startswith("20") and code == 0 and err == ""
     row = next(r for r in rows if r.startswith(weekly + " "))
     assert row.split()[6] == "WEEKLY:SUNDAY@America/New_York"
+    row = next(r for r in rows if r.startswith(latest + " "))
+    assert keep_latest[0] == 0 and row.split()[3] == "LATEST" and row.split()[7] == "-"  # takes no deltas
 
 
 async def test_put_profile_stores_what_the_gateway_shows_and_refuses_bad_values(

@@ -122,3 +122,12 @@ def test_a_board_with_a_time_window_needs_the_event_time() -> None:
     assert [(e.field, "required" in e.rule) for e in refused] == [("awards[2].occurredAt", True)]
     assert check_against_board(with_time, board) == []
     assert check_against_board(without, Board("all-time", "All time", "eu")) == []
+
+
+def test_a_latest_board_takes_a_score_and_refuses_a_delta_naming_the_rule() -> None:
+    board = Board("last", "Last", "eu", aggregation=Aggregation.LATEST)
+    refused = check_against_board(AwardInput("last", "m", "u", "t", 5, None, None), board, "awards[1].")
+    assert refused == [FieldError("awards[1].delta", "board last is LATEST: send score instead")]
+    assert check_against_board(AwardInput("last", "m", "u", "t", None, -5, None), board) == []
+    with pytest.raises(InvalidBoardError, match="only SUM boards take deltas; a LATEST board"):
+        Board("last", "Last", "eu", aggregation=Aggregation.LATEST, allow_negative=True)

@@ -94,11 +94,20 @@ def test_an_award_counts_in_the_period_of_its_event_time_and_a_cutoff_closes_onl
 Sent = tuple[str, str, int, int, str]  # (region, user, day, amount, match)
 
 
+def _at(day: int, amount: int) -> int:
+    return day_start_of(ROLLING, day) + 3_600_000 * (amount % 20)
+
+
 def _reference(aggregation: Aggregation, sent: list[Sent], expired: int | None) -> dict[str, int]:
     totals: dict[str, int] = {}
-    for _, user, day, amount, _ in sent:
+    latest: dict[str, tuple[int, str]] = {}  # LATEST: the score of the award with the latest (time, event id)
+    for _, user, day, amount, match in sent:
         if expired is None or day > expired:
-            totals[user] = fold(aggregation, totals.get(user), amount)
+            order = (_at(day, amount), event_id("r", match, user, "kill")[:16])
+            if aggregation is not Aggregation.LATEST:
+                totals[user] = fold(aggregation, totals.get(user), amount)
+            elif order > latest.get(user, (-1, "")):
+                latest[user], totals[user] = order, amount
     return totals
 
 
@@ -120,8 +129,8 @@ def _streams(aggregation: Aggregation, sent: list[Sent], expiries: list[tuple[in
     eu: list[tuple[bytes, bytes]] = []
     us: list[tuple[bytes, bytes]] = []
     for region, user, day, amount, match in sent:
-        at = day_start_of(ROLLING, day) + 3_600_000 * (amount % 20)
-        award = _award("r", window, user, match, amount, at, region=region, aggregation=aggregation.value)
+        award = _award("r", window, user, match, amount, _at(day, amount), region=region,
+                       aggregation=aggregation.value)  # fmt: skip
         (eu if region == "eu" else us).append((totals_key("r", user), CODEC.encode(award)))
     for through, at in sorted(expiries, key=lambda x: x[1], reverse=True):
         marker = ExpiryMarker(board_id="r", region="eu", expired_through=through, aggregation=aggregation.value,
