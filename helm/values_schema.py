@@ -376,6 +376,51 @@ class Metrics(Values):
     service_monitor: ServiceMonitor = Field(default_factory=ServiceMonitor)
 
 
+DURATION = r"^[0-9]+(ms|s|m|h)$"
+LABEL_NAME = r"^[a-zA-Z_][a-zA-Z0-9_./-]*$"
+
+
+class Dashboards(Values):
+    enabled: bool = Field(
+        False, description="Render the Grafana dashboards (helm/dashboards.py) as ConfigMaps for the sidecar."
+    )
+    label: str = Field("grafana_dashboard", pattern=LABEL_NAME, description="Label the dashboard sidecar watches.")
+    label_value: str = Field("1", description="Its value.")
+    namespace: str = Field("", description="Namespace of the ConfigMaps (default: the release's).")
+    annotations: dict[str, str] = Field({}, description="Annotations of the ConfigMaps (e.g. grafana_folder).")
+
+
+class AlertThresholds(Values):
+    freshness_p99_seconds: float = Field(2, gt=0, description="Freshness p99 above which an alert fires.")
+    freshness_for: str = Field("10m", pattern=DURATION, description="For how long first.")
+    processor_lag_records: int = Field(10_000, ge=1, description="Processor consumer lag (records, per topic).")
+    projector_lag_seconds: float = Field(
+        30, gt=0, description="Age of the projector's oldest fetched, unprojected totals record."
+    )
+    lag_for: str = Field("5m", pattern=DURATION, description="For how long a lag lasts first.")
+    region_stale_seconds: float = Field(30, gt=0, description="Replication lag (seconds) of a stale region.")
+    region_stale_for: str = Field("2m", pattern=DURATION, description="For how long first.")
+    reconciled_per_second: float = Field(0.1, ge=0, description="Reconciliation rate per reason.")
+    reconciled_for: str = Field("10m", pattern=DURATION, description="For how long first.")
+    audit_backlog_records: int = Field(10_000, ge=0, description="Audit backlog (records) that must not last.")
+    audit_backlog_for: str = Field("15m", pattern=DURATION, description="How long it may last.")
+    crash_restarts: int = Field(3, ge=1, description="Process starts within 15 minutes that make a crash loop.")
+    store_for: str = Field("2m", pattern=DURATION, description="How long Cassandra or Kafka may be away first.")
+    kafka_heartbeat_failure_ratio: float = Field(
+        0.5, gt=0, le=1, description="Share of the intakes' heartbeat rounds Kafka did not acknowledge."
+    )
+    closing_seconds: float = Field(600, gt=0, description="How long a board may stay CLOSING.")
+
+
+class Alerts(Values):
+    enabled: bool = Field(False, description="Render a prometheus-operator PrometheusRule with the alerts.")
+    labels: dict[str, str] = Field({}, description="Labels the Prometheus ruleSelector matches.")
+    runbook_base_url: str = Field(
+        "ops/runbooks", min_length=1, description="Prefix of every alert's runbook_url (ops/runbooks/ browsable)."
+    )
+    thresholds: AlertThresholds = Field(default_factory=AlertThresholds)
+
+
 class KafkaTopics(Values):
     enabled: bool = Field(False, description="Render Strimzi KafkaTopic resources for the platform's topics.")
     cluster: str = Field("", description="strimzi.io/cluster label: the Kafka resource's name.")
@@ -419,6 +464,8 @@ class ChartValues(Values):
     replicator: Replicator
     windows: Windows = Field(default_factory=Windows)
     metrics: Metrics = Field(default_factory=Metrics)
+    dashboards: Dashboards = Field(default_factory=Dashboards)
+    alerts: Alerts = Field(default_factory=Alerts)
     kafka_topics: KafkaTopics = Field(default_factory=KafkaTopics)
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
 

@@ -32,7 +32,7 @@ from regions.core.validation import (
 )
 from regions.runtime.health import Health, health_routes
 from regions.runtime.logs import ThrottledLog
-from regions.runtime.metrics import INTAKE_AWARDS, INTAKE_REQUESTS, INTAKE_SECONDS
+from regions.runtime.metrics import INTAKE_REQUESTS, INTAKE_SECONDS, count_accepted
 from regions.runtime.settings import Settings
 from regions.stores.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.stores.kafka.clients import AcceptanceUnavailable
@@ -231,7 +231,7 @@ class Intake:
             {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
             for e, (p, o) in zip(events, positions, strict=True)
         ]
-        INTAKE_AWARDS.inc(len(accepted))
+        count_accepted(a.leaderboard_id for a in parsed.awards)
         return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
 
     def refused(self, rejection: Rejection) -> Response:

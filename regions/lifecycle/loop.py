@@ -32,7 +32,7 @@ from aiokafka import AIOKafkaProducer
 from regions.core.boards import BoardStatus
 from regions.core.corrections import FIRST_RESULT_VERSION
 from regions.core.lifecycle import Archive, CloseProgress, WriteMarkers, next_step, required_cutoffs
-from regions.lifecycle import windows
+from regions.lifecycle import metrics, windows
 from regions.lifecycle.announce import StatusAnnouncer
 from regions.lifecycle.archive import archive_projection
 from regions.lifecycle.publish import CorrectionPublisher
@@ -126,6 +126,7 @@ class LifecycleWorker:
         stores = self._cassandra.adapter
         records = await stores.lifecycle.records()
         assigned = await stores.corrections.last_versions()
+        metrics.report_closing(records, self.now_ms())
         publisher = CorrectionPublisher(
             self._settings,
             (stores.lifecycle, stores.results, stores.corrections),

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import msgspec
 import uvicorn
-from prometheus_client import CONTENT_TYPE_LATEST, Gauge, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Gauge, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,7 +21,7 @@ from starlette.routing import Route
 CONSUMER_LAG = Gauge("lb_consumer_lag", "Records not yet processed", ["service", "topic", "partition"])
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Health:
     """What a process reports: readiness checks by name and its consumer lag per partition.
 
@@ -42,10 +45,17 @@ class Health:
         for partition, value in lag.items():
             CONSUMER_LAG.labels(self.service, topic, str(partition)).set(value)
 
+    def __post_init__(self) -> None:
+        _REPORTED[id(self)] = self
+
+    def results(self) -> dict[str, bool]:
+        """Every check, required and advisory, by name."""
+        checks = self.checks | self.advisory
+        return {name: bool(check()) for name, check in checks.items()}
+
     def status(self) -> tuple[bool, dict[str, object]]:
-        required = {name: bool(check()) for name, check in self.checks.items()}
-        results = required | {name: bool(check()) for name, check in self.advisory.items()}
-        ready = all(required.values())
+        results = self.results()
+        ready = all(results[name] for name in self.checks)
         missing = sorted(name for name, ok in results.items() if not ok)
         body = {
             "service": self.service,
@@ -55,6 +65,28 @@ class Health:
             "lag": self.lag,
         }
         return ready, body | {name: detail() for name, detail in self.details.items()}
+
+
+#: Every live Health of this process, by identity (the dataclass compares by value, so is unhashable).
+_REPORTED: weakref.WeakValueDictionary[int, Health] = weakref.WeakValueDictionary()
+
+
+class _ReadinessChecks(Collector):
+    """``lb_readiness_check{service, check}``: 1 while a check of ``/readyz`` holds, read at each
+    scrape, so an alert sees what a readiness probe sees (advisory checks too, such as the intake's
+    ``cassandra`` while it serves cached boards)."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "lb_readiness_check", "1 while the named check of /readyz holds", labels=["service", "check"]
+        )
+        for health in list(_REPORTED.values()):
+            for name, ok in health.results().items():
+                family.add_metric([health.service, name], 1.0 if ok else 0.0)
+        yield family
+
+
+REGISTRY.register(_ReadinessChecks())
 
 
 def _json(body: object, status: int = 200) -> Response:

@@ -5,12 +5,20 @@ Runtime and consumer-lag metrics come from ``regions.runtime.health``; these say
 
 from __future__ import annotations
 
+from collections import Counter as Tally
+from collections.abc import Iterable
+
 from prometheus_client import Counter, Gauge, Histogram
 
 INTAKE_REQUESTS = Counter(
     "lb_intake_requests", "Award requests answered, by outcome (accepted, or the error code)", ["outcome"]
 )
 INTAKE_AWARDS = Counter("lb_intake_awards_accepted", "Awards acknowledged by Kafka and answered 202")
+INTAKE_BOARD_AWARDS = Counter(
+    "lb_intake_board_awards_accepted",
+    "Awards answered 202, by board (one series per board an intake took awards for)",
+    ["board"],
+)
 INTAKE_SECONDS = Histogram(
     "lb_intake_request_seconds",
     "Time from a request's arrival to its answer",
@@ -44,3 +52,11 @@ AUDIT_LEFT_TO_HOME = Counter(
     "lb_audit_left_to_home",
     "Applied awards of boards homed in another region: that region's audit sink records them",
 )
+
+
+def count_accepted(boards: Iterable[str]) -> None:
+    """Count one acknowledged request's awards, given the board of each."""
+    by_board = Tally(boards)
+    INTAKE_AWARDS.inc(by_board.total())
+    for board, n in by_board.items():
+        INTAKE_BOARD_AWARDS.labels(board).inc(n)

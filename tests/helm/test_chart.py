@@ -19,7 +19,7 @@ from tests.helm.chart import CHART, CI_VALUES, ROOT, Manifest, env_of, helm, kub
 EU = CHART / "ci" / "eu-values.yaml"
 PRODUCTION = CHART / "ci" / "production-values.yaml"
 
-#: Every optional object switched on: HPA, PDBs, ServiceMonitor, KafkaTopics.
+#: Every optional object switched on: HPA, PDBs, ServiceMonitor, KafkaTopics, dashboards, alerts.
 EVERYTHING_ON = [
     "intake.autoscaling.enabled=true",
     "gateway.autoscaling.enabled=true",
@@ -31,8 +31,10 @@ EVERYTHING_ON = [
     "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
     "kafkaTopics.enabled=true",
     "kafkaTopics.cluster=eu",
+    "dashboards.enabled=true",
+    "alerts.enabled=true",
 ]
-CUSTOM_KINDS = {"ServiceMonitor", "KafkaTopic"}
+CUSTOM_KINDS = {"ServiceMonitor", "KafkaTopic", "PrometheusRule"}
 
 
 def test_the_committed_schema_is_generated_from_the_current_models() -> None:
