@@ -2,7 +2,8 @@
 
 Ids follow the shared rules of ``regions.core.ids`` (the gateway checks them the same way). An award
 changes a total: ``delta`` is never 0, and negative only on a board that allows it; ``score`` (best-of
-boards) is any exact integer.
+boards) is any exact integer. ``metadata`` is optional: a JSON object, kept as its canonical text
+(``regions.core.metadata``).
 """
 
 from __future__ import annotations
