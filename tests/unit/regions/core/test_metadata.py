@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+import msgspec
 import pytest
 
 from regions.core.aggregation import (
@@ -186,3 +187,26 @@ def test_a_rolling_board_shows_the_award_of_its_tie_order_until_its_day_expires(
     assert isinstance(last, Applied) and last.state.metadata == '{"d":3}'
     expired = expire(Aggregation.SUM, last.state, 1)
     assert expired is not None and expired.metadata == '{"d":3}'
+
+
+def _latest(match: str, score: int, at_ms: int, occurred_ms: int, *, region: str = "local", metadata: str = ""
+            ) -> AwardEvent:  # fmt: skip
+    a = award("ann", match, score, aggregation=Aggregation.LATEST, at_ms=at_ms, region=region, metadata=metadata)
+    return msgspec.structs.replace(a, occurred_at_ms=occurred_ms)
+
+
+def test_latest_shows_the_latest_award_whatever_arrives_later() -> None:
+    newer = _latest("m2", 7, at_ms=10, occurred_ms=2_000, metadata='{"m":2}')
+    older = _latest("m1", 9, at_ms=20, occurred_ms=1_000, metadata='{"m":1}')  # happened first, came later
+    assert (_fold([newer, older]).total, _fold([newer, older]).metadata) == (7, '{"m":2}')
+    assert _fold([older, newer]).metadata == '{"m":2}'
+    assert _fold([older, newer, _latest("m3", 1, at_ms=30, occurred_ms=3_000)]).metadata == ""
+
+
+def test_latest_a_winning_copy_replaces_the_latest_awards_metadata() -> None:
+    older = _latest("m1", 9, at_ms=20, occurred_ms=1_000, metadata='{"m":1}')
+    newest = _latest("m2", 7, at_ms=30, occurred_ms=2_000, region="b", metadata='{"m":"2b"}')
+    winner = _latest("m2", 7, at_ms=25, occurred_ms=2_000, region="a", metadata='{"m":"2a"}')
+    state = _fold([older, newest, winner])
+    assert (state.total, state.metadata) == (7, '{"m":"2a"}')
+    assert sorted(text for _, text in state.notes) == ['{"m":"2a"}', '{"m":1}']
