@@ -25,9 +25,12 @@ def event_id(leaderboard_id: str, match_id: str, user_id: str, award_type: str) 
     return hashlib.sha256(framed).hexdigest()[:32]
 
 
-def payload_digest(amount: int, occurred_at_ms: int | None) -> str:
-    """16 hex characters over the non-identity payload (the amount and the event time)."""
-    framed = _framed("payload.v1", str(amount), "" if occurred_at_ms is None else str(occurred_at_ms))
+def payload_digest(amount: int, occurred_at_ms: int | None, metadata: str = "") -> str:
+    """16 hex characters over the non-identity payload (the amount, the event time and the award's
+    metadata as its canonical JSON text). An award without metadata frames what it always did, so
+    its digest is the one recorded before awards carried metadata."""
+    parts = ["payload.v1", str(amount), "" if occurred_at_ms is None else str(occurred_at_ms)]
+    framed = _framed(*parts, metadata) if metadata else _framed(*parts)
     return hashlib.sha256(framed).hexdigest()[:16]
 
 

@@ -103,10 +103,13 @@ class CorrectionsHeld(msgspec.Struct, frozen=True, kw_only=True, tag="held"):
 
 class ResultChunk(msgspec.Struct, frozen=True, array_like=True):
     """Ranked entries of an archived result: (user id, score, version, tie order key), from
-    ``first_rank`` on. The tie order key is empty on a USER_ID board."""
+    ``first_rank`` on. The tie order key is empty on a USER_ID board. ``metadata`` holds, by index
+    in ``entries``, the metadata (JSON text) of the entries that have some (none in chunks written
+    before results carried it)."""
 
     first_rank: int
     entries: list[tuple[str, int, int, str]]
+    metadata: dict[int, str] = msgspec.field(default_factory=dict)
 
 
 class LifecycleCodec:

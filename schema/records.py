@@ -31,7 +31,8 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     (empty in awards accepted before it was stamped); ``shards`` its shard count then. ``window`` is
     the board's time window as the catalog stores it (``regions.core.windows``; empty: all-time): the
     award counts in the period, or the rolling day, that holds its event time, ``occurred_at_ms`` or
-    else ``accepted_at_ms``.
+    else ``accepted_at_ms``. ``metadata`` is the award's metadata as canonical JSON text (compact,
+    keys sorted; empty: none, as in awards accepted before awards carried it).
     """
 
     event_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
@@ -50,6 +51,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     home_region: str = ""
     shards: int = 1  # the board's shards in the catalog when it was accepted (1 in older awards)
     window: str = ""
+    metadata: str = ""
 
     @property
     def event_at_ms(self) -> int:
@@ -124,6 +126,11 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     # copy replaces one (``regions.core.aggregation.PlayerState.contributions``)
     # LATEST boards: (latest key, score) of the latest awards (``regions.core.latest``)
     contributions: tuple[tuple[str, int], ...] = ()
+    # The metadata of the award that holds the total (canonical JSON text, empty: none), and the
+    # (tie key, metadata) of the kept contributions that have some
+    # (``regions.core.aggregation.PlayerState.notes``)
+    metadata: str = ""
+    notes: tuple[tuple[str, str], ...] = ()
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):

@@ -81,6 +81,9 @@ def board_keys(prefix: str, board_id: str) -> BoardKeys:
     return BoardKeys(sequence=f"{tag}:seq", layout=f"{tag}:layout", legacy=(f"{tag}:rank", f"{tag}:rec"))
 
 
+NOTE_MARK = "m"  # after the version buckets' prefix: a metadata bucket (no hex digit: no clash)
+
+
 @dataclass(frozen=True, slots=True)
 class ShardKeys:
     """One shard of one layout generation of a board; every key shares the shard's tag."""
@@ -92,8 +95,21 @@ class ShardKeys:
     def bucket(self, user_id: str) -> str:
         return self.buckets + bucket_of(user_id)
 
+    def note_bucket(self, user_id: str) -> str:
+        """The player's metadata bucket (a hash: userId -> the metadata of the award that holds
+        its score): the version buckets' prefix, ``m``, the same 4 hex digits. Written only for
+        players with metadata, so a board without any has none of these keys."""
+        return self.note_bucket_of(self.bucket(user_id))
+
+    def note_bucket_of(self, bucket: str) -> str:
+        """The metadata bucket beside the version bucket ``bucket``."""
+        return self.buckets + NOTE_MARK + bucket[len(self.buckets) :]
+
     def all_buckets(self) -> list[str]:
         return [f"{self.buckets}{b:0{BUCKET_DIGITS}x}" for b in range(16**BUCKET_DIGITS)]
+
+    def all_note_buckets(self) -> list[str]:
+        return [f"{self.buckets}{NOTE_MARK}{b:0{BUCKET_DIGITS}x}" for b in range(16**BUCKET_DIGITS)]
 
 
 def shard_keys(prefix: str, board_id: str, generation: str, shard: int) -> ShardKeys:

@@ -14,7 +14,7 @@ from gateway.api.errors import error_code
 from gateway.api.extensions import extensions
 from gateway.api.mutation import Mutation
 from gateway.api.query import Query
-from gateway.api.scalars import LONG_SCALAR, Long
+from gateway.api.scalars import JSON, JSON_SCALAR, LONG_SCALAR, Long
 from gateway.api.subscription import Subscription
 from regions.runtime.settings import Mode, Settings
 
@@ -49,7 +49,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}, disable_field_suggestions=not introspection),
+        config=StrawberryConfig(scalar_map={Long: LONG_SCALAR, JSON: JSON_SCALAR}, disable_field_suggestions=not introspection),
         extensions=extensions(settings.gateway, introspection),
     )
 
@@ -61,7 +61,7 @@ def sdl() -> str:
             query=Query,
             mutation=Mutation,
             subscription=Subscription,
-            config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}),
+            config=StrawberryConfig(scalar_map={Long: LONG_SCALAR, JSON: JSON_SCALAR}),
         ).as_str()
         + "\n"
     )

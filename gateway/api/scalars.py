@@ -1,7 +1,9 @@
-"""``Long``: a 64-bit integer serialized as a JSON number (GraphQL ``Int`` is only 32-bit)."""
+"""``Long``: a 64-bit integer serialized as a JSON number (GraphQL ``Int`` is only 32-bit).
+``JSON``: a JSON value carried as its text (an award's metadata) and sent as the value itself."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, NewType
 
 import strawberry
@@ -32,4 +34,22 @@ LONG_SCALAR = strawberry.scalar(
     serialize=_checked,
     parse_value=_checked,
     parse_literal=_parse_literal,
+)
+
+JSON = NewType("JSON", str)  # the value's JSON text: it is decoded only as the response is written
+
+
+def _json_value(text: str) -> Any:
+    return json.loads(text)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+JSON_SCALAR = strawberry.scalar(
+    name="JSON",
+    description="Any JSON value, as it was sent (an award's metadata is a JSON object).",
+    serialize=_json_value,
+    parse_value=_json_text,
 )

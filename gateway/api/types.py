@@ -10,13 +10,13 @@ from strawberry.types import Info
 from gateway.api import fields
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
-from gateway.api.scalars import Long
+from gateway.api.scalars import JSON, Long
 from gateway.profiles import UNAVAILABLE
 from regions.core import freshness, reads
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.periods import Period, Weekday, WindowSpec
 from regions.core.reads import Scope
-from regions.core.results import page, page_chunks
+from regions.core.results import ResultEntry, page, page_chunks
 from regions.stores.cassandra.profiles import ProfileRecord
 from regions.stores.cassandra.results import ResultHeader
 
@@ -154,6 +154,11 @@ class RankedPlayer:
     user_id: strawberry.ID
     score: Long
     version: Long
+    metadata: JSON | None = strawberry.field(
+        default=None,
+        description="The metadata of the award that holds the score (MAX/MIN: the one that reached the "
+        "best; SUM: the newest applied); null when that award had none.",
+    )
     as_of: AsOf | None = strawberry.field(
         default=None,
         description="Set when the player was read on its own (Leaderboard.player); in a page, see its asOf.",
@@ -171,12 +176,18 @@ class RankedPlayer:
         return None if record is None else Profile.of(record)
 
     @staticmethod
+    def archived(rank: int, entry: ResultEntry) -> RankedPlayer:
+        """An entry of an archived result."""
+        return RankedPlayer.of(reads.RankedEntry(rank, entry.user_id, entry.score, entry.version, entry.metadata))
+
+    @staticmethod
     def of(entry: reads.RankedEntry, as_of: AsOf | None = None) -> RankedPlayer:
         return RankedPlayer(
             rank=entry.rank,
             user_id=strawberry.ID(entry.user_id),
             score=Long(entry.score),
             version=Long(entry.version),
+            metadata=JSON(entry.metadata) if entry.metadata else None,
             as_of=as_of,
         )
 
@@ -249,9 +260,4 @@ class BoardResult:
         h = self.header
         numbers = page_chunks(after, first, h.chunk_size, h.player_count)
         chunks = await services.cassandra.adapter.results.chunks(h.board_id, h.version, numbers)
-        return [
-            RankedPlayer(
-                rank=rank, user_id=strawberry.ID(e.user_id), score=Long(e.score), version=Long(e.version)
-            )
-            for rank, e in page(chunks, after, first, h.chunk_size)
-        ]
+        return [RankedPlayer.archived(rank, e) for rank, e in page(chunks, after, first, h.chunk_size)]

@@ -18,7 +18,9 @@ spent, so a run interrupted by a shell's time limit goes on where it stopped whe
             ``--shards`` shards, with progress; an interrupted rebuild resumes its replay where it
             stopped (its checkpoint is in that Redis, which outlives the run unless stopped).
 3. memory:  Redis bytes per member (used_memory over every master, less what the empty servers used,
-            over the members: the rankings, the version buckets, the positions).
+            over the members: the rankings, the version buckets, the positions; with
+            ``--metadata-bytes N`` every player's total carries N bytes of award metadata, held in
+            the metadata buckets too). ``--memory-only`` stops here.
 4. ratio:   the rebuild's totals/s against redis-benchmark calling the same Lua script with one total
             per call, pipelined (-P 64; on the cluster with --cluster).
 5. apply:   the live projector's apply rate: ``--apply`` changed totals (a new version each) through
@@ -90,14 +92,17 @@ def user_id(i: int) -> str:
 class State:
     """What is done, kept in a file so an interrupted run resumes; ``mode`` names the Redis layout."""
 
-    def __init__(self, players: int, mode: str) -> None:
+    def __init__(self, players: int, mode: str, metadata_bytes: int = 0) -> None:
         self.path = STATE_DIR / "state.json"
         self.data: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
         if self.data.get("players", players) != players:
             sys.exit(
                 f"the state in {self.path} is for {self.data['players']:,} players: run with --clean first"
             )
-        self.data["players"] = players
+        if self.data.get("metadata_bytes", metadata_bytes) != metadata_bytes:  # the topic holds the others
+            sys.exit(f"the state in {self.path} is for {self.data['metadata_bytes']} bytes of metadata per "
+                     "player: run with --clean first")  # fmt: skip
+        self.data["players"], self.data["metadata_bytes"] = players, metadata_bytes
         self.mode = self.data.setdefault(mode, {})
 
     def done(self, step: str) -> bool:
@@ -125,7 +130,18 @@ def settings_for(redis_url: str) -> Settings:
 # ------------------------------------------------------------------ 1. load
 
 
-async def load(settings: Settings, players: int) -> None:
+def metadata_of(i: int, size: int) -> str:
+    """Award metadata of exactly ``size`` bytes for player i (none for 0), each player's its own."""
+    if size == 0:
+        return ""
+    frame = len('{"m":""}')
+    if size < frame:
+        sys.exit(f"--metadata-bytes must be 0 or at least {frame}")
+    filler = size - frame
+    return '{"m":"' + f"{i:x}".rjust(filler, "x") + '"}'
+
+
+async def load(settings: Settings, players: int, metadata_bytes: int = 0) -> None:
     """Player i goes to partition i mod P, in order, so each partition's end offset says how far it
     got. Records go as whole record batches per partition (a send per record is ten times slower)."""
     await ensure_topics(settings.kafka)
@@ -157,6 +173,7 @@ async def load(settings: Settings, players: int) -> None:
                 board_id=BOARD, user_id=user, total=rng.randrange(0, 100_000_000), version=1,
                 reached=f"{i:027x}", sort_order="DESC", tie_policy="USER_ID", source_partition=p,
                 source_offset=i // parts, event_id=f"{i:032x}", source_region=settings.region,
+                metadata=metadata_of(i, metadata_bytes),
             )  # fmt: skip
             key, value = totals_key(BOARD, user), codec.encode(total)
             if batches[p].append(key=key, value=value, timestamp=None) is None:
@@ -396,9 +413,10 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(STATE_DIR, ignore_errors=True)
         return
     mode = f"{args.shards}-shards-{'cluster' if args.redis_cluster else 'standalone'}"
-    state = State(args.players, mode)
-    print(f"== 1. load: totals topic {settings.kafka.topic('totals')} (through the totals topic: see --help)")
-    await load(settings, args.players)
+    state = State(args.players, mode, args.metadata_bytes)
+    print(f"== 1. load: totals topic {settings.kafka.topic('totals')} (through the totals topic: see --help), "
+          f"{args.metadata_bytes} bytes of metadata per player")  # fmt: skip
+    await load(settings, args.players, args.metadata_bytes)
     ports = start_redis(args.redis_cluster)
     if state.data.get(f"redis-{ports[0]}", mode) != mode:  # another mode's board: start from empty servers
         print("   the benchmark's Redis holds another mode's board: emptying it")
@@ -416,6 +434,11 @@ async def run(args: argparse.Namespace) -> None:
         print(f"== 3. memory: {used / 2**20:,.0f} MiB used, {per_member:,.1f} B per member (target <= 180 B: "
               f"{met(per_member <= 180)})")  # fmt: skip
         state.mode["bytes_per_member"] = per_member
+        if args.memory_only:
+            state.save()
+            if not args.keep_redis:
+                stop_redis()
+            return
         if not state.done("ratio"):
             print("== 4. redis-benchmark: the same Lua script, one total per call, pipelined (-P 64)")
             reference = statistics.median(redis_benchmark(ports, 200_000) for _ in range(3))
@@ -469,6 +492,10 @@ def main() -> None:
         "--keep-archive", action="store_true", help=f"keep the archive's keyspace ({ARCHIVE_KEYSPACE})"
     )
     p.add_argument("--no-archive", action="store_true", help="leave out step 7 (the archive)")
+    p.add_argument(
+        "--metadata-bytes", type=int, default=0, help="bytes of award metadata per player (default 0: none)"
+    )
+    p.add_argument("--memory-only", action="store_true", help="stop after step 3 (the memory)")
     p.add_argument("--clean", action="store_true", help="delete the benchmark's topics, Redis and state")
     args = p.parse_args()
     if not args.clean:

@@ -39,8 +39,8 @@ def redis_benchmark(ports: list[int], requests: int) -> float:
     sha = redis_cli(port, "SCRIPT", "LOAD", lua_script("apply_totals")).strip()
     out = subprocess.run(
         ["redis-benchmark", "-p", str(port), "-n", str(requests), "-P", "64", "-c", "4", "-r", "1000000", "-q",
-         "EVALSHA", sha, "3", f"{tag}:rank", state, f"{tag}:v:__rand_int__",
-         "live", "u:__rand_int__", "__rand_int__", "-__rand_int__", "u:__rand_int__", "3"],
+         "EVALSHA", sha, "4", f"{tag}:rank", state, f"{tag}:v:__rand_int__", f"{tag}:v:m__rand_int__",
+         "live", "u:__rand_int__", "__rand_int__", "-__rand_int__", "u:__rand_int__", "3", ""],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"([\d.]+) requests per second", out)

@@ -19,15 +19,18 @@ Invariants kept here (and property-tested):
   oldest winner that holds it; a LATEST total is the score of the latest winner (by event time,
   then event id: ``regions.core.latest``), reached with that winner. A later copy that loses
   changes nothing at all;
-- an award that might repeat one the memory has already forgotten is never applied (Forgotten).
+- an award that might repeat one the memory has already forgotten is never applied (Forgotten);
+- a state shows the metadata of the award that holds its total (``regions.core.metadata``), kept
+  with the metadata of its kept contributions, so a winning copy that replaces one still finds it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from regions.core import latest
 from regions.core.boards import Aggregation
+from regions.core.metadata import Note, noted
 from regions.core.ordering import reached_key
 from regions.core.validation import MAX_EXACT
 from schema.records import AwardEvent
@@ -52,6 +55,10 @@ class PlayerState:
     # of those no copy can replace any more) is recomputed from when a winning copy replaces one.
     # LATEST: the latest awards, by ``regions.core.latest.latest_key``.
     contributions: tuple[Contribution, ...] = ()
+    # The metadata of the award that holds the total (canonical JSON text, empty: none), and the
+    # (tie key, metadata) of those of ``contributions`` that have some (regions.core.metadata.noted)
+    metadata: str = ""
+    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,9 +205,9 @@ def apply_award(
         return repeat
     aggregation = Aggregation(award.aggregation)
     if aggregation is Aggregation.LATEST:
-        total, reached, entries = latest.added(contributions_of(state), latest.contribution(award),
-                                               memory.complete_since_ms)  # fmt: skip
-        return _checked(award.event_id, state, total, reached, entries, copy_of(award))
+        latest_one = latest.contribution(award)
+        total, reached, entries = latest.added(contributions_of(state), latest_one, memory.complete_since_ms)
+        return _checked(award, state, total, reached, entries, (latest_one[0], award.metadata))
     mine = (reached_key(award.accepted_at_ms, award.event_id), award.amount)
     entries = _kept(aggregation, (*contributions_of(state), mine), memory)
     if aggregation is Aggregation.SUM:
@@ -208,17 +215,19 @@ def apply_award(
         reached = max(k for k, _ in entries)
     else:
         total, reached = best_of(aggregation, entries)
-    return _checked(award.event_id, state, total, reached, entries, copy_of(award))
+    return _checked(award, state, total, reached, entries, (mine[0], award.metadata))
 
 
 def _checked(
-    event_id: str, state: PlayerState | None, total: int, reached: str,
-    entries: tuple[Contribution, ...], seen: Seen,
+    award: AwardEvent, state: PlayerState | None, total: int, reached: str,
+    entries: tuple[Contribution, ...], added: Note,
 ) -> Applied | OutOfRange:  # fmt: skip
     if not -MAX_EXACT < total < MAX_EXACT:
-        return OutOfRange(event_id, total)
+        return OutOfRange(award.event_id, total)
     version = 1 if state is None else state.version + 1
-    return Applied(PlayerState(total, version, reached, contributions=entries), seen)
+    changed = PlayerState(total, version, reached, contributions=entries)
+    notes = () if state is None else state.notes
+    return Applied(with_metadata(changed, notes, Aggregation(award.aggregation), added), copy_of(award))
 
 
 def contributions_of(state: PlayerState | None) -> tuple[Contribution, ...]:
@@ -273,7 +282,8 @@ def _another_copy(state: PlayerState, seen: Seen, award: AwardEvent, memory: Ded
     others = tuple(e for e in kept if e[0] != replaced)
     mine = (reached_key(copy.at_ms, award.event_id), award.amount)
     if aggregation is Aggregation.LATEST:
-        total, reached, entries = latest.replaced(kept, award.event_id, seen.at_ms, latest.contribution(award),
+        mine = latest.contribution(award)
+        total, reached, entries = latest.replaced(kept, award.event_id, seen.at_ms, mine,
                                                   memory.complete_since_ms)  # fmt: skip
     elif aggregation is Aggregation.SUM:
         total = state.total - seen.amount + award.amount
@@ -286,4 +296,23 @@ def _another_copy(state: PlayerState, seen: Seen, award: AwardEvent, memory: Ded
     if not -MAX_EXACT < total < MAX_EXACT:
         return OutOfRange(award.event_id, total)
     changed = PlayerState(total, state.version + 1, reached, state.buckets, entries)
+    # The replaced copy's metadata goes (the winner's key may be the same: same time, other region).
+    notes = tuple(note for note in state.notes if _award_of(aggregation, note[0]) != replaced)
+    changed = with_metadata(changed, notes, aggregation, (mine[0], award.metadata))
     return Replaced(changed, copy, seen if conflict else None)
+
+
+def _award_of(aggregation: Aggregation, key: str) -> str:
+    """The tie order key of the award a contribution's key names."""
+    return latest.reached_of(key) if aggregation is Aggregation.LATEST else key
+
+
+def with_metadata(
+    state: PlayerState, notes: tuple[Note, ...], aggregation: Aggregation, added: Note | None = None
+) -> PlayerState:
+    """``state``, a player's new state (after the award ``added`` names by its contribution's key,
+    with its metadata), with the metadata of the award that holds its total and the notes of its
+    kept contributions: ``notes`` (the state's before) and ``added``, of those still kept."""
+    kept = (key for key, _ in contributions_of(state))
+    metadata, kept_notes = noted(aggregation, state.reached, kept, notes, added)
+    return replace(state, metadata=metadata, notes=kept_notes)

@@ -172,7 +172,10 @@ def apply_correction(
         return OutOfRange(event_id, record.score)
     if state is None:
         return UnknownPlayer()
-    return Corrected(PlayerState(record.score, state.version + 1, state.reached), Seen(digest, at_ms))
+    # The score is set; the entry still shows the metadata of the award that held it.
+    notes = ((state.reached, state.metadata),) if state.metadata else ()
+    corrected = PlayerState(record.score, state.version + 1, state.reached, metadata=state.metadata, notes=notes)
+    return Corrected(corrected, Seen(digest, at_ms))
 
 
 # The home region's steps for a recorded correction

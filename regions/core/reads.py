@@ -30,6 +30,7 @@ class RankedEntry:
     user_id: str
     score: int
     version: int
+    metadata: str | None = None  # of the award that holds the score (JSON text); None: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +59,14 @@ class PlayerContext:
     as_of: AsOf
 
 
-Row = tuple[str, str, str | None]  # member, score, version (None: no version record)
+Row = tuple[str, str, str | None, str | None]
+"""member, score, version (None: no version record), metadata (JSON text; None: none)"""
 
 
 @dataclass(frozen=True, slots=True)
 class Window:
     """One atomic read (or several shards' reads merged): ``rank`` (0-based, -1 for a top read),
-    ``first`` rank, board size, and the (member, score, version) rows in rank order."""
+    ``first`` rank, board size, and the (member, score, version, metadata) rows in rank order."""
 
     rank: int
     first: int
@@ -101,12 +103,13 @@ def strip_of(tie_policy: TiePolicy) -> int:
 
 def entry_of(board: Board, rank: int, row: Row) -> RankedEntry:
     """A row as a ranked entry (``rank`` 1-based)."""
-    member, score, version = row
+    member, score, version, metadata = row
     if version is None:
         raise BrokenProjection(f"{board.id}: {member} is ranked but has no version record")
     return RankedEntry(
-        rank, user_of(board.tie_policy, member), total_of(board.sort_order, float(score)), int(version)
-    )
+        rank, user_of(board.tie_policy, member), total_of(board.sort_order, float(score)), int(version),
+        metadata,
+    )  # fmt: skip
 
 
 def entries_of(board: Board, window: Window) -> list[RankedEntry]:

@@ -20,6 +20,7 @@ class ResultEntry:
     score: int
     version: int
     reached: str = ""
+    metadata: str = ""  # of the award that held the score (JSON text); empty: none
 
 
 def chunk_count(players: int, size: int) -> int:

@@ -13,7 +13,10 @@ Rules kept here (and property-tested against a reference model):
 - an award of a day that has left the window is never applied (``TooLate``);
 - expiring days changes a player only when it had points in them: then the version grows by one
   and, with no bucket left, the player leaves the board (``removed``);
-- versions keep growing across a removal, so a later total is newer than the removal.
+- versions keep growing across a removal, so a later total is newer than the removal;
+- the metadata shown is that of the award the total is reached with, while it is the newest of
+  its day or the state's tie order award (the rolling state keeps no other contributions: once
+  expiry moves the tie order to an older day, its award's metadata is no longer known, so none).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from regions.core.aggregation import (
     fold,
     reached_after,
     repeat_outcome,
+    with_metadata,
 )
 from regions.core.boards import Aggregation
 from regions.core.ordering import reached_key
@@ -101,7 +105,10 @@ def apply_rolling(
     if not -MAX_EXACT < total < MAX_EXACT or any(not -MAX_EXACT < b[1] < MAX_EXACT for b in buckets):
         return OutOfRange(award.event_id, total)
     version = 1 if state is None else state.version + 1
-    return Applied(PlayerState(total, version, reached, buckets), copy_of(award))
+    added = (reached_key(award.accepted_at_ms, award.event_id), award.metadata)
+    notes = () if state is None else state.notes
+    return Applied(with_metadata(PlayerState(total, version, reached, buckets), notes, aggregation, added),
+                   copy_of(award))  # fmt: skip
 
 
 def expire(aggregation: Aggregation, state: PlayerState, expired_through: int) -> PlayerState | None:
@@ -111,7 +118,8 @@ def expire(aggregation: Aggregation, state: PlayerState, expired_through: int) -
     if kept == state.buckets:
         return None
     total, reached = total_of(aggregation, kept) or (0, "")
-    return replace(state, total=total, version=state.version + 1, reached=reached, buckets=kept)
+    changed = replace(state, total=total, version=state.version + 1, reached=reached, buckets=kept)
+    return with_metadata(changed, state.notes, aggregation)
 
 
 def removed(state: PlayerState) -> bool:

@@ -2,7 +2,8 @@
 
 Ids follow the shared rules of ``regions.core.ids`` (the gateway checks them the same way). An award
 changes a total: ``delta`` is never 0, and negative only on a board that allows it; ``score`` (best-of
-boards) is any exact integer.
+boards) is any exact integer. ``metadata`` is optional: a JSON object, kept as its canonical text
+(``regions.core.metadata``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from datetime import datetime
 
 from regions.core.boards import Board
 from regions.core.ids import MAX_AWARD_TYPE, MAX_MATCH_ID, board_id_error, text_error, user_id_error
+from regions.core.metadata import canonical_metadata
 
 MAX_EXACT = 2**53
-AWARD_FIELDS = frozenset({"matchId", "leaderboardId", "userId", "awardType", "delta", "score", "occurredAt"})
+AWARD_FIELDS = frozenset(
+    {"matchId", "leaderboardId", "userId", "awardType", "delta", "score", "occurredAt", "metadata"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,7 @@ class AwardInput:
     delta: int | None
     score: int | None
     occurred_at_ms: int | None
+    metadata: str = ""  # canonical JSON text (regions.core.metadata); empty: none
 
     @property
     def amount(self) -> int:
@@ -102,6 +107,16 @@ def _time(raw: dict[str, object], errors: list[FieldError], at: str) -> int | No
     return int(parsed.timestamp() * 1000)
 
 
+def _metadata(raw: dict[str, object], errors: list[FieldError], at: str) -> str:
+    if "metadata" not in raw:
+        return ""
+    try:
+        return canonical_metadata(raw["metadata"])
+    except ValueError as exc:
+        errors.append(FieldError(at + "metadata", str(exc)))
+        return ""
+
+
 def parse_award(raw: object, at: str = "") -> AwardInput | list[FieldError]:
     """One award object into a core value, or every field error found in it."""
     if not isinstance(raw, dict):
@@ -115,6 +130,7 @@ def parse_award(raw: object, at: str = "") -> AwardInput | list[FieldError]:
         delta=_integer(raw, "delta", errors, at),
         score=_integer(raw, "score", errors, at),
         occurred_at_ms=_time(raw, errors, at),
+        metadata=_metadata(raw, errors, at),
     )
     has_delta, has_score = "delta" in raw, "score" in raw
     if has_delta == has_score:

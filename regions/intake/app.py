@@ -174,7 +174,7 @@ class Intake:
     def _event(self, award: AwardInput, board: Board, now_ms: int) -> AwardEvent:
         return AwardEvent(
             event_id=event_id(award.leaderboard_id, award.match_id, award.user_id, award.award_type),
-            digest=payload_digest(award.amount, award.occurred_at_ms),
+            digest=payload_digest(award.amount, award.occurred_at_ms, award.metadata),
             board_id=award.leaderboard_id,
             match_id=award.match_id,
             user_id=award.user_id,
@@ -189,6 +189,7 @@ class Intake:
             home_region=board.home_region,
             shards=board.shards,
             window=board.window or "",
+            metadata=award.metadata,
         )
 
     async def accept(self, request: Request) -> Response:

@@ -31,12 +31,14 @@ class Archived:
 
 
 def _chunk(board: Board, first_rank: int, rows: list[Row]) -> ResultChunk:
-    entries = []
+    entries, metadata = [], {}
     for i, row in enumerate(rows):
         entry = entry_of(board, first_rank + i, row)  # BrokenProjection when a record is missing
         reached = row[0][:REACHED_WIDTH] if board.tie_policy is TiePolicy.FIRST_REACHED else ""
         entries.append((entry.user_id, entry.score, entry.version, reached))
-    return ResultChunk(first_rank=first_rank, entries=entries)
+        if entry.metadata:
+            metadata[i] = entry.metadata
+    return ResultChunk(first_rank=first_rank, entries=entries, metadata=metadata)
 
 
 async def archive_projection(

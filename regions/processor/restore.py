@@ -124,7 +124,8 @@ class _Loader:
                 continue
             if isinstance(value, PlayerTotal):
                 batch.players[(value.board_id, value.user_id)] = PlayerState(
-                    value.total, value.version, value.reached, value.buckets, value.contributions
+                    value.total, value.version, value.reached, value.buckets, value.contributions,
+                    value.metadata, value.notes,
                 )
                 # The day index may keep days a later total no longer has: an expiry skips them.
                 batch.days_added.update((value.board_id, day, value.user_id) for day, _, _ in value.buckets)

@@ -39,6 +39,7 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     tie_policy: TiePolicy
     shards: Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)] = 1
     removed: bool = False  # a ROLLING board's player with no points left in the window
+    metadata: str = ""  # of the award that holds the total (JSON text); empty: none
 
 
 def of_board(found: str, board_id: str) -> bool:
@@ -133,7 +134,7 @@ class TotalsBatch:
             if t.removed:  # leaves the board: no member, the version is still recorded
                 score, member = 0.0, ""
             boards.setdefault(t.board_id, []).append(
-                ProjectedTotal(t.user_id, t.version, t.total, score, member)
+                ProjectedTotal(t.user_id, t.version, t.total, score, member, "" if t.removed else t.metadata)
             )
             shards[t.board_id] = max(shards.get(t.board_id, 1), t.shards)
         return [BoardTotals(b, shards[b], totals) for b, totals in boards.items()]

@@ -72,6 +72,8 @@ class _Player(msgspec.Struct, array_like=True, omit_defaults=True):
     reached: str
     buckets: tuple[tuple[int, int, str], ...] = ()
     contributions: tuple[tuple[str, int], ...] = ()
+    metadata: str = ""
+    notes: tuple[tuple[str, str], ...] = ()
 
 
 class _Meta(msgspec.Struct, array_like=True):
@@ -125,7 +127,9 @@ class RocksStore:
         if raw is None:
             return None
         value = self._player(raw)
-        return PlayerState(value.total, value.version, value.reached, value.buckets, value.contributions)
+        return PlayerState(
+            value.total, value.version, value.reached, value.buckets, value.contributions, value.metadata, value.notes
+        )
 
     def format(self) -> int:
         """1 for a store written before formats were recorded."""
@@ -207,7 +211,8 @@ class RocksStore:
         leaves its old time in the index; forgetting drops such entries without forgetting the copy."""
         encode = self._encode
         for key, state in batch.players.items():
-            value = _Player(state.total, state.version, state.reached, state.buckets, state.contributions)
+            value = _Player(state.total, state.version, state.reached, state.buckets, state.contributions,
+                            state.metadata, state.notes)  # fmt: skip
             yield _player_key(key), encode(value)
         for entry in batch.days_added:
             yield _day_key(entry), b""

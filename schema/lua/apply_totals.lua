@@ -10,17 +10,21 @@
 --          and so is a write into a shard whose keys were lost (its Redis restarted empty)
 -- KEYS[3..] version buckets (hashes) of the players below: userId -> version, or "version|reached"
 --          when the member is "reached|userId" (FIRST_REACHED), or "version|" once the player left
---          the ranking (read as no score). The total is the score itself.
--- ARGV[1]  the expected state; then groups of 5: userId, version, score, member, index in KEYS of
---          the player's bucket; an empty member removes the player from the ranking (a rolling
---          window's player with no points left), its record keeping the version
+--          the ranking (read as no score). The total is the score itself. Each version bucket is
+--          followed by the player's metadata bucket (hash: userId -> metadata), which holds only
+--          players with metadata: a newer version without any deletes the player's field.
+-- ARGV[1]  the expected state; then groups of 6: userId, version, score, member, index in KEYS of
+--          the player's version bucket (its metadata bucket is the next key), metadata (JSON text,
+--          empty: none); an empty member removes the player from the ranking (a rolling window's
+--          player with no points left), its record keeping the version
 -- Returns  {1, userId of each applied total...}, or {0} when the layout is not in the expected state
 local zkey = KEYS[1]
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
 local result = {1}
-for i = 2, #ARGV, 5 do
+for i = 2, #ARGV, 6 do
   local user, version, member = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 3]
-  local bucket = KEYS[tonumber(ARGV[i + 4])]
+  local index = tonumber(ARGV[i + 4])
+  local bucket = KEYS[index]
   local current = redis.call('HGET', bucket, user)
   local newer = true
   if current then
@@ -42,6 +46,11 @@ for i = 2, #ARGV, 5 do
       if member ~= user then record = record .. '|' .. string.sub(member, 1, #member - #user - 1) end
     end
     redis.call('HSET', bucket, user, record)
+    if ARGV[i + 5] ~= '' then
+      redis.call('HSET', KEYS[index + 1], user, ARGV[i + 5])
+    else
+      redis.call('HDEL', KEYS[index + 1], user)
+    end
     result[#result + 1] = user
   end
 end

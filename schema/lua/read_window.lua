@@ -13,8 +13,10 @@
 -- Returns {'moved'} when the layout is not live (swapped out: read the board's layout again; or,
 -- when the board's layout is still this one, the shard lost its keys);
 -- {'none'} when the player has no score; else {'ok', rank0, first0, count, member, score, version,
--- ...} in rank order (rank0: the player's 0-based rank, -1 for top and slice, the count of better
--- entries for around). A malformed call is an error, never a read of the whole board.
+-- metadata, ...} in rank order (rank0: the player's 0-based rank, -1 for top and slice, the count of
+-- better entries for around; metadata: false when none, from the player's metadata bucket: the
+-- version buckets' prefix, 'm', the same 4 hex digits). A malformed call is an error, never a read
+-- of the whole board.
 local zkey = KEYS[1]
 if redis.call('GET', KEYS[2]) ~= 'live' then return {'moved'} end
 local buckets, strip, form = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -76,9 +78,12 @@ local out = {'ok', rank, first, redis.call('ZCARD', zkey)}
 if last < first then return out end
 local rows = redis.call('ZRANGE', zkey, first, last, 'WITHSCORES')
 for i = 1, #rows, 2 do
-  local rec = record_of(string.sub(rows[i], strip + 1))
+  local user = string.sub(rows[i], strip + 1)
+  local digits = string.sub(redis.sha1hex(user), 1, 4)
+  local rec = redis.call('HGET', buckets .. digits, user)
   out[#out + 1] = rows[i]
   out[#out + 1] = rows[i + 1]
   out[#out + 1] = rec and string.match(rec, '^[^|]*') or false
+  out[#out + 1] = redis.call('HGET', buckets .. 'm' .. digits, user) or false
 end
 return out

@@ -45,6 +45,14 @@ class TaskStoreContract:
         assert store.player(("b", "u")) is None and store.seen(EVENT) is None
         assert store.sources() == {} and store.complete_since_ms() is None
 
+    def test_a_players_metadata_and_notes_are_read_back(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        held = PlayerState(9, 3, "k2", contributions=(("k1", 4), ("k2", 9)), metadata='{"m":2}',
+                           notes=(("k1", '{"m":1}'), ("k2", '{"m":2}')))  # fmt: skip
+        no_holder = PlayerState(4, 2, "k3", contributions=(("k1", 1), ("k3", 3)), notes=(("k1", '{"m":1}'),))
+        store.write(StoreBatch(players={("b", "ann"): held, ("b", "bob"): no_holder}))
+        assert (store.player(("b", "ann")), store.player(("b", "bob"))) == (held, no_holder)
+
     def test_a_batch_is_read_back_whole(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
         store.write(StoreBatch(

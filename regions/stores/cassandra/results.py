@@ -84,5 +84,7 @@ class CassandraResults(CassandraTable):
             row = outcome.one()
             if row is not None:
                 chunk = self._codec.chunk(row.ranked)
-                found[row.chunk] = [ResultEntry(*entry) for entry in chunk.entries]
+                found[row.chunk] = [
+                    ResultEntry(*entry, metadata=chunk.metadata.get(i, "")) for i, entry in enumerate(chunk.entries)
+                ]
         return found

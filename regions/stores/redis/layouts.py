@@ -270,7 +270,7 @@ class Layouts:
             return
         for keys in layout.shard_keys(self._prefix):
             yield [keys.ranking, keys.state]
-            buckets = keys.all_buckets()
+            buckets = keys.all_buckets() + keys.all_note_buckets()
             for start in range(0, len(buckets), DELETE_BATCH):
                 yield buckets[start : start + DELETE_BATCH]
 

@@ -50,6 +50,7 @@ class ProjectedTotal:
     total: int
     score: float
     member: str
+    metadata: str = ""  # of the award that holds the total (canonical JSON text); empty: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +130,14 @@ def _by_shard(layout: Layout, totals: Sequence[ProjectedTotal]) -> list[list[Pro
 def _apply_call(
     keys: ShardKeys, state: str, totals: Sequence[ProjectedTotal]
 ) -> tuple[list[str], list[str | int | float]]:
-    """KEYS and ARGV of ``apply_totals`` for one shard's totals."""
+    """KEYS and ARGV of ``apply_totals`` for one shard's totals: each player's version bucket is
+    followed in KEYS by its metadata bucket."""
     buckets: dict[str, int] = {}
     args: list[str | int | float] = [state]
     for t in totals:
-        bucket = keys.bucket(t.user_id)
-        index = buckets.setdefault(bucket, len(buckets) + 3)  # KEYS[3..] (Lua counts from 1)
-        args += [t.user_id, t.version, t.score, t.member, index]
-    return [keys.ranking, keys.state, *buckets], args
+        index = buckets.setdefault(keys.bucket(t.user_id), 2 * len(buckets) + 3)  # KEYS[3..] (Lua counts from 1)
+        args += [t.user_id, t.version, t.score, t.member, index, t.metadata]
+    return [keys.ranking, keys.state, *(k for b in buckets for k in (b, keys.note_bucket_of(b)))], args
 
 
 class RedisProjection:

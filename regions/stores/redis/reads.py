@@ -66,7 +66,7 @@ def window_of(reply: Any) -> Window | None:
         raise _Moved
     if reply[0] == "none":
         return None
-    rows = [(reply[i], reply[i + 1], reply[i + 2]) for i in range(4, len(reply), 3)]
+    rows = [(reply[i], reply[i + 1], reply[i + 2], reply[i + 3] or None) for i in range(4, len(reply), 4)]
     return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows)
 
 
@@ -148,7 +148,7 @@ class RankReader:
         """The player's window across every shard, from its own shard's ``owner`` window."""
         if layout.shards == 1:
             return owner
-        member, score, _ = owner.rows[owner.rank - owner.first]
+        member, score, _, _ = owner.rows[owner.rank - owner.first]
         mine = shard_of(user_id, layout.shards)
         calls = [
             self._call(board, layout, s, "around", score, member, around)

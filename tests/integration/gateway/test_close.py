@@ -9,9 +9,11 @@ from cassandra.cluster import Session
 from redis.asyncio import Redis
 
 from regions.core.boards import Board, BoardStatus
+from regions.core.ordering import encode, reached_position
 from regions.lifecycle.archive import archive_projection
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from regions.stores.cassandra.results import CassandraResults
+from regions.stores.redis.projection import ProjectedTotal
 from tests.integration.gateway.conftest import Boards, Gateway
 
 CLOSE = """mutation($id: ID!, $reason: String) { closeLeaderboard(id: $id, reason: $reason) { id status } }"""
@@ -87,3 +89,27 @@ async def test_the_archived_result_reads_in_pages_from_its_chunks(
     assert result["entries"] == expected[2:7]
     assert newest["data"]["leaderboard"]["result"]["entries"] == expected
     assert missing["data"]["leaderboard"]["result"] is None
+
+
+async def test_a_closed_boards_result_shows_each_entrys_metadata(
+    gateway: Gateway, boards: Boards, cassandra_session: Session, redis_client: Redis
+) -> None:
+    board = await boards.create()
+    metadata = {"ann": '{"replay":"r1"}', "cat": '{"deck":["a","b"]}'}
+    totals = [("ann", 30), ("bob", 20), ("cat", 10)]
+    projected = []
+    for i, (user, total) in enumerate(totals):
+        score, member = encode(board.sort_order, board.tie_policy, user, total, reached_position(1, 0, i))
+        projected.append(ProjectedTotal(user, 1, total, score, member, metadata.get(user, "")))
+    await boards.projection.apply(board.id, projected, board.shards)
+    assert await CassandraLifecycle(cassandra_session).begin_close(board.id, "end", datetime.now(UTC))
+    await archive_projection(redis_client, gateway.settings.redis.key_prefix, CassandraResults(cassandra_session),
+                             board, version=1, reason="end", chunk_size=2, created_at=datetime.now(UTC))  # fmt: skip
+
+    query = "query($id: ID!) { leaderboard(id: $id) { result { entries { userId metadata } } } }"
+    body = await gateway.query(query, {"id": board.id})
+    assert body["data"]["leaderboard"]["result"]["entries"] == [  # type: ignore[index]
+        {"userId": "ann", "metadata": {"replay": "r1"}},
+        {"userId": "bob", "metadata": None},
+        {"userId": "cat", "metadata": {"deck": ["a", "b"]}},
+    ]

@@ -11,6 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from regions.core.boards import Board
+from regions.core.reads import Row
 from regions.projector.rebuild import rebuild, rebuild_to_run, run_rebuild
 from regions.projector.reshard import Reshard, ReshardRefused
 from regions.runtime.settings import Settings
@@ -44,7 +45,7 @@ async def _send(settings: Settings, totals: list[PlayerTotal]) -> None:
         await producer.stop()
 
 
-async def _rows(projection: RedisProjection, prefix: str, board: str) -> list[tuple[str, str, str | None]]:
+async def _rows(projection: RedisProjection, prefix: str, board: str) -> list[Row]:
     reader = RankReader(projection, prefix, "local")
     return [r async for part in reader.ranked_rows(Board(board, board, "local"), 50) for r in part]
 

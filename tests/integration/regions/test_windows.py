@@ -56,7 +56,7 @@ async def _ranked(region: Region, board_id: str) -> list[tuple[str, float]]:
     region.projection.layouts.forget(board_id)
     reader = RankReader(region.projection, region.settings.redis.key_prefix, region.settings.region)
     board = Board(board_id, board_id, region.settings.region)  # (the rows do not depend on its rules)
-    return [(m, float(s)) async for part in reader.ranked_rows(board, 1000) for m, s, _ in part]
+    return [(m, float(s)) async for part in reader.ranked_rows(board, 1000) for m, s, *_ in part]
 
 
 async def _record(region: Region, board_id: str, user: str) -> str | None:

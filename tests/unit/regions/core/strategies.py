@@ -14,11 +14,11 @@ amounts = st.integers(min_value=-(10**6), max_value=10**6)
 
 def award(
     user: str, match: str, amount: int, *, aggregation: Aggregation = Aggregation.SUM, at_ms: int = 0,
-    region: str = "local",
+    region: str = "local", metadata: str = "",
 ) -> AwardEvent:
     return AwardEvent(
         event_id=event_id("board", match, user, "kill"),
-        digest=payload_digest(amount, None),
+        digest=payload_digest(amount, None, metadata),
         board_id="board",
         match_id=match,
         user_id=user,
@@ -30,4 +30,5 @@ def award(
         aggregation=aggregation.value,
         sort_order="DESC",
         tie_policy="USER_ID",
+        metadata=metadata,
     )

@@ -72,6 +72,11 @@ def _expected(aggregation: Aggregation, winners: list[AwardEvent]) -> tuple[int,
     return total, min(_key(a) for a in winners if a.amount == total)
 
 
+def _metadata(at_ms: int, region: str) -> str:
+    """Each copy's own metadata (some have none): a copy sent again carries the same."""
+    return f'{{"at":{at_ms},"r":"{region}"}}' if at_ms % 2 else ""
+
+
 class AggregatorMachine(RuleBasedStateMachine):
     """Random awards, repeats and conflicting repeats (other regions' copies among them) at any
     distance in time, checked every step against a reference model: the total is the fold of each
@@ -89,7 +94,8 @@ class AggregatorMachine(RuleBasedStateMachine):
         self.versions: list[int] = []
 
     def _submit(self, match: str, amount: int, at_ms: int, region: str = "eu") -> object:
-        a = award("p", match, amount, aggregation=self.aggregation, at_ms=at_ms, region=region)
+        a = award("p", match, amount, aggregation=self.aggregation, at_ms=at_ms, region=region,
+                  metadata=_metadata(at_ms, region))  # fmt: skip
         outcome = apply_award(self.state, self.seen.get(a.event_id), a, MEMORY)
         if isinstance(outcome, Applied):
             self.lives.setdefault(a.event_id, []).append(Life([a]))
@@ -143,7 +149,7 @@ class AggregatorMachine(RuleBasedStateMachine):
         remembered = self.seen[award("p", match, first_amount).event_id]
         before = self.state
         again = award("p", match, remembered.amount or 0, aggregation=self.aggregation, at_ms=remembered.at_ms,
-                      region=remembered.region)  # fmt: skip
+                      region=remembered.region, metadata=_metadata(remembered.at_ms, remembered.region))  # fmt: skip
         assert isinstance(apply_award(self.state, remembered, again, MEMORY), Duplicate)
         assert self.state == before
 
@@ -155,6 +161,8 @@ class AggregatorMachine(RuleBasedStateMachine):
             return
         assert self.state is not None
         assert (self.state.total, self.state.reached) == _expected(self.aggregation, winners)
+        [holder] = [a for a in winners if _key(a) == self.state.reached]
+        assert self.state.metadata == holder.metadata  # the award that holds the score
 
     @invariant()
     def versions_are_contiguous(self) -> None:
@@ -178,21 +186,25 @@ def test_copies_accepted_in_several_regions_converge_whatever_the_arrival_order(
     events: list[tuple[int, list[tuple[str, int, bool]]]], aggregation: Aggregation, random: Random
 ) -> None:
     log = [
-        award("p", f"m{i}", amount if same else amount + 1 + j, aggregation=aggregation, at_ms=at, region=r)
+        award("p", f"m{i}", amount if same else amount + 1 + j, aggregation=aggregation, at_ms=at, region=r,
+              metadata="" if at % 3 == 0 else f'{{"copy":"{r}{at}"}}')  # (some copies without any)
         for i, (amount, copies) in enumerate(events)
         for j, (r, at, same) in enumerate(copies)
-    ]
+    ]  # fmt: skip
     folds = []
     for _ in range(3):  # three regions, each reading every copy in an order of its own
         order = list(log)
         random.shuffle(order)
         state = _fold_all(None, {}, order)
         assert state is not None
-        folds.append((state.total, state.reached))
+        folds.append((state.total, state.reached, state.metadata))
     assert folds[0] == folds[1] == folds[2]
     winners = [min((a for a in log if a.match_id == f"m{i}"), key=lambda a: copy_order(copy_of(a)))
                for i in range(len(events))]  # fmt: skip
-    assert folds[0] == _expected(aggregation, winners)
+    assert folds[0][:2] == _expected(aggregation, winners)
+    # The entry shows the metadata of the winning copy that holds the score (the tie order's award).
+    [holder] = [a for a in winners if _key(a) == folds[0][1]]
+    assert folds[0][2] == holder.metadata
 
 
 def test_a_retry_in_another_region_replaces_the_later_copy_applied_first() -> None:

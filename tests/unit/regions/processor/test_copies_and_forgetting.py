@@ -36,11 +36,12 @@ MARGIN = 60_000
 
 
 def _award(user: str, match: str, amount: int, region: str, at_ms: int, *, aggregation: str = "SUM",
-           tie_policy: str = "FIRST_REACHED") -> tuple[str, bytes, bytes]:  # fmt: skip
+           tie_policy: str = "FIRST_REACHED", metadata: str = "") -> tuple[str, bytes, bytes]:  # fmt: skip
     event = AwardEvent(
-        event_id=event_id("b", match, user, "kill"), digest=payload_digest(amount, None), board_id="b",
+        event_id=event_id("b", match, user, "kill"), digest=payload_digest(amount, None, metadata), board_id="b",
         match_id=match, user_id=user, award_type="kill", amount=amount, occurred_at_ms=None, region=region,
         accepted_at_ms=at_ms, aggregation=aggregation, sort_order="DESC", tie_policy=tie_policy,
+        metadata=metadata,
     )  # fmt: skip
     return region, totals_key("b", user), CODEC.encode(event)
 
@@ -187,3 +188,22 @@ def test_a_true_repeat_within_the_horizon_still_counts_once_after_forgetting() -
         task, [_award("ann", "m2", 5, "eu", 500_001), _award("ann", "m2", 5, "us", 500_002)]
     )
     assert [(u, t) for u, t, _ in task.standings()] == [("ann", 10)]
+
+
+def test_the_totals_carry_the_metadata_of_the_winning_copy_that_holds_the_best_in_either_order() -> None:
+    """MAX: region us applied its later copy of m1 (the best) first; the earlier copy from eu wins with
+    less, so the best is m2's again: every region's totals end with m2's metadata, restored alike."""
+    best = _award("ann", "m1", 90, "us", 2_000, aggregation="MAX", metadata='{"copy":"us"}')
+    winner = _award("ann", "m1", 10, "eu", 1_000, aggregation="MAX", metadata='{"copy":"eu"}')
+    other = _award("ann", "m2", 50, "eu", 1_500, aggregation="MAX", metadata='{"m":2}')
+    shown = []
+    for order in ([other, best, winner], [winner, other, best]):
+        task = Task()
+        for record in order:
+            task.round([record])
+        totals = [CODEC.totals(v) for t, _, v in task.out if t == "t.totals.v1" and v is not None]
+        last = [r for r in totals if isinstance(r, PlayerTotal)][-1]
+        state = task.store.player(("b", "ann"))
+        assert state is not None and (state.total, state.metadata) == (last.total, last.metadata)
+        shown.append((last.total, last.metadata))
+    assert shown == [(50, '{"m":2}'), (50, '{"m":2}')]
