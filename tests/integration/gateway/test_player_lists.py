@@ -3,8 +3,10 @@ both scopes, a period board), each id once, players without a score last, ids va
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +93,20 @@ async def test_a_list_over_the_cap_or_with_a_bad_id_is_refused_naming_it(
     assert bad["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
     assert bad["errors"][0]["message"].startswith("userIds[1]: ")
     assert empty["data"]["leaderboard"]["players"]["entries"] == []
+
+
+async def test_the_live_pages_friends_box_reads_its_list(gateway: Gateway, boards: Boards) -> None:
+    script = (Path(__file__).parents[3] / "gateway" / "static" / "live.js").read_text()
+    read = re.search(r"const READ = `(.*?)`;", script, re.S)
+    assert read is not None
+    board = await boards.create(shards=2)
+    await boards.set_totals(board, TOTALS)
+    variables = {"board": board.id, "user": "p03", "withUser": True, "friends": ASKED, "withFriends": True}
+
+    body = await gateway.query(read.group(1), variables)
+
+    assert "errors" not in body, body
+    entries = body["data"]["leaderboard"]["players"]["entries"]
+    assert [(e["userId"], e["rankAmong"], e["player"] and e["player"]["sharedRank"]) for e in entries] == [
+        (u, among, shared) for u, among, _, shared in EXPECTED
+    ]
