@@ -10,6 +10,7 @@ included) and of ``RankReader.players`` for F ids (default 100). Point it at a R
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import time
@@ -37,6 +38,10 @@ async def _seed(projection: RedisProjection, board: Board, players: int, scores:
             batch = []
 
 
+def _user(rng: random.Random, players: int) -> str:
+    return f"p{rng.randrange(players):07d}"
+
+
 async def _timed(read: Callable[[], Awaitable[object]], reads: int) -> str:
     took = []
     for _ in range(reads):
@@ -44,6 +49,18 @@ async def _timed(read: Callable[[], Awaitable[object]], reads: int) -> str:
         await read()
         took.append(time.perf_counter() - started)
     return shown(percentiles(took, scale=1000), ".2f", unit=" ms")
+
+
+async def _measure(
+    reader: RankReader, board: Board, args: argparse.Namespace, rng: random.Random
+) -> tuple[str, str]:
+    """The latency of context(4) and of players(friends) on ``board``, each from random players."""
+    context = await _timed(lambda: reader.context(board, _user(rng, args.players), 4), args.reads)
+    friends = await _timed(
+        lambda: reader.players(board, [_user(rng, args.players) for _ in range(args.friends)]),
+        args.reads // 5,
+    )
+    return context, friends
 
 
 async def main() -> None:
@@ -65,13 +82,7 @@ async def main() -> None:
                 board = Board(f"b-{uuid.uuid4().hex[:8]}", "bench", "local", shards=shards)
                 await _seed(projection, board, args.players, scores)
 
-                def user() -> str:
-                    return f"p{rng.randrange(args.players):07d}"
-
-                context = await _timed(lambda b=board: reader.context(b, user(), 4), args.reads)
-                friends = await _timed(
-                    lambda b=board: reader.players(b, [user() for _ in range(args.friends)]), args.reads // 5
-                )
+                context, friends = await _measure(reader, board, args, rng)
                 print(f"{label:>17}, {shards} shard(s): context(4) {context}")
                 print(f"{'':>17}  {'':>10}  players({args.friends}) {friends}")
     finally:
