@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from redis.exceptions import RedisError
@@ -126,3 +126,8 @@ class Projections:
 
     async def player_count(self, board: Board, scope: Scope = Scope.HOME) -> int:
         return await self._read(self.region_for(board, scope), lambda r: r.player_count(board))
+
+    async def players(
+        self, board: Board, user_ids: Sequence[str], scope: Scope
+    ) -> tuple[dict[str, RankedEntry], AsOf]:
+        return await self._read(self.region_for(board, scope), lambda r: r.players(board, user_ids))

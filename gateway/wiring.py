@@ -109,7 +109,7 @@ def build_services(
         hub=hub,
         hubs=hubs,
         cassandra=cassandra,
-        limits=ReadLimits(gw.max_top_k, gw.max_context_range),
+        limits=ReadLimits(gw.max_top_k, gw.max_context_range, gw.max_listed_players, gw.max_followed_players),
     )
 
 

@@ -25,9 +25,11 @@ from strawberry.types import Info
 from gateway.api import ids
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
+from gateway.api.player_lists import PlayerList
 from gateway.api.types import AsOf, BoardResult, PlayerContext, RankedPlayer, RankPage
 from regions.core.boards import Board
 from regions.core.periods import WindowSpec
+from regions.core.player_lists import distinct, listed
 from regions.core.reads import Scope
 from regions.core.rollover import current_period
 
@@ -125,6 +127,28 @@ def context(description: str) -> PlayerContext | None:
     """``context(userId: ID!, range: Int = 4, scope: Scope = HOME): PlayerContext``; range over
     ``gateway.max_context_range``: LIMIT_EXCEEDED."""
     return strawberry.field(resolver=_context, description=description)
+
+
+async def _players(
+    self: RankedBoard,
+    info: Info[Context, None],
+    user_ids: list[strawberry.ID],
+    scope: Scope | None = Scope.HOME,
+) -> PlayerList:
+    board, services = self.ranked_board(info), info.context.services
+    limits = services.limits
+    problem = limits.check_players("userIds", len(user_ids), limits.max_listed_players)
+    if problem is not None:
+        raise LimitExceeded(problem)
+    users = distinct(ids.user_id(f"userIds[{i}]", str(u)) for i, u in enumerate(user_ids))
+    found, as_of = await services.projections.players(board, users, scope or Scope.HOME)
+    return PlayerList.of(listed(users, found), as_of)
+
+
+def players(description: str) -> PlayerList:
+    """``players(userIds: [ID!]!, scope: Scope = HOME): PlayerList!``; more ids than
+    ``gateway.max_listed_players``: LIMIT_EXCEEDED."""
+    return strawberry.field(resolver=_players, description=description)
 
 
 async def _player_count(

@@ -27,7 +27,9 @@ from regions.runtime.settings import GatewaySettings
 
 
 def cost_model(gateway: GatewaySettings) -> CostModel:
-    return CostModel(gateway.max_listed_boards, gateway.max_top_k, gateway.max_context_range)
+    return CostModel(
+        gateway.max_listed_boards, gateway.max_top_k, gateway.max_context_range, gateway.max_listed_players
+    )
 
 
 def _fragments(document: DocumentNode) -> dict[str, FragmentDefinitionNode]:

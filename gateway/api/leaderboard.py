@@ -71,6 +71,11 @@ class Leaderboard(board_reads.RankedBoard):
         "The player with up to `range` neighbours each side (fewer at a boundary); "
         "range is capped (gateway.max_context_range, default 50); null when the player has no score."
     )
+    players = board_reads.players(
+        "Up to gateway.max_listed_players (default 100) players by id: their ranks on the whole board (on a board "
+        "with periods: the current period), in rank order; players without a score last, in the order "
+        "given. Each id is answered once, however often it is listed."
+    )
     result = board_reads.result("An archived result of a closed board; the newest when version is null.")
 
     @fields.field(

@@ -64,6 +64,10 @@ class LeaderboardPeriod(board_reads.RankedBoard):
     player_count = board_reads.player_count(
         "Players with a score in the period, in the projection of `scope`."
     )
+    players = board_reads.players(
+        "Up to gateway.max_listed_players (default 100) players by id: their ranks in the period, in rank order; "
+        "players without a score last, in the order given. Each id is answered once, however often it is listed."
+    )
     result = board_reads.result(
         "The period's archived result once it is CLOSED; the newest when version is null."
     )

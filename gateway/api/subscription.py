@@ -1,4 +1,4 @@
-"""``leaderboardUpdates``: live hints for one board (and optionally one player).
+"""``leaderboardUpdates``: live hints for one board (and optionally some of its players).
 
 Every update carries the board's hint sequence; a ``Resync`` tells the client it missed updates
 (it was too slow, or the upstream feed had a gap) and should refetch with a query.
@@ -7,7 +7,8 @@ Every update carries the board's hint sequence; a ``Resync`` tells the client it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 import strawberry
@@ -16,15 +17,17 @@ from strawberry.types import Info
 from gateway import metrics
 from gateway.api import board_reads, fields, ids
 from gateway.api.context import Context
-from gateway.api.errors import HomeUnavailable, NotFound, SubscriptionLimit
+from gateway.api.errors import HomeUnavailable, LimitExceeded, NotFound, SubscriptionLimit
 from gateway.api.scalars import Long
 from gateway.api.types import AsOf
 from gateway.core import updates
 from gateway.core.feed import TooManyPlayers
+from gateway.core.followed import FollowedMerge
 from gateway.hub import FeedUnavailable, HintHub
 from gateway.projections import HomeUnreachable
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import PeriodSpan, WindowSpec
+from regions.core.player_lists import distinct
 from regions.core.reads import Scope
 from regions.core.rollover import current_period
 from schema.scoped import split_board_id
@@ -122,7 +125,8 @@ def to_graphql(update: updates.Update) -> Update:
 class Subscription:
     @fields.subscription(
         "Hints for a board: TopKChanged when its top 10 changes, BoardStatusChanged when it closes or "
-        "is corrected and, with userId, ScoreUpdated and RankChanged for that player; from the "
+        "is corrected and, with userId or userIds (at most gateway.max_followed_players, default 50, "
+        "each once), ScoreUpdated and RankChanged for those players; from the "
         "projection of `scope` (HOME: the board's home region's, HOME_UNAVAILABLE when it cannot be "
         "reached). On a board with calendar periods they follow the current period, and "
         "BoardStatusChanged with its `period` says when it rolls over."
@@ -133,10 +137,11 @@ class Subscription:
         leaderboard_id: strawberry.ID,
         user_id: strawberry.ID | None = None,
         scope: Scope | None = Scope.HOME,
+        user_ids: list[strawberry.ID] | None = None,
     ) -> AsyncGenerator[LeaderboardUpdate, None]:
         services = info.context.services
         board_id = ids.board_id("leaderboardId", str(leaderboard_id))
-        user = None if user_id is None else ids.user_id("userId", str(user_id))
+        users = _followed_users(info, user_id, user_ids or [])
         board = await services.boards.get(board_id)
         if board is None:
             raise NotFound(f"leaderboard {board_id!r} does not exist")
@@ -144,13 +149,13 @@ class Subscription:
             hub = services.hubs[services.projections.region_for(board, scope or Scope.HOME)]
             spec = board.window_spec
             if spec is None or spec.rolling:
-                async with hub.subscribe(board, user) as mailbox:
+                async with _subscribed(hub, board, users) as next_batch:
                     while True:
-                        for update in await mailbox.next_batch():
+                        for update in await next_batch():
                             metrics.UPDATES_SENT.inc()
                             yield to_graphql(update)
             else:
-                async for item in _follow_periods(info, hub, board, spec, user):
+                async for item in _follow_periods(info, hub, board, spec, users):
                     yield item
         except TooManyPlayers as exc:
             raise SubscriptionLimit(f"this gateway follows too many players of {board.id!r}") from exc
@@ -160,20 +165,62 @@ class Subscription:
             ) from exc
 
 
+def _followed_users(
+    info: Info[Context, None], user_id: strawberry.ID | None, user_ids: list[strawberry.ID]
+) -> list[str]:
+    """The players a subscription follows: ``userId`` and ``userIds``, each once."""
+    limits = info.context.services.limits
+    problem = limits.check_players("userIds", len(user_ids), limits.max_followed_players)
+    if problem is not None:
+        raise LimitExceeded(problem)
+    users = [] if user_id is None else [ids.user_id("userId", str(user_id))]
+    users += [ids.user_id(f"userIds[{i}]", str(u)) for i, u in enumerate(user_ids)]
+    return distinct(users)
+
+
+Batches = Callable[[], Awaitable[list[updates.Update]]]
+
+
+@contextlib.asynccontextmanager
+async def _subscribed(hub: HintHub, board: Board, users: list[str]) -> AsyncIterator[Batches]:
+    """The board's updates for ``users`` (none: the board's own only) as batches: one mailbox per
+    player, merged (``gateway.core.followed``)."""
+    async with contextlib.AsyncExitStack() as stack:
+        followed: list[str | None] = [*users] if users else [None]
+        boxes = [await stack.enter_async_context(hub.subscribe(board, u)) for u in followed]
+        if len(boxes) == 1:
+            yield boxes[0].next_batch
+            return
+        merge, waits = FollowedMerge(), dict[asyncio.Future[list[updates.Update]], int]()
+
+        async def next_batch() -> list[updates.Update]:
+            for i in set(range(len(boxes))) - set(waits.values()):
+                waits[asyncio.ensure_future(boxes[i].next_batch())] = i
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.sleep(0)  # the other mailboxes' updates of the same round
+            return merge.batch([(waits.pop(w), w.result()) for w in list(waits) if w.done()])
+
+        try:
+            yield next_batch
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+
 async def _follow_periods(
-    info: Info[Context, None], hub: HintHub, board: Board, spec: WindowSpec, user: str | None
+    info: Info[Context, None], hub: HintHub, board: Board, spec: WindowSpec, users: list[str]
 ) -> AsyncGenerator[LeaderboardUpdate, None]:
     """The current period's updates; at its end (the gateway's clock) a rollover notice and the next's."""
     rolled = False
     span = current_period(spec, board_reads.now_ms(info))
     while True:
-        async with hub.subscribe(board.for_period(span.key), user) as mailbox:
+        async with _subscribed(hub, board.for_period(span.key), users) as next_batch:
             if rolled:
                 metrics.UPDATES_SENT.inc()
                 yield _rolled_over(board, span)
             while (left := span.end_ms - board_reads.now_ms(info)) > 0:
                 try:
-                    batch = await asyncio.wait_for(mailbox.next_batch(), left / 1000)
+                    batch = await asyncio.wait_for(next_batch(), left / 1000)
                 except TimeoutError:
                     break
                 for update in batch:

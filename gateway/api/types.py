@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import strawberry
 from strawberry.types import Info
+from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField
 
 from gateway.api import fields
 from gateway.api.context import Context
@@ -15,8 +16,8 @@ from gateway.profiles import UNAVAILABLE
 from regions.core import freshness, reads
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.periods import Period, Weekday, WindowSpec
-from regions.core.reads import Scope
-from regions.core.results import ResultEntry, page, page_chunks
+from regions.core.reads import Scope, top_percent
+from regions.core.results import ResultEntry, page, page_chunks, page_shared_ranks
 from regions.stores.cassandra.profiles import ProfileRecord
 from regions.stores.cassandra.results import ResultHeader
 
@@ -150,14 +151,22 @@ class Profile:
 
 @strawberry.type
 class RankedPlayer:
-    rank: int = strawberry.field(description="Ordinal rank, 1..N; no shared ranks.")
+    rank: int = strawberry.field(description="Ordinal rank, 1..N, in the board's tie order.")
     user_id: strawberry.ID
     score: Long
     version: Long
+    shared_rank: int = strawberry.field(
+        description="Competition rank: 1 + the players with a strictly better score, whatever the "
+        "tie policy (equal scores share it: 1, 1, 3). From the same read as rank."
+    )
+    top_percent: float = strawberry.field(
+        description="100 * rank / the board's player count, both of the same read (the best of 200 "
+        "players is in the top 0.5 %)."
+    )
     metadata: JSON | None = strawberry.field(
         default=None,
         description="The metadata of the award that holds the score (MAX/MIN: the one that reached the "
-        "best; SUM: the newest applied); null when that award had none.",
+        "best; SUM: the newest applied; LATEST: the latest); null when that award had none.",
     )
     as_of: AsOf | None = strawberry.field(
         default=None,
@@ -176,9 +185,12 @@ class RankedPlayer:
         return None if record is None else Profile.of(record)
 
     @staticmethod
-    def archived(rank: int, entry: ResultEntry) -> RankedPlayer:
-        """An entry of an archived result."""
-        return RankedPlayer.of(reads.RankedEntry(rank, entry.user_id, entry.score, entry.version, entry.metadata))
+    def archived(rank: int, entry: ResultEntry, shared_rank: int, player_count: int) -> RankedPlayer:
+        """An entry of an archived result of ``player_count`` players."""
+        return RankedPlayer.of(reads.RankedEntry(
+            rank, entry.user_id, entry.score, entry.version, shared_rank, top_percent(rank, player_count),
+            entry.metadata,
+        ))  # fmt: skip
 
     @staticmethod
     def of(entry: reads.RankedEntry, as_of: AsOf | None = None) -> RankedPlayer:
@@ -187,6 +199,8 @@ class RankedPlayer:
             user_id=strawberry.ID(entry.user_id),
             score=Long(entry.score),
             version=Long(entry.version),
+            shared_rank=entry.shared_rank,
+            top_percent=entry.top_percent,
             metadata=JSON(entry.metadata) if entry.metadata else None,
             as_of=as_of,
         )
@@ -245,7 +259,8 @@ class BoardResult:
 
     @fields.field(
         "Ranks after+1 .. after+first of the result, in rank order; first is capped "
-        "(gateway.max_top_k, default 100)."
+        "(gateway.max_top_k, default 100). sharedRank, when selected, costs a bounded search "
+        "back to the start of the first entry's tie (a few chunk reads)."
     )
     async def entries(
         self, info: Info[Context, None], first: int | None = 100, after: int | None = 0
@@ -257,7 +272,28 @@ class BoardResult:
             raise LimitExceeded(problem.replace("k must", "first must"))
         if after < 0:
             raise InvalidInput(f"after must be 0 or more, got {after}")
-        h = self.header
+        h, results = self.header, services.cassandra.adapter.results
         numbers = page_chunks(after, first, h.chunk_size, h.player_count)
-        chunks = await services.cassandra.adapter.results.chunks(h.board_id, h.version, numbers)
-        return [RankedPlayer.archived(rank, e) for rank, e in page(chunks, after, first, h.chunk_size)]
+        chunks = await results.chunks(h.board_id, h.version, numbers)
+        found = page(chunks, after, first, h.chunk_size)
+        shared = [rank for rank, _ in found]
+        if found and "sharedRank" in _selected(info):
+            start = await results.tie_start(h, found[0][0], found[0][1].score, chunks)
+            shared = page_shared_ranks(found, start)
+        return [
+            RankedPlayer.archived(rank, e, s, h.player_count)
+            for (rank, e), s in zip(found, shared, strict=True)
+        ]
+
+
+def _selected(info: Info[Context, None]) -> set[str]:
+    """The names of the fields selected on what the field returns (through fragments too)."""
+    names: set[str] = set()
+    pending = [s for field in info.selected_fields for s in field.selections]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, SelectedField):
+            names.add(node.name)
+        elif isinstance(node, FragmentSpread | InlineFragment):
+            pending.extend(node.selections)
+    return names

@@ -7,17 +7,20 @@ Costs (a unit is about one small object resolved and serialized):
 |---|---|
 | a field returning an object (``Leaderboard``, ``RankPage``, ``RankedPlayer``, ``AsOf``, ...) | 1 |
 | a scalar or enum field (``rank``, ``score``, ``userId``, ``status``, ...) | 0 |
+| ``RankedPlayer.sharedRank``, ``topPercent`` | 0 (from the read that ranks; an archive page's tie search is a few chunk reads once per page, within ``BoardResult.entries``) |
 | ``Leaderboard.playerCount`` | 1 (a Redis read) |
 | ``Leaderboard.top``, ``player``, ``context`` | 2 (a Redis round trip) |
 | ``RankedPlayer.profile`` | 5 (its share of a Cassandra lookup) |
 | ``Leaderboard.result``, ``BoardResult.entries`` | 5 (a Cassandra read) |
 | ``Leaderboard.period``, ``Leaderboard.periods`` | 5 (a Cassandra read of period rows) |
 | ``LeaderboardPeriod.top``, ``player``, ``context`` | 2; ``playerCount`` 1; ``result`` 5 (as the board's) |
+| ``Leaderboard.players``, ``LeaderboardPeriod.players`` | 4 (a Redis round trip, two on a sharded board) |
 | ``Query.leaderboards`` | 10 (a catalog scan) |
 
 A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
 sizes its ``entries`` by ``k`` (default 10), ``context(range)`` sizes ``above`` and ``below`` by
-``range`` (default 4), ``BoardResult.entries(first)`` is itself a list of ``first`` (default 100)
+``range`` (default 4), ``players(userIds)`` sizes its ``entries`` by the ids listed (a variable:
+``gateway.max_listed_players``), ``BoardResult.entries(first)`` is itself a list of ``first`` (default 100)
 players, ``Leaderboard.periods(first)`` a list of ``first`` (default 10) periods (the same for a
 period's ``top`` and ``context``), and ``leaderboards`` is sized by the configured bound on the number
 of boards. So ``top(k: 100) { entries { profile { displayName } } }`` costs 2 + 1 + 100 * 5 = 503. A list
@@ -41,6 +44,7 @@ from graphql import (
     GraphQLSchema,
     InlineFragmentNode,
     IntValueNode,
+    ListValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
     get_named_type,
@@ -63,6 +67,8 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("LeaderboardPeriod", "player"): 2,
     ("LeaderboardPeriod", "context"): 2,
     ("LeaderboardPeriod", "result"): 5,
+    ("Leaderboard", "players"): 4,
+    ("LeaderboardPeriod", "players"): 4,
     ("Query", "leaderboards"): 10,
 }
 RANKED = ("Leaderboard", "LeaderboardPeriod")  # types with top(k) and context(range)
@@ -84,6 +90,7 @@ class CostModel:
     max_boards: int  # bound on the boards ``leaderboards`` returns
     max_top_k: int
     max_context_range: int
+    max_listed_players: int = 100
     field_costs: Mapping[tuple[str, str], int] = field(default_factory=lambda: FIELD_COSTS)
 
     def sliced(self, parent: str, name: str) -> SlicedList | None:
@@ -91,6 +98,8 @@ class CostModel:
             return SlicedList("k", 10, self.max_top_k, ("entries",))
         if parent in RANKED and name == "context":
             return SlicedList("range", 4, self.max_context_range, ("above", "below"))
+        if parent in RANKED and name == "players":
+            return SlicedList("userIds", 1, self.max_listed_players, ("entries",))
         if (parent, name) == ("BoardResult", "entries"):
             return SlicedList("first", 100, self.max_top_k, ())
         if (parent, name) == ("Leaderboard", "periods"):
@@ -187,7 +196,12 @@ def _size(sliced: SlicedList, node: FieldNode) -> int:
         if argument.name.value != sliced.argument:
             continue
         value = argument.value
-        size = max(0, int(value.value)) if isinstance(value, IntValueNode) else sliced.cap
+        if isinstance(value, IntValueNode):
+            size = max(0, int(value.value))
+        elif isinstance(value, ListValueNode):  # a list argument sizes by its length
+            size = len(value.values)
+        else:
+            size = sliced.cap
     return size
 
 

@@ -3,14 +3,20 @@
 // The status line speaks to a player; its data-state (connecting, live, behind, reconnecting,
 // unavailable, notfound) is for scripts and tests. A closing or closed board says so in its title
 // (body data-board-status), and BoardStatusChanged (closed, corrected) refetches like any update.
+// The friends box (?friends=a,b,c) ranks those players among themselves and on the board
+// (players(userIds)); the subscription follows them too, so their changes refetch it.
 "use strict";
 
 const params = new URLSearchParams(location.search);
 const board = params.get("board") || "";
 const user = params.get("user") || "";
+const friends = (params.get("friends") || "").split(",").map((id) => id.trim()).filter(Boolean).slice(0, 50);
 
-const READ = `query Live($board: ID!, $user: ID!, $withUser: Boolean!) {
+const READ = `query Live($board: ID!, $user: ID!, $withUser: Boolean!, $friends: [ID!]!, $withFriends: Boolean!) {
   leaderboard(id: $board) {
+    players(userIds: $friends) @include(if: $withFriends) {
+      entries { userId rankAmong player { rank sharedRank userId score profile { displayName } } }
+    }
     name playerCount status
     top(k: 10) { entries { rank userId score profile { displayName } } asOf { newestAcceptedAt stale region regions { region lagSeconds stale gap } } }
     context(userId: $user, range: 4) @include(if: $withUser) {
@@ -21,8 +27,8 @@ const READ = `query Live($board: ID!, $user: ID!, $withUser: Boolean!) {
   }
 }`;
 
-const UPDATES = `subscription Updates($board: ID!, $user: ID) {
-  leaderboardUpdates(leaderboardId: $board, userId: $user) {
+const UPDATES = `subscription Updates($board: ID!, $user: ID, $friends: [ID!]) {
+  leaderboardUpdates(leaderboardId: $board, userId: $user, userIds: $friends) {
     __typename
     ... on ScoreUpdated { score rank sequence }
     ... on RankChanged { oldRank newRank sequence }
@@ -104,6 +110,22 @@ function row(entry) {
   return tr;
 }
 
+// A friend: its rank among the friends, name, score and rank on the board (shared when tied).
+function friendRow(listed) {
+  const p = listed.player;
+  const tr = p ? row({ ...p, rank: listed.rankAmong }) : row({ userId: listed.userId, rank: "-", score: "no score" });
+  const td = document.createElement("td");
+  td.className = "num";
+  td.textContent = p ? (p.sharedRank === p.rank ? String(p.rank) : `${p.sharedRank} (tied)`) : "-";
+  tr.appendChild(td);
+  return tr;
+}
+
+function fillFriends(listed) {
+  const body = document.getElementById("friends");
+  body.replaceChildren(...(listed ? listed.entries.map(friendRow) : []));
+}
+
 function fill(id, entries, emptyText) {
   const body = document.getElementById(id);
   body.replaceChildren(...entries.map(row));
@@ -122,7 +144,8 @@ async function refresh() {
     const response = await fetch("/graphql", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query: READ, variables: { board, user: user || "-", withUser: !!user } }),
+      body: JSON.stringify({ query: READ, variables: {
+        board, user: user || "-", withUser: !!user, friends, withFriends: friends.length > 0 } }),
     });
     const body = await response.json();
     const lb = body.data && body.data.leaderboard;
@@ -141,6 +164,7 @@ async function refresh() {
     const ctx = lb.context;
     document.getElementById("around-title").textContent = user ? `Around ${user}` : "Around you";
     fill("around", ctx ? [...ctx.above, ctx.player, ...ctx.below] : [], user ? "no score yet" : "no player chosen");
+    fillFriends(lb.players);
     document.body.dataset.refreshed = String(Date.now());
   } catch (err) {
     console.error(`refresh failed: ${err}`);
@@ -165,7 +189,7 @@ function connect(delay) {
     const msg = JSON.parse(event.data);
     if (msg.type === "connection_ack") {
       ws.send(JSON.stringify({ id: "live", type: "subscribe",
-        payload: { query: UPDATES, variables: { board, user: user || null } } }));
+        payload: { query: UPDATES, variables: { board, user: user || null, friends: friends.length ? friends : null } } }));
       state.connected = true;
       showConnected();
       delay = 500;
@@ -192,6 +216,13 @@ function connect(delay) {
     setTimeout(() => connect(Math.min(delay * 2, 10000)), delay);
   };
 }
+
+document.getElementById("friends-input").value = friends.join(", ");
+document.getElementById("friends-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  params.set("friends", document.getElementById("friends-input").value.replace(/\s+/g, ""));
+  location.search = params.toString();  // a new list: read and subscribe again
+});
 
 setStatus("connecting");
 refresh().then(() => connect(500));

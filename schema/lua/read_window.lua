@@ -10,13 +10,22 @@
 --                                  rank here (the number of entries ranked better), with range
 --                                  neighbours each side: how one shard of a sharded board counts
 --                                  and shows what is around a player of another shard
+-- and two forms of many players, answered on their own (no window):
+--   'players', userId...           each player's {rank0, member, score, version, above, metadata}
+--                                  (above: the entries with a strictly better score), or {-1} for
+--                                  no score
+--   'counts', score, member, ...   for each (score, member) not in this shard {better, above}: the
+--                                  entries ranked better, and with a strictly better score
+--   both reply {'ok', count, ...} (count: the shard's size)
 -- Returns {'moved'} when the layout is not live (swapped out: read the board's layout again; or,
 -- when the board's layout is still this one, the shard lost its keys);
--- {'none'} when the player has no score; else {'ok', rank0, first0, count, member, score, version,
--- metadata, ...} in rank order (rank0: the player's 0-based rank, -1 for top and slice, the count of
--- better entries for around; metadata: false when none, from the player's metadata bucket: the
--- version buckets' prefix, 'm', the same 4 hex digits). A malformed call is an error, never a read
--- of the whole board.
+-- {'none'} when the player has no score; else {'ok', rank0, first0, count, above, member, score,
+-- version, metadata, ...} in rank order (rank0: the player's 0-based rank, -1 for top and slice, the
+-- count of better entries for around; above: the count of entries with a strictly better score than
+-- the window's lead, its first row, or for around the entry placed when no row of the window
+-- precedes it: what shared ranks start from; metadata: false when none, from the player's metadata
+-- bucket: the version buckets' prefix, 'm', the same 4 hex digits). A malformed call is an error,
+-- never a read of the whole board.
 local zkey = KEYS[1]
 if redis.call('GET', KEYS[2]) ~= 'live' then return {'moved'} end
 local buckets, strip, form = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -44,7 +53,42 @@ local function better(score, member)  -- entries ranked before (score, member): 
   return lo
 end
 
-local rank, first, last
+local function member_of(user)  -- the player's member, or nil when it has no score
+  local rec = record_of(user)
+  if not rec then return nil end
+  local bar = string.find(rec, '|', 1, true)
+  if bar == #rec then return nil end  -- "version|": the player left the ranking
+  return bar and (string.sub(rec, bar + 1) .. '|' .. user) or user, string.match(rec, '^[^|]*')
+end
+
+local function above_of(score) return redis.call('ZCOUNT', zkey, '-inf', '(' .. score) end
+
+if form == 'players' or form == 'counts' then
+  local out = {'ok', redis.call('ZCARD', zkey)}
+  if form == 'players' then
+    for i = 4, #ARGV do
+      local member, version = member_of(ARGV[i])
+      local rank = member and redis.call('ZRANK', zkey, member)
+      if rank then
+        local score = redis.call('ZSCORE', zkey, member)
+        local note = redis.call('HGET', buckets .. 'm' .. string.sub(redis.sha1hex(ARGV[i]), 1, 4), ARGV[i]) or false
+        for _, v in ipairs({rank, member, score, version, above_of(score), note}) do out[#out + 1] = v end
+      else
+        out[#out + 1] = -1
+      end
+    end
+  else
+    if #ARGV % 2 ~= 1 then return redis.error_reply('read_window: counts needs (score, member) pairs') end
+    for i = 4, #ARGV, 2 do
+      if not tonumber(ARGV[i]) then return redis.error_reply('read_window: counts needs scores') end
+      out[#out + 1] = better(ARGV[i], ARGV[i + 1])
+      out[#out + 1] = above_of(ARGV[i])
+    end
+  end
+  return out
+end
+
+local rank, first, last, lead  -- lead: a form's own score for 'above' (else the first row's)
 if form == 'top' then
   local k = tonumber(ARGV[4])
   if not k or k < 1 then return redis.error_reply('read_window: top needs k >= 1') end
@@ -53,11 +97,8 @@ elseif form == 'player' then
   local user, n = ARGV[4], tonumber(ARGV[5])
   if not user or user == '' then return redis.error_reply('read_window: player needs a userId') end
   if not n or n < 0 then return redis.error_reply('read_window: player needs range >= 0') end
-  local rec = record_of(user)
-  if not rec then return {'none'} end
-  local bar = string.find(rec, '|', 1, true)
-  if bar == #rec then return {'none'} end  -- "version|": the player left the ranking
-  rank = redis.call('ZRANK', zkey, bar and (string.sub(rec, bar + 1) .. '|' .. user) or user)
+  local member = member_of(user)
+  rank = member and redis.call('ZRANK', zkey, member)
   if not rank then return {'none'} end
   first, last = math.max(0, rank - n), rank + n
 elseif form == 'slice' then
@@ -71,10 +112,21 @@ elseif form == 'around' then
   if not n or n < 0 then return redis.error_reply('read_window: around needs range >= 0') end
   rank = better(score, member)
   first, last = math.max(0, rank - n), rank + n - 1
+  if first == rank then lead = score end
 else
   return redis.error_reply('read_window: unknown form ' .. tostring(form))
 end
-local out = {'ok', rank, first, redis.call('ZCARD', zkey)}
+-- Entries strictly better than the lead: all before the window, unless the one just before ties
+-- the lead (the window starts inside a tie): then a count by score (O(log n)).
+local above = first
+if first > 0 then
+  local edge = redis.call('ZRANGE', zkey, first - 1, first, 'WITHSCORES')
+  local score = lead or edge[4]
+  if score and tonumber(edge[2]) == tonumber(score) then
+    above = redis.call('ZCOUNT', zkey, '-inf', '(' .. score)
+  end
+end
+local out = {'ok', rank, first, redis.call('ZCARD', zkey), above}
 if last < first then return out end
 local rows = redis.call('ZRANGE', zkey, first, last, 'WITHSCORES')
 for i = 1, #rows, 2 do

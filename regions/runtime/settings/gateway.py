@@ -27,6 +27,15 @@ class GatewaySettings(BaseModel):
     max_context_range: int = Field(
         50, ge=0, le=500, description="Largest range of context(); over it is an error."
     )
+    max_listed_players: int = Field(
+        100, ge=1, le=1000, description="Most userIds of players(userIds); over it is an error."
+    )
+    max_followed_players: int = Field(
+        50,
+        ge=1,
+        le=1000,
+        description="Most userIds of one leaderboardUpdates subscription; over it is an error.",
+    )
     max_query_depth: int = Field(8, ge=2, description="Deepest selection an operation may have.")
     max_query_tokens: int = Field(2000, ge=50, description="Most tokens in one GraphQL document.")
     max_aliases: int = Field(15, ge=1, description="Most aliases in one GraphQL document.")

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from cassandra.cluster import Session
 
-from regions.core.results import ResultEntry
+from regions.core.results import ResultEntry, TieStart
 from regions.stores.cassandra.base import CassandraTable, Row, Statements
 from schema.lifecycle import LifecycleCodec, ResultChunk
 
@@ -88,3 +88,14 @@ class CassandraResults(CassandraTable):
                     ResultEntry(*entry, metadata=chunk.metadata.get(i, "")) for i, entry in enumerate(chunk.entries)
                 ]
         return found
+
+    async def tie_start(
+        self, header: ResultHeader, rank: int, score: int, known: dict[int, list[ResultEntry]]
+    ) -> int:
+        """The first rank of the tie of the entry at ``rank`` (``known``: chunks read already)."""
+        search = TieStart(rank, score, header.chunk_size)
+        while (number := search.probe()) is not None:
+            if number not in known:
+                known.update(await self.chunks(header.board_id, header.version, [number]))
+            search.seen(number, known.get(number, []))
+        return search.start

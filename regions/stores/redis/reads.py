@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from regions.core.boards import Board
 from regions.core.freshness import FreshnessRule
+from regions.core.player_lists import Found, ranked
 from regions.core.reads import (
     AsOf,
     PlayerContext,
@@ -66,8 +67,28 @@ def window_of(reply: Any) -> Window | None:
         raise _Moved
     if reply[0] == "none":
         return None
-    rows = [(reply[i], reply[i + 1], reply[i + 2], reply[i + 3] or None) for i in range(4, len(reply), 4)]
-    return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows)
+    rows = [(reply[i], reply[i + 1], reply[i + 2], reply[i + 3] or None) for i in range(5, len(reply), 4)]
+    return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows, int(reply[4]))
+
+
+def _counted(reply: Any) -> int:
+    """The shard's size in a ``players`` or ``counts`` reply (_Moved when swapped out)."""
+    if reply[0] == "moved":
+        raise _Moved
+    return int(reply[1])
+
+
+def _found(users: Sequence[str], reply: Any) -> dict[str, Found]:
+    """The players of a ``players`` reply that have a score."""
+    found, at = {}, 2
+    for user in users:
+        if int(reply[at]) < 0:
+            at += 1
+            continue
+        rank, member, score, version, above, metadata = reply[at : at + 6]
+        found[user] = Found(int(rank), member, score, version, int(above), metadata or None)
+        at += 6
+    return found
 
 
 def _window(reply: Any) -> Window:
@@ -77,7 +98,7 @@ def _window(reply: Any) -> Window:
     return window
 
 
-EMPTY = Window(-1, 0, 0, [])
+EMPTY = Window(-1, 0, 0, [], 0)
 
 
 class RankReader:
@@ -229,6 +250,34 @@ class RankReader:
         merged = await asyncio.gather(*(self._others(board, layout, u, w, 0) for u, w in found))
         by_user = dict(zip((u for u, _ in found), merged, strict=True))
         return top, [by_user.get(u) for u in user_ids]
+
+    async def players(self, board: Board, user_ids: Sequence[str]) -> tuple[dict[str, RankedEntry], AsOf]:
+        """The entries of those of ``user_ids`` (distinct) that have a score, with their asOf: one
+        script call per shard, and for a sharded board a second round of one per shard (the
+        counts at the players' scores in the other shards)."""
+        before = await self._projection.positions()
+        none: dict[str, RankedEntry] = {}
+        found, lost = await self._answer(board, lambda layout: self._players(board, layout, user_ids), none)
+        return found, await self._confirmed(before, board, lost)
+
+    async def _players(self, board: Board, layout: Layout, user_ids: Sequence[str]) -> dict[str, RankedEntry]:
+        n = layout.shards
+        mine = [[u for u in user_ids if shard_of(u, n) == s] for s in range(n)]
+        replies = await self._calls([self._call(board, layout, s, "players", *mine[s]) for s in range(n)])
+        count, found = 0, dict[str, Found]()
+        for users, reply in zip(mine, replies, strict=True):
+            count += _counted(reply)
+            found.update(_found(users, reply))
+        counts: dict[str, list[tuple[int, int]]] = {u: [] for u in found}
+        asks = [[u for u in found if shard_of(u, n) != s] for s in range(n)]
+        shards = [s for s in range(n) if asks[s]]
+        forms = [[v for u in asks[s] for v in (found[u].score, found[u].member)] for s in shards]
+        calls = [self._call(board, layout, s, "counts", *form) for s, form in zip(shards, forms, strict=True)]
+        for s, reply in zip(shards, await self._calls(calls) if calls else [], strict=True):
+            _counted(reply)
+            for i, user in enumerate(asks[s]):
+                counts[user].append((int(reply[2 + 2 * i]), int(reply[3 + 2 * i])))
+        return {u: ranked(board, f, counts[u], count) for u, f in found.items()}
 
     async def ranked_rows(self, board: Board, size: int) -> AsyncIterator[list[Row]]:
         """The whole board in rank order, ``size`` rows at a time (the last part may be shorter),

@@ -149,7 +149,7 @@ async def test_live_page_shows_awards_without_reloading(
     board = await create_board(gw)
     await region.client.send(award(board, "dave", 5))
     await region.wait_for_total(board, "dave", 5)
-    page = f"{gw.base}/live?board={board}&user=erin"
+    page = f"{gw.base}/live?board={board}&user=erin&friends=zoe,dave,erin"
     browser = await asyncio.create_subprocess_exec(
         node(), str(JS / "live_page.mjs"), page, "erin", "77", str(tmp_path / "live.png"),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -170,6 +170,7 @@ async def test_live_page_shows_awards_without_reloading(
         {"rank": 2, "userId": "dave", "score": 5},
     ]
     assert done["around"] == ["erin", "dave"]
+    assert done["friends"] == [["erin", "1"], ["dave", "2"], ["zoe", "-"]]  # ranked among them, no score last
     assert done["status"].startswith("Live: scores update as they happen")
 
 

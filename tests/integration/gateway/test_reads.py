@@ -221,6 +221,8 @@ async def test_regional_and_home_scope_read_this_region(gateway: Gateway, boards
         ["around", "x", "ann", 1],
         ["around", -3, "ann", -1],
         ["slice", 0, 100001],
+        ["counts", "1", "ann", "2"],
+        ["counts", "x", "ann"],
     ],
     ids=[
         "empty-user",
@@ -231,6 +233,8 @@ async def test_regional_and_home_scope_read_this_region(gateway: Gateway, boards
         "around-no-score",
         "around-negative-range",
         "slice-too-long",
+        "counts-unpaired",
+        "counts-no-score",
     ],
 )
 async def test_the_window_script_refuses_a_malformed_read_instead_of_walking_the_board(

@@ -55,6 +55,14 @@ def cost_of(query: str) -> Measure:
             '{ leaderboard(id: "b") { period(key: "2026-W49") { context(userId: "u", range: 2) { above { profile { country } } } } } }',
             1 + 5 + 2 + 1 + 2 * 5,
         ),
+        (
+            '{ leaderboard(id: "b") { players(userIds: ["a", "b"]) { entries { player { profile { country } } } } } }',
+            1 + 4 + 1 + 2 * (1 + 5),
+        ),
+        (
+            'query($u: [ID!]!) { leaderboard(id: "b") { period { players(userIds: $u) { entries { rankAmong } } } } }',
+            1 + 5 + 4 + 1,
+        ),
         ("{ leaderboards { id name } }", 10),
         (
             "{ leaderboards { top(k: 100) { entries { profile { displayName } } } } }",
@@ -69,6 +77,10 @@ def test_documented_costs(query: str, cost: int) -> None:
 def test_a_list_size_from_a_variable_counts_at_its_cap() -> None:
     query = 'query($k: Int) { leaderboard(id: "b") { top(k: $k) { entries { profile { displayName } } } } }'
     assert cost_of(query).cost == 1 + 2 + 1 + 100 * 5
+    listed = (
+        'query($u: [ID!]!) { leaderboard(id: "b") { players(userIds: $u) { entries { player { rank } } } } }'
+    )
+    assert cost_of(listed).cost == 1 + 4 + 1 + 100 * 1
 
 
 def test_aliases_and_fragments_are_counted_each_time_they_are_used() -> None:

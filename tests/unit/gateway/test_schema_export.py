@@ -21,7 +21,12 @@ def test_contract_names_are_present() -> None:
         "context(userId: ID!, range: Int = 4, scope: Scope = HOME): PlayerContext",
         "result(version: Int = null): BoardResult",
         "union LeaderboardUpdate = ScoreUpdated | RankChanged | TopKChanged | Resync",
-        "leaderboardUpdates(leaderboardId: ID!, userId: ID = null, scope: Scope = HOME): LeaderboardUpdate!",
+        "leaderboardUpdates(leaderboardId: ID!, userId: ID = null, scope: Scope = HOME, userIds: [ID!] = null): "
+        "LeaderboardUpdate!",
+        "players(userIds: [ID!]!, scope: Scope = HOME): PlayerList!",
+        "sharedRank: Int!",
+        "topPercent: Float!",
+        "rankAmong: Int",
         "createLeaderboard(input: CreateLeaderboardInput!): Leaderboard!",
         "scalar Long",
         "newestAcceptedAt: DateTime",
