@@ -37,7 +37,7 @@ def _above(shard: list[Entry], first: int, lead: float | None) -> int:
 
 
 def _read(shard: list[Entry], rank: int, first: int, last: int, lead: float | None = None) -> Window:
-    rows: list[Row] = [(m, repr(s), "1") for s, m in shard[first : last + 1]]
+    rows: list[Row] = [(m, repr(s), "1", None) for s, m in shard[first : last + 1]]
     return Window(rank, first, len(shard), rows, _above(shard, first, lead))
 
 
@@ -56,7 +56,7 @@ def _around(shard: list[Entry], entry: Entry, n: int) -> Window:
 
 
 def _expected(board: list[Entry], rows: list[Row]) -> list[int]:
-    return [1 + sum(1 for s, _ in board if s < float(score)) for _, score, _ in rows]
+    return [1 + sum(1 for s, _ in board if s < float(score)) for _, score, *_ in rows]
 
 
 boards = st.lists(st.integers(-3, 3), min_size=1, max_size=40).map(
@@ -99,7 +99,7 @@ def test_a_merged_context_has_the_shared_ranks_of_the_board(
     owner = _player(parts[mine], parts[mine].index(player), around)
     others = [_around(p, player, around) for s, p in enumerate(parts) if s != mine]
     merged = merged_context(owner, others, around)
-    assert [m for m, _, _ in merged.rows] == [m for _, m in board][
+    assert [m for m, *_ in merged.rows] == [m for _, m in board][
         merged.first : merged.first + len(merged.rows)
     ]
     assert shared_ranks(merged) == _expected(board, merged.rows)
@@ -111,7 +111,7 @@ def test_entries_carry_shared_ranks_and_top_percent_whatever_the_order_and_tie_p
 ) -> None:
     b = Board("b", "B", "local", sort_order=order, tie_policy=tie)
     strip = "0" * REACHED_WIDTH + "|" if tie is TiePolicy.FIRST_REACHED else ""
-    rows: list[Row] = [(strip + m, repr(s), "3") for s, m in board[:k]]
+    rows: list[Row] = [(strip + m, repr(s), "3", None) for s, m in board[:k]]
     entries = entries_of(b, Window(-1, 0, len(board), rows, 0))
     totals = [e.score for e in entries]
     for e in entries:
@@ -123,6 +123,6 @@ def test_entries_carry_shared_ranks_and_top_percent_whatever_the_order_and_tie_p
 
 
 def test_ties_read_one_one_three() -> None:
-    window = Window(-1, 0, 4, [("a", "5", "1"), ("b", "5", "1"), ("c", "7", "1"), ("d", "7", "1")], 0)
+    window = Window(-1, 0, 4, [("a", "5", "1", None), ("b", "5", "1", None), ("c", "7", "1", None), ("d", "7", "1", None)], 0)
     assert shared_ranks(window) == [1, 1, 3, 3]
     assert top_percent(1, 200) == 0.5 and top_percent(200, 200) == 100.0 and top_percent(1, 0) == 0.0
