@@ -10,6 +10,13 @@
 --                                  rank here (the number of entries ranked better), with range
 --                                  neighbours each side: how one shard of a sharded board counts
 --                                  and shows what is around a player of another shard
+--   'after', score, member, count  the count entries ranked after the position (score, member),
+--                                  whoever holds it now (rank0: the entries ranked before them)
+--   'before', score, member, count the count entries ranked nearest before the position (rank0:
+--                                  the entries ranked before it): keyset pages of one shard
+--   'from', score, member, count   the count entries ranked at or after the position (rank0: the
+--                                  entries ranked before it)
+--   'bottom', count                the worst count (rank0: the shard's size)
 -- Returns {'moved'} when the layout is not live (swapped out: read the board's layout again; or,
 -- when the board's layout is still this one, the shard lost its keys);
 -- {'none'} when the player has no score; else {'ok', rank0, first0, count, member, score, version,
@@ -69,6 +76,25 @@ elseif form == 'around' then
   if not n or n < 0 then return redis.error_reply('read_window: around needs range >= 0') end
   rank = better(score, member)
   first, last = math.max(0, rank - n), rank + n - 1
+elseif form == 'after' or form == 'before' or form == 'from' then
+  local score, member, n = ARGV[4], ARGV[5], tonumber(ARGV[6])
+  if not tonumber(score) or not member then return redis.error_reply('read_window: ' .. form .. ' needs a score and a member') end
+  if not n or n < 1 or n > 100000 then return redis.error_reply('read_window: ' .. form .. ' needs 1 <= count <= 100000') end
+  rank = better(score, member)
+  if form == 'before' then
+    first, last = math.max(0, rank - n), rank - 1
+  elseif form == 'from' then
+    first, last = rank, rank + n - 1
+  else
+    local at = redis.call('ZRANGE', zkey, rank, rank, 'WITHSCORES')  -- the position's own entry
+    if at[1] == member and tonumber(at[2]) == tonumber(score) then rank = rank + 1 end
+    first, last = rank, rank + n - 1
+  end
+elseif form == 'bottom' then
+  local n = tonumber(ARGV[4])
+  if not n or n < 1 or n > 100000 then return redis.error_reply('read_window: bottom needs 1 <= count <= 100000') end
+  rank = redis.call('ZCARD', zkey)
+  first, last = math.max(0, rank - n), rank - 1
 else
   return redis.error_reply('read_window: unknown form ' .. tostring(form))
 end
