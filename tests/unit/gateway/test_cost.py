@@ -55,6 +55,19 @@ def cost_of(query: str) -> Measure:
             '{ leaderboard(id: "b") { period(key: "2026-W49") { context(userId: "u", range: 2) { above { profile { country } } } } } }',
             1 + 5 + 2 + 1 + 2 * 5,
         ),
+        ('{ leaderboard(id: "b") { entries { entries { userId } pageInfo { endCursor } } } }', 1 + 2 + 1 + 1),
+        (
+            '{ leaderboard(id: "b") { entries { entries { profile { country } } totalCount } } }',
+            1 + 2 + 1 + 100 * 5,
+        ),
+        (
+            '{ leaderboard(id: "b") { entries(first: 30, fromRank: 9000) { entries { profile { country } } } } }',
+            1 + 2 + 1 + 30 * 5,
+        ),
+        (
+            '{ leaderboard(id: "b") { period { entries(last: 7, before: "c") { entries { profile { country } } } } } }',
+            1 + 5 + 2 + 1 + 7 * 5,
+        ),
         ("{ leaderboards { id name } }", 10),
         (
             "{ leaderboards { top(k: 100) { entries { profile { displayName } } } } }",
@@ -68,6 +81,13 @@ def test_documented_costs(query: str, cost: int) -> None:
 
 def test_a_list_size_from_a_variable_counts_at_its_cap() -> None:
     query = 'query($k: Int) { leaderboard(id: "b") { top(k: $k) { entries { profile { displayName } } } } }'
+    assert cost_of(query).cost == 1 + 2 + 1 + 100 * 5
+
+
+def test_a_page_size_from_a_variable_counts_at_its_cap() -> None:
+    query = (
+        'query($n: Int) { leaderboard(id: "b") { entries(last: $n) { entries { profile { country } } } } }'
+    )
     assert cost_of(query).cost == 1 + 2 + 1 + 100 * 5
 
 
