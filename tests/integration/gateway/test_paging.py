@@ -4,8 +4,10 @@ board or period, broken combinations and sizes over the cap, naming the argument
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from cassandra.cluster import Session
@@ -24,6 +26,7 @@ PAGE = """query($id: ID!, $first: Int, $after: String, $last: Int, $before: Stri
     }
   }
 }"""
+LIVE_JS = Path(__file__).resolve().parents[3] / "gateway" / "static" / "live.js"
 TOTALS = [("ann", 9), ("bob", 8), ("cat", 8), ("dan", 7), ("eve", 6), ("fay", 5), ("gus", 5)]
 
 
@@ -154,3 +157,20 @@ async def test_a_board_with_periods_pages_its_current_period_and_refuses_its_cur
     code, message = _refusal(other)
     assert code == "BAD_USER_INPUT" and message.startswith("after: the cursor was read from")
     assert board.for_period(yesterday.key).id in message
+
+
+async def test_the_live_pages_more_reads_the_next_pages(gateway: Gateway, boards: Boards) -> None:
+    [more] = re.findall(r"const MORE = `(.*?)`;", LIVE_JS.read_text(), re.DOTALL)
+    board = await boards.create(shards=2)
+    await boards.set_totals(board, [(f"p{i:02d}", 100 - i) for i in range(25)])
+
+    ranks, variables = [], {"board": board.id, "from": 11}
+    while True:
+        body = await gateway.query(more, variables)
+        assert "errors" not in body, body
+        page = body["data"]["leaderboard"]["entries"]
+        ranks += [(e["rank"], e["userId"]) for e in page["entries"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        variables = {"board": board.id, "after": page["pageInfo"]["endCursor"]}
+    assert ranks == [(i + 1, f"p{i:02d}") for i in range(10, 25)]
