@@ -21,6 +21,7 @@ from gateway import metrics
 from gateway.core.generations import BoardGenerations
 from gateway.core.ttl_cache import TtlCache
 from regions.core.boards import Board
+from regions.core.paging import Page, PageRequest
 from regions.core.reads import AsOf, PlayerContext, RankedEntry, RankPage, Scope
 from regions.stores.redis.reads import RankReader
 
@@ -131,3 +132,5 @@ class Projections:
         self, board: Board, user_ids: Sequence[str], scope: Scope
     ) -> tuple[dict[str, RankedEntry], AsOf]:
         return await self._read(self.region_for(board, scope), lambda r: r.players(board, user_ids))
+    async def page(self, board: Board, request: PageRequest, scope: Scope) -> tuple[Page, AsOf]:
+        return await self._read(self.region_for(board, scope), lambda r: r.page(board, request))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from gateway.api import board_reads, fields
+from gateway.api import board_reads, fields, paging
 from gateway.api import periods as period_reads
 from gateway.api.context import Context
 from gateway.api.periods import LeaderboardPeriod
@@ -77,6 +77,11 @@ class Leaderboard(board_reads.RankedBoard):
         "given. Each id is answered once, however often it is listed."
     )
     result = board_reads.result("An archived result of a closed board; the newest when version is null.")
+    entries = paging.entries(
+        "Ranked players page by page (on a board with periods: in the current period): `first` after "
+        "`after` (or from `fromRank`, 1-based), or `last` before `before`; first and last are capped "
+        "(gateway.max_top_k, default page 100)."
+    )
 
     @fields.field(
         "A period of a board with calendar periods: the current one when key is null; null when the "

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import strawberry
 from strawberry.types import Info
 
-from gateway.api import board_reads, fields
+from gateway.api import board_reads, fields, paging
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
 from regions.core.boards import Board, BoardStatus
@@ -70,6 +70,10 @@ class LeaderboardPeriod(board_reads.RankedBoard):
     )
     result = board_reads.result(
         "The period's archived result once it is CLOSED; the newest when version is null."
+    )
+    entries = paging.entries(
+        "The period's ranked players page by page: `first` after `after` (or from `fromRank`, 1-based), "
+        "or `last` before `before`; first and last are capped (gateway.max_top_k, default page 100)."
     )
 
 

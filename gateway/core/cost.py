@@ -9,17 +9,18 @@ Costs (a unit is about one small object resolved and serialized):
 | a scalar or enum field (``rank``, ``score``, ``userId``, ``status``, ...) | 0 |
 | ``RankedPlayer.sharedRank``, ``topPercent`` | 0 (from the read that ranks; an archive page's tie search is a few chunk reads once per page, within ``BoardResult.entries``) |
 | ``Leaderboard.playerCount`` | 1 (a Redis read) |
-| ``Leaderboard.top``, ``player``, ``context`` | 2 (a Redis round trip) |
+| ``Leaderboard.top``, ``player``, ``context``, ``entries`` | 2 (a Redis round trip) |
 | ``RankedPlayer.profile`` | 5 (its share of a Cassandra lookup) |
 | ``Leaderboard.result``, ``BoardResult.entries`` | 5 (a Cassandra read) |
 | ``Leaderboard.period``, ``Leaderboard.periods`` | 5 (a Cassandra read of period rows) |
-| ``LeaderboardPeriod.top``, ``player``, ``context`` | 2; ``playerCount`` 1; ``result`` 5 (as the board's) |
+| ``LeaderboardPeriod.top``, ``player``, ``context``, ``entries`` | 2; ``playerCount`` 1; ``result`` 5 (as the board's) |
 | ``Leaderboard.players``, ``LeaderboardPeriod.players`` | 4 (a Redis round trip, two on a sharded board) |
 | ``Query.leaderboards`` | 10 (a catalog scan) |
 
 A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
-sizes its ``entries`` by ``k`` (default 10), ``context(range)`` sizes ``above`` and ``below`` by
-``range`` (default 4), ``players(userIds)`` sizes its ``entries`` by the ids listed (a variable:
+sizes its ``entries`` by ``k`` (default 10), a page ``entries(first | last)`` like a top of the same
+size (default 100), ``context(range)`` sizes ``above`` and ``below`` by ``range`` (default 4),
+``players(userIds)`` sizes its ``entries`` by the ids listed (a variable:
 ``gateway.max_listed_players``), ``BoardResult.entries(first)`` is itself a list of ``first`` (default 100)
 players, ``Leaderboard.periods(first)`` a list of ``first`` (default 10) periods (the same for a
 period's ``top`` and ``context``), and ``leaderboards`` is sized by the configured bound on the number
@@ -57,6 +58,7 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("Leaderboard", "top"): 2,
     ("Leaderboard", "player"): 2,
     ("Leaderboard", "context"): 2,
+    ("Leaderboard", "entries"): 2,
     ("Leaderboard", "result"): 5,
     ("BoardResult", "entries"): 5,
     ("RankedPlayer", "profile"): 5,
@@ -66,6 +68,7 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("LeaderboardPeriod", "top"): 2,
     ("LeaderboardPeriod", "player"): 2,
     ("LeaderboardPeriod", "context"): 2,
+    ("LeaderboardPeriod", "entries"): 2,
     ("LeaderboardPeriod", "result"): 5,
     ("Leaderboard", "players"): 4,
     ("LeaderboardPeriod", "players"): 4,
@@ -83,6 +86,7 @@ class SlicedList:
     default: int
     cap: int
     sized_fields: tuple[str, ...]
+    alternative: str | None = None  # another argument that sizes it (never given with ``argument``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,8 @@ class CostModel:
     def sliced(self, parent: str, name: str) -> SlicedList | None:
         if parent in RANKED and name == "top":
             return SlicedList("k", 10, self.max_top_k, ("entries",))
+        if parent in RANKED and name == "entries":
+            return SlicedList("first", min(100, self.max_top_k), self.max_top_k, ("entries",), "last")
         if parent in RANKED and name == "context":
             return SlicedList("range", 4, self.max_context_range, ("above", "below"))
         if parent in RANKED and name == "players":
@@ -193,7 +199,7 @@ def _size(sliced: SlicedList, node: FieldNode) -> int:
     """The list size the field's argument asks for (a variable counts at the cap)."""
     size = sliced.default
     for argument in node.arguments or ():
-        if argument.name.value != sliced.argument:
+        if argument.name.value not in (sliced.argument, sliced.alternative):
             continue
         value = argument.value
         if isinstance(value, IntValueNode):

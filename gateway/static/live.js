@@ -1,5 +1,6 @@
 // The live page: a board's top 10 and one player's neighbourhood, refetched whenever the
 // leaderboardUpdates subscription (graphql-transport-ws over a native WebSocket) says they changed.
+// "more" appends the next 10 below the top 10 (entries after the last page's cursor), as read then.
 // The status line speaks to a player; its data-state (connecting, live, behind, reconnecting,
 // unavailable, notfound) is for scripts and tests. A closing or closed board says so in its title
 // (body data-board-status), and BoardStatusChanged (closed, corrected) refetches like any update.
@@ -38,7 +39,17 @@ const UPDATES = `subscription Updates($board: ID!, $user: ID, $friends: [ID!]) {
   }
 }`;
 
+const MORE = `query More($board: ID!, $after: String, $from: Int) {
+  leaderboard(id: $board) {
+    entries(first: 10, after: $after, fromRank: $from) {
+      entries { rank userId score profile { displayName } } pageInfo { endCursor hasNextPage }
+    }
+  }
+}`;
+
 const BOARD_STATUS = { OPEN: "", CLOSING: ", closing: final scores soon", CLOSED: ", final result" };
+
+const more = { cursor: null };  // the end of the last page "more" loaded (none: rank 11 next)
 
 const state = { connected: false, stale: false, lastUpdate: null, notFound: false, refreshing: false, again: false, timer: null };
 
@@ -161,6 +172,7 @@ async function refresh() {
     document.getElementById("title").textContent = `${lb.name} (${lb.playerCount} players${BOARD_STATUS[lb.status]})`;
     document.body.dataset.boardStatus = lb.status;
     fill("top", lb.top.entries, "no scores yet");
+    if (!more.cursor) document.getElementById("more").hidden = lb.playerCount <= 10;
     const ctx = lb.context;
     document.getElementById("around-title").textContent = user ? `Around ${user}` : "Around you";
     fill("around", ctx ? [...ctx.above, ctx.player, ...ctx.below] : [], user ? "no score yet" : "no player chosen");
@@ -172,6 +184,29 @@ async function refresh() {
   } finally {
     state.refreshing = false;
     if (state.again) { state.again = false; refresh(); }
+  }
+}
+
+async function loadMore() {
+  const button = document.getElementById("more");
+  button.disabled = true;
+  try {
+    const variables = more.cursor ? { board, after: more.cursor } : { board, from: 11 };
+    const response = await fetch("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: MORE, variables }),
+    });
+    const body = await response.json();
+    const page = body.data && body.data.leaderboard && body.data.leaderboard.entries;
+    if (!page) { setStatus("unavailable"); return; }
+    document.getElementById("more-rows").append(...page.entries.map(row));
+    more.cursor = page.pageInfo.endCursor || more.cursor;
+    button.hidden = !page.pageInfo.hasNextPage;
+  } catch (err) {
+    console.error(`more failed: ${err}`);
+  } finally {
+    button.disabled = false;
   }
 }
 
@@ -224,5 +259,6 @@ document.getElementById("friends-form").addEventListener("submit", (event) => {
   location.search = params.toString();  // a new list: read and subscribe again
 });
 
+document.getElementById("more").addEventListener("click", loadMore);
 setStatus("connecting");
 refresh().then(() => connect(500));

@@ -1,6 +1,6 @@
 """The gateway's reads as the benchmarks send them (``ops/bench/reads`` and ``ops/bench/scale``).
 
-The GraphQL documents of top-10, player and context, the raw HTTP/1.1 requests that carry them
+The GraphQL documents of top-10, player, context and pages of 100 (from a rank, after a cursor), the raw HTTP/1.1 requests that carry them
 (``post``, and ``get`` for the plain reference and persisted queries), the kit's closed and paced
 loops run over keep-alive connections that fail on any answer but a 200 without errors, and a
 server process (the gateway, the plain Starlette reference) started until it answers and stopped.
@@ -18,6 +18,8 @@ from ops.stack import ROOT, log_tail, spawn, terminate, wait_ready
 TOP = '{"query":"query($b: ID!) { leaderboard(id: $b) { top(k: 10) { entries { rank userId score } asOf { positions { partition offset } newestAcceptedAt } } } }","variables":{"b":"%s"}}'
 PLAYER = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { player(userId: $u) { rank userId score asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":"%s"}}'
 CONTEXT = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { context(userId: $u, range: 4) { above { rank userId score } player { rank userId score } below { rank userId score } asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":"%s"}}'
+PAGE_FROM = '{"query":"query($b: ID!, $r: Int) { leaderboard(id: $b) { entries(first: 100, fromRank: $r) { entries { rank userId score } pageInfo { endCursor hasNextPage } asOf { positions { partition offset } } } } }","variables":{"b":"%s","r":%d}}'
+PAGE_AFTER = '{"query":"query($b: ID!, $c: String) { leaderboard(id: $b) { entries(first: 100, after: $c) { entries { rank userId score } pageInfo { endCursor hasNextPage } asOf { positions { partition offset } } } } }","variables":{"b":"%s","c":"%s"}}'
 
 LOGS = ROOT / ".data" / "logs"
 

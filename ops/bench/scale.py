@@ -25,7 +25,9 @@ spent, so a run interrupted by a shell's time limit goes on where it stopped whe
             per call, pipelined (-P 64; on the cluster with --cluster).
 5. apply:   the live projector's apply rate: ``--apply`` changed totals (a new version each) through
             ``RedisProjection.apply_live`` in batches of the projector's size, as the live loop does.
-6. reads:   top-10, player and context latency through the gateway at a paced rate (default 500 q/s).
+6. reads:   top-10, player and context latency through the gateway at a paced rate (default 500 q/s),
+            and pages of 100: from a rank deep in the board (``--page-rank``, default 40% of it:
+            rank 10,000,000 of 25M), and after cursors read at random ranks.
 7. archive: the lifecycle's archive of the board's final standings (chunks of the lifecycle's
             chunk size, then the header) into a Cassandra keyspace of the benchmark's own, as the
             home lifecycle worker writes it once every cutoff is reached; then a page from the
@@ -53,10 +55,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvloop
 
 from ops.bench.kit import parser
-from ops.bench.queries import CONTEXT, PLAYER, TOP, paced, post, start, stop
+from ops.bench.queries import CONTEXT, PAGE_AFTER, PAGE_FROM, PLAYER, TOP, paced, post, start, stop
 from ops.bench.steps import archive_timed, redis_benchmark, redis_cli
 from ops.clusters import end_offsets
 from ops.stack import delete_topics, free_port
@@ -78,7 +81,7 @@ from schema.redis_keys import LISTPACK_ENTRIES, LISTPACK_VALUE
 ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = ROOT / ".data" / "bench-scale"
 BOARD = "scale-board"
-PREFIX = "lbscale"
+PREFIX = os.environ.get("LB_OPS_BENCH_SCALE_PREFIX", "lbscale")  # its topics and Redis keys
 REDIS_PORT = int(os.environ.get("LB_OPS_BENCH_REDIS_PORT", "6390"))
 CLUSTER_PORTS = [REDIS_PORT + 1 + i for i in range(3)]
 RECORD_EVERY_S = 5.0
@@ -330,8 +333,23 @@ async def apply_rate(settings: Settings, players: int, count: int) -> float:
 # ------------------------------------------------------------------ 6. reads through the gateway
 
 
+async def cursors(port: int, players: int, rng: random.Random, count: int) -> list[str]:
+    """End cursors of pages at ``count`` random ranks (checked: each page starts at its rank)."""
+    found = []
+    async with httpx.AsyncClient() as http:
+        for _ in range(count):
+            rank = rng.randrange(1, max(2, players - 200))
+            body = json.loads(PAGE_FROM % (BOARD, rank))
+            page = (await http.post(f"http://127.0.0.1:{port}/graphql", json=body)).json()
+            entries = page["data"]["leaderboard"]["entries"]
+            if entries["entries"][0]["rank"] != rank or len(entries["entries"]) != 100:
+                raise RuntimeError(f"the page from rank {rank} starts at {entries['entries'][0]['rank']}")
+            found.append(entries["pageInfo"]["endCursor"])
+    return found
+
+
 async def reads(
-    settings: Settings, players: int, rate: float, duration: float, shards: int
+    settings: Settings, players: int, rate: float, duration: float, shards: int, page_rank: int
 ) -> dict[str, float]:
     board = Board(BOARD, "Scale benchmark board", settings.region, sort_order=SortOrder.DESC,
                   tie_policy=TiePolicy.USER_ID, shards=shards)  # fmt: skip
@@ -349,10 +367,14 @@ async def reads(
         "top(k: 10)": lambda: post(port, TOP % BOARD),
         "player": lambda: post(port, PLAYER % (BOARD, user_id(rng.randrange(players)))),
         "context(4)": lambda: post(port, CONTEXT % (BOARD, user_id(rng.randrange(players)))),
+        f"page 100 from rank {page_rank:,}": lambda: post(port, PAGE_FROM % (BOARD, page_rank)),
+        "page 100 from a random rank": lambda: post(port, PAGE_FROM % (BOARD, rng.randrange(1, players))),
     }
     p99: dict[str, float] = {}
     try:
         await paced("warm-up", port, queries["player"], 16, rate, 2)
+        pool = await cursors(port, players, rng, 200)
+        queries["page 100 after a cursor"] = lambda: post(port, PAGE_AFTER % (BOARD, rng.choice(pool)))
         for label, make in queries.items():
             result = await paced(label, port, make, 16, rate, duration)
             print(result.line(), flush=True)
@@ -456,10 +478,11 @@ async def run(args: argparse.Namespace) -> None:
         state.record("apply", {"rate": rate})
         print(f"   {rate:,.0f} totals/s applied")
         print(f"== 6. reads through the gateway, paced at {args.rate:.0f} q/s, {args.duration:.0f} s each")
-        p99 = await reads(settings, args.players, args.rate, args.duration, args.shards)
+        page_rank = args.page_rank or max(1, args.players * 2 // 5)
+        p99 = await reads(settings, args.players, args.rate, args.duration, args.shards, page_rank)
         state.record("reads_p99_ms", p99)
         for label, value in p99.items():
-            print(f"   {label:12} p99 {value:6.1f} ms (target < 10 ms: {met(value < 10)})")
+            print(f"   {label:29} p99 {value:6.1f} ms (target < 10 ms: {met(value < 10)})")
         if not args.no_archive:
             print(
                 f"== 7. the lifecycle's archive of the standings into Cassandra (keyspace {ARCHIVE_KEYSPACE})"
@@ -484,6 +507,9 @@ def main() -> None:
     )
     p.add_argument("--rate", type=float, default=500, help="paced reads: requests per second (default 500)")
     p.add_argument("--duration", type=float, default=20, help="seconds per read run (default 20)")
+    p.add_argument(
+        "--page-rank", type=int, default=0, help="rank of the deep page (default: 40%% of the board)"
+    )
     p.add_argument("--shards", type=int, default=1, help="the board's shards (default 1)")
     p.add_argument("--redis-cluster", action="store_true", help="a Redis Cluster of 3 masters of its own")
     p.add_argument("--apply", type=int, default=200_000, help="changed totals for the apply rate (200,000)")

@@ -17,6 +17,13 @@
 --   'counts', score, member, ...   for each (score, member) not in this shard {better, above}: the
 --                                  entries ranked better, and with a strictly better score
 --   both reply {'ok', count, ...} (count: the shard's size)
+--   'after', score, member, count  the count entries ranked after the position (score, member),
+--                                  whoever holds it now (rank0: the entries ranked before them)
+--   'before', score, member, count the count entries ranked nearest before the position (rank0:
+--                                  the entries ranked before it): keyset pages of one shard
+--   'from', score, member, count   the count entries ranked at or after the position (rank0: the
+--                                  entries ranked before it)
+--   'bottom', count                the worst count (rank0: the shard's size)
 -- Returns {'moved'} when the layout is not live (swapped out: read the board's layout again; or,
 -- when the board's layout is still this one, the shard lost its keys);
 -- {'none'} when the player has no score; else {'ok', rank0, first0, count, above, member, score,
@@ -113,6 +120,26 @@ elseif form == 'around' then
   rank = better(score, member)
   first, last = math.max(0, rank - n), rank + n - 1
   if first == rank then lead = score end
+elseif form == 'after' or form == 'before' or form == 'from' then
+  local score, member, n = ARGV[4], ARGV[5], tonumber(ARGV[6])
+  if not tonumber(score) or not member then return redis.error_reply('read_window: ' .. form .. ' needs a score and a member') end
+  if not n or n < 1 or n > 100000 then return redis.error_reply('read_window: ' .. form .. ' needs 1 <= count <= 100000') end
+  rank = better(score, member)
+  if form ~= 'before' then lead = score end  -- 'above' counts from the position's score
+  if form == 'before' then
+    first, last = math.max(0, rank - n), rank - 1
+  elseif form == 'from' then
+    first, last = rank, rank + n - 1
+  else
+    local at = redis.call('ZRANGE', zkey, rank, rank, 'WITHSCORES')  -- the position's own entry
+    if at[1] == member and tonumber(at[2]) == tonumber(score) then rank = rank + 1 end
+    first, last = rank, rank + n - 1
+  end
+elseif form == 'bottom' then
+  local n = tonumber(ARGV[4])
+  if not n or n < 1 or n > 100000 then return redis.error_reply('read_window: bottom needs 1 <= count <= 100000') end
+  rank = redis.call('ZCARD', zkey)
+  first, last = math.max(0, rank - n), rank - 1
 else
   return redis.error_reply('read_window: unknown form ' .. tostring(form))
 end

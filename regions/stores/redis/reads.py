@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from regions.core.boards import Board
 from regions.core.freshness import FreshnessRule
+from regions.core.paging import EMPTY_PAGE, Page, PageRequest
 from regions.core.player_lists import Found, ranked
 from regions.core.reads import (
     AsOf,
@@ -46,6 +47,7 @@ from regions.core.reads import (
 )
 from regions.stores.redis.connection import ScriptCall, call_scripts
 from regions.stores.redis.layouts import Layout, LayoutMoved, ShardLost
+from regions.stores.redis.pages import Form, Round, read_page
 from regions.stores.redis.projection import Positions, RedisProjection
 from schema.redis_keys import shard_of
 from schema.resources import lua_script
@@ -204,6 +206,23 @@ class RankReader:
         before = await self._projection.positions()
         window, lost = await self._answer(board, lambda layout: self._top(board, layout, k), EMPTY)
         return RankPage(entries_of(board, window), await self._confirmed(before, board, lost))
+
+    async def page(self, board: Board, request: PageRequest) -> tuple[Page, AsOf]:
+        """A keyset page (``regions.stores.redis.pages``) with its asOf, read as ``top`` is."""
+        before = await self._projection.positions()
+        page, lost = await self._answer(
+            board, lambda layout: read_page(self._round(board, layout), layout.shards, request), EMPTY_PAGE
+        )
+        return page, await self._confirmed(before, board, lost)
+
+    def _round(self, board: Board, layout: Layout) -> Round:
+        """One round trip of read_window calls on the layout's shards, as windows."""
+
+        async def run(forms: Sequence[tuple[int, Form]]) -> list[Window]:
+            replies = await self._calls([self._call(board, layout, s, *form) for s, form in forms])
+            return [_window(r) for r in replies]
+
+        return run
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
         before = await self._projection.positions()

@@ -63,6 +63,19 @@ def cost_of(query: str) -> Measure:
             'query($u: [ID!]!) { leaderboard(id: "b") { period { players(userIds: $u) { entries { rankAmong } } } } }',
             1 + 5 + 4 + 1,
         ),
+        ('{ leaderboard(id: "b") { entries { entries { userId } pageInfo { endCursor } } } }', 1 + 2 + 1 + 1),
+        (
+            '{ leaderboard(id: "b") { entries { entries { profile { country } } totalCount } } }',
+            1 + 2 + 1 + 100 * 5,
+        ),
+        (
+            '{ leaderboard(id: "b") { entries(first: 30, fromRank: 9000) { entries { profile { country } } } } }',
+            1 + 2 + 1 + 30 * 5,
+        ),
+        (
+            '{ leaderboard(id: "b") { period { entries(last: 7, before: "c") { entries { profile { country } } } } } }',
+            1 + 5 + 2 + 1 + 7 * 5,
+        ),
         ("{ leaderboards { id name } }", 10),
         (
             "{ leaderboards { top(k: 100) { entries { profile { displayName } } } } }",
@@ -81,6 +94,13 @@ def test_a_list_size_from_a_variable_counts_at_its_cap() -> None:
         'query($u: [ID!]!) { leaderboard(id: "b") { players(userIds: $u) { entries { player { rank } } } } }'
     )
     assert cost_of(listed).cost == 1 + 4 + 1 + 100 * 1
+
+
+def test_a_page_size_from_a_variable_counts_at_its_cap() -> None:
+    query = (
+        'query($n: Int) { leaderboard(id: "b") { entries(last: $n) { entries { profile { country } } } } }'
+    )
+    assert cost_of(query).cost == 1 + 2 + 1 + 100 * 5
 
 
 def test_aliases_and_fragments_are_counted_each_time_they_are_used() -> None:
