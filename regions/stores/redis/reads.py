@@ -201,6 +201,51 @@ class RankReader:
         context, as_of = await self._around(board, user_id, 0)
         return (None if context is None else context.player), as_of
 
+    async def players(
+        self, wanted: Sequence[tuple[Board, str]], before: Positions | None = None
+    ) -> tuple[list[RankedEntry | None], AsOf]:
+        """Each (board, player)'s exact rank as ``player`` reads it (None: no score), for any number
+        of players on any boards, with one asOf: one pipelined round trip to the players' shards
+        (and one more per player found on a sharded board, for the other shards). ``before``: the
+        positions the caller has just read, which are then the asOf. A board whose layout was
+        swapped meanwhile is read again on its own; the asOf is stale when a board lost a shard."""
+        before = before or await self._projection.positions()
+        layouts = await self._projection.layouts.live(board.id for board, _ in wanted)
+        asked = [
+            (i, b, u, layout) for i, (b, u) in enumerate(wanted) if (layout := layouts[b.id]) is not None
+        ]
+        calls = [
+            self._call(b, layout, shard_of(u, layout.shards), "player", u, 0) for _, b, u, layout in asked
+        ]
+        replies = await call_scripts(self._projection.redis, calls)
+        found = await asyncio.gather(
+            *(self._player_of(b, u, layout, r) for (_, b, u, layout), r in zip(asked, replies, strict=True))
+        )
+        entries: list[RankedEntry | None] = [None for _ in wanted]
+        for (i, board, _, _), (window, _) in zip(asked, found, strict=True):
+            entries[i] = None if window is None else entries_of(board, window)[window.rank - window.first]
+        lost = any(gone for _, gone in found)
+        return entries, self._as_of(
+            before, None, stale=lost or await self._projection.epoch() != before.epoch
+        )
+
+    async def _player_of(
+        self, board: Board, user_id: str, layout: Layout, reply: Any
+    ) -> tuple[Window | None, bool]:
+        """A ``player`` reply as the player's window across shards, and whether a shard was lost."""
+        try:
+            owner = window_of(reply)
+            return (None if owner is None else await self._others(board, layout, user_id, owner, 0)), False
+        except _Moved:
+            return await self._answer(board, lambda fresh: self._player(board, fresh, user_id, 0), None)
+
+    def claimed(self, positions: Positions) -> AsOf:
+        """What a read of the whole projection at ``positions`` claims."""
+        return self._as_of(positions, None)
+
+    async def positions(self) -> Positions:
+        return await self._projection.positions()
+
     async def player_count(self, board: Board) -> int:
         return await self._projection.count(board.id)
 
