@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import strawberry
 from strawberry.types import Info
+from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField
 
 from gateway.api import fields
 from gateway.api.context import Context
@@ -15,8 +16,8 @@ from gateway.profiles import UNAVAILABLE
 from regions.core import freshness, reads
 from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
 from regions.core.periods import Period, Weekday, WindowSpec
-from regions.core.reads import Scope
-from regions.core.results import page, page_chunks
+from regions.core.reads import Scope, top_percent
+from regions.core.results import page, page_chunks, page_shared_ranks
 from regions.stores.cassandra.profiles import ProfileRecord
 from regions.stores.cassandra.results import ResultHeader
 
@@ -146,10 +147,18 @@ class Profile:
 
 @strawberry.type
 class RankedPlayer:
-    rank: int = strawberry.field(description="Ordinal rank, 1..N; no shared ranks.")
+    rank: int = strawberry.field(description="Ordinal rank, 1..N, in the board's tie order.")
     user_id: strawberry.ID
     score: Long
     version: Long
+    shared_rank: int = strawberry.field(
+        description="Competition rank: 1 + the players with a strictly better score, whatever the "
+        "tie policy (equal scores share it: 1, 1, 3). From the same read as rank."
+    )
+    top_percent: float = strawberry.field(
+        description="100 * rank / the board's player count, both of the same read (the best of 200 "
+        "players is in the top 0.5 %)."
+    )
     as_of: AsOf | None = strawberry.field(
         default=None,
         description="Set when the player was read on its own (Leaderboard.player); in a page, see its asOf.",
@@ -173,6 +182,8 @@ class RankedPlayer:
             user_id=strawberry.ID(entry.user_id),
             score=Long(entry.score),
             version=Long(entry.version),
+            shared_rank=entry.shared_rank,
+            top_percent=entry.top_percent,
             as_of=as_of,
         )
 
@@ -230,7 +241,8 @@ class BoardResult:
 
     @fields.field(
         "Ranks after+1 .. after+first of the result, in rank order; first is capped "
-        "(gateway.max_top_k, default 100)."
+        "(gateway.max_top_k, default 100). sharedRank, when selected, costs a bounded search "
+        "back to the start of the first entry's tie (a few chunk reads)."
     )
     async def entries(
         self, info: Info[Context, None], first: int | None = 100, after: int | None = 0
@@ -242,12 +254,31 @@ class BoardResult:
             raise LimitExceeded(problem.replace("k must", "first must"))
         if after < 0:
             raise InvalidInput(f"after must be 0 or more, got {after}")
-        h = self.header
+        h, results = self.header, services.cassandra.adapter.results
         numbers = page_chunks(after, first, h.chunk_size, h.player_count)
-        chunks = await services.cassandra.adapter.results.chunks(h.board_id, h.version, numbers)
+        chunks = await results.chunks(h.board_id, h.version, numbers)
+        found = page(chunks, after, first, h.chunk_size)
+        shared = [rank for rank, _ in found]
+        if found and "sharedRank" in _selected(info):
+            start = await results.tie_start(h, found[0][0], found[0][1].score, chunks)
+            shared = page_shared_ranks(found, start)
         return [
             RankedPlayer(
-                rank=rank, user_id=strawberry.ID(e.user_id), score=Long(e.score), version=Long(e.version)
+                rank=rank, user_id=strawberry.ID(e.user_id), score=Long(e.score), version=Long(e.version),
+                shared_rank=s, top_percent=top_percent(rank, h.player_count),
             )
-            for rank, e in page(chunks, after, first, h.chunk_size)
-        ]
+            for (rank, e), s in zip(found, shared, strict=True)
+        ]  # fmt: skip
+
+
+def _selected(info: Info[Context, None]) -> set[str]:
+    """The names of the fields selected on what the field returns (through fragments too)."""
+    names: set[str] = set()
+    pending = [s for field in info.selected_fields for s in field.selections]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, SelectedField):
+            names.add(node.name)
+        elif isinstance(node, FragmentSpread | InlineFragment):
+            pending.extend(node.selections)
+    return names

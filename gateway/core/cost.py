@@ -7,6 +7,7 @@ Costs (a unit is about one small object resolved and serialized):
 |---|---|
 | a field returning an object (``Leaderboard``, ``RankPage``, ``RankedPlayer``, ``AsOf``, ...) | 1 |
 | a scalar or enum field (``rank``, ``score``, ``userId``, ``status``, ...) | 0 |
+| ``RankedPlayer.sharedRank``, ``topPercent`` | 0 (from the read that ranks; an archive page's tie search is a few chunk reads once per page, within ``BoardResult.entries``) |
 | ``Leaderboard.playerCount`` | 1 (a Redis read) |
 | ``Leaderboard.top``, ``player``, ``context`` | 2 (a Redis round trip) |
 | ``RankedPlayer.profile`` | 5 (its share of a Cassandra lookup) |

@@ -45,3 +45,51 @@ def page(
             if after < rank <= after + first:
                 found.append((rank, entry))
     return found
+
+
+def page_shared_ranks(found: Sequence[tuple[int, ResultEntry]], start: int) -> list[int]:
+    """The competition ranks of a page's (rank, entry), ``start`` its first entry's: an entry shares
+    the rank of the one before when their scores are equal, else every entry before it is better."""
+    ranks: list[int] = []
+    for i, (rank, entry) in enumerate(found):
+        if i == 0:
+            ranks.append(start)
+        else:
+            ranks.append(ranks[-1] if entry.score == found[i - 1][1].score else rank)
+    return ranks
+
+
+class TieStart:
+    """Where the tie of the entry at ``rank`` (of ``score``) starts, the first rank of that score,
+    which is its competition rank: found from a few chunks, never the whole result.
+
+    The entries of a score are contiguous, so the chunk where they start is searched between the
+    first chunk and the rank's own: the last chunk of the range is read first, twice (a tie seldom
+    crosses a chunk), then the range is halved. ``probe`` names the next chunk to read (None: found),
+    ``seen`` takes its entries."""
+
+    def __init__(self, rank: int, score: int, size: int) -> None:
+        self._score, self._size = score, size
+        self._lo, self._hi = 0, (rank - 1) // size
+        self._start = rank  # the best start known: the first entry of a chunk, else the rank itself
+        self._probes = 0
+        self._found = False
+
+    def probe(self) -> int | None:
+        if self._found or self._lo > self._hi:
+            return None
+        return self._hi if self._probes < 2 else (self._lo + self._hi) // 2
+
+    def seen(self, number: int, entries: Sequence[ResultEntry]) -> None:
+        self._probes += 1
+        tied = [i for i, e in enumerate(entries) if e.score == self._score]
+        if not tied:  # the tie starts after this chunk
+            self._lo = number + 1
+        elif tied[0] > 0 or number == 0:  # ... in it
+            self._start, self._found = number * self._size + tied[0] + 1, True
+        else:  # ... at its first entry or before it
+            self._start, self._hi = number * self._size + 1, number - 1
+
+    @property
+    def start(self) -> int:
+        return self._start

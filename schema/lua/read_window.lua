@@ -12,9 +12,11 @@
 --                                  and shows what is around a player of another shard
 -- Returns {'moved'} when the layout is not live (swapped out: read the board's layout again; or,
 -- when the board's layout is still this one, the shard lost its keys);
--- {'none'} when the player has no score; else {'ok', rank0, first0, count, member, score, version,
--- ...} in rank order (rank0: the player's 0-based rank, -1 for top and slice, the count of better
--- entries for around). A malformed call is an error, never a read of the whole board.
+-- {'none'} when the player has no score; else {'ok', rank0, first0, count, above, member, score,
+-- version, ...} in rank order (rank0: the player's 0-based rank, -1 for top and slice, the count of
+-- better entries for around; above: the count of entries with a strictly better score than the
+-- window's lead, its first row, or for around the entry placed when no row of the window precedes
+-- it: what shared ranks start from). A malformed call is an error, never a read of the whole board.
 local zkey = KEYS[1]
 if redis.call('GET', KEYS[2]) ~= 'live' then return {'moved'} end
 local buckets, strip, form = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -42,7 +44,7 @@ local function better(score, member)  -- entries ranked before (score, member): 
   return lo
 end
 
-local rank, first, last
+local rank, first, last, lead  -- lead: a form's own score for 'above' (else the first row's)
 if form == 'top' then
   local k = tonumber(ARGV[4])
   if not k or k < 1 then return redis.error_reply('read_window: top needs k >= 1') end
@@ -69,10 +71,21 @@ elseif form == 'around' then
   if not n or n < 0 then return redis.error_reply('read_window: around needs range >= 0') end
   rank = better(score, member)
   first, last = math.max(0, rank - n), rank + n - 1
+  if first == rank then lead = score end
 else
   return redis.error_reply('read_window: unknown form ' .. tostring(form))
 end
-local out = {'ok', rank, first, redis.call('ZCARD', zkey)}
+-- Entries strictly better than the lead: all before the window, unless the one just before ties
+-- the lead (the window starts inside a tie): then a count by score (O(log n)).
+local above = first
+if first > 0 then
+  local edge = redis.call('ZRANGE', zkey, first - 1, first, 'WITHSCORES')
+  local score = lead or edge[4]
+  if score and tonumber(edge[2]) == tonumber(score) then
+    above = redis.call('ZCOUNT', zkey, '-inf', '(' .. score)
+  end
+end
+local out = {'ok', rank, first, redis.call('ZCARD', zkey), above}
 if last < first then return out end
 local rows = redis.call('ZRANGE', zkey, first, last, 'WITHSCORES')
 for i = 1, #rows, 2 do

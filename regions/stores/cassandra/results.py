@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from cassandra.cluster import Session
 
-from regions.core.results import ResultEntry
+from regions.core.results import ResultEntry, TieStart
 from regions.stores.cassandra.base import CassandraTable, Row, Statements
 from schema.lifecycle import LifecycleCodec, ResultChunk
 
@@ -86,3 +86,14 @@ class CassandraResults(CassandraTable):
                 chunk = self._codec.chunk(row.ranked)
                 found[row.chunk] = [ResultEntry(*entry) for entry in chunk.entries]
         return found
+
+    async def tie_start(
+        self, header: ResultHeader, rank: int, score: int, known: dict[int, list[ResultEntry]]
+    ) -> int:
+        """The first rank of the tie of the entry at ``rank`` (``known``: chunks read already)."""
+        search = TieStart(rank, score, header.chunk_size)
+        while (number := search.probe()) is not None:
+            if number not in known:
+                known.update(await self.chunks(header.board_id, header.version, [number]))
+            search.seen(number, known.get(number, []))
+        return search.start

@@ -66,8 +66,8 @@ def window_of(reply: Any) -> Window | None:
         raise _Moved
     if reply[0] == "none":
         return None
-    rows = [(reply[i], reply[i + 1], reply[i + 2]) for i in range(4, len(reply), 3)]
-    return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows)
+    rows = [(reply[i], reply[i + 1], reply[i + 2]) for i in range(5, len(reply), 3)]
+    return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows, int(reply[4]))
 
 
 def _window(reply: Any) -> Window:
@@ -77,7 +77,7 @@ def _window(reply: Any) -> Window:
     return window
 
 
-EMPTY = Window(-1, 0, 0, [])
+EMPTY = Window(-1, 0, 0, [], 0)
 
 
 class RankReader:

@@ -2,7 +2,8 @@
 
 Top K is a merge of every shard's top K, a player's rank the sum of the entries ranked better in
 every shard (counted by (score, member) in each shard's script), and a player's neighbours the
-nearest of every shard's neighbours; the property test compares all three with one sorted set.
+nearest of every shard's neighbours; the property test compares all three with one sorted set, and
+their shared ranks (1 + the players with a strictly better score) with a brute-force count.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from redis.asyncio import Redis
 
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode, reached_position
-from regions.core.reads import PlayerContext
+from regions.core.reads import PlayerContext, RankedEntry, shared_ranks
 from regions.stores.redis.projection import ProjectedTotal, RedisProjection
 from regions.stores.redis.reads import RankReader
 from schema.redis_keys import bucket_of
@@ -39,6 +40,16 @@ def _totals(board: Board, found: dict[str, tuple[int, int, int]]) -> list[Projec
         )
         totals.append(ProjectedTotal(user, version, total, score, member))
     return totals
+
+
+def _check_shared(
+    entries: list[RankedEntry], found: dict[str, tuple[int, int, int]], order: SortOrder
+) -> None:
+    """Shared ranks and topPercent against the brute-force model (1 + strictly better scores)."""
+    totals = [t for t, _, _ in found.values()]
+    for e in entries:
+        better = sum(1 for t in totals if (t > e.score if order is SortOrder.DESC else t < e.score))
+        assert (e.shared_rank, e.top_percent) == (1 + better, 100 * e.rank / len(found))
 
 
 def _context(found: PlayerContext | None) -> object:
@@ -81,18 +92,22 @@ async def test_a_sharded_board_answers_top_player_and_context_like_one_sorted_se
         layout = await projection.layouts.live_one(many.id)
         assert layout is not None and layout.shards == shards
 
-        assert (await reader.top(many, k)).entries == (await reader.top(one, k)).entries
+        top = (await reader.top(one, k)).entries
+        assert (await reader.top(many, k)).entries == top
+        _check_shared(top, found, sort_order)
         assert await reader.player_count(many) == await reader.player_count(one) == len(found)
         asked = [*data.draw(st.lists(st.sampled_from(sorted(found)), min_size=1, max_size=4)), "nobody-here"]
         for user in asked:
             assert (await reader.player(many, user))[0] == (await reader.player(one, user))[0]
-            wanted = _context(await reader.context(one, user, around))
-            assert _context(await reader.context(many, user, around)) == wanted
+            context = await reader.context(one, user, around)
+            assert _context(await reader.context(many, user, around)) == _context(context)
+            if context is not None:
+                _check_shared([*context.above, context.player, *context.below], found, sort_order)
         _, top_one, ranks_one = await reader.windows(one, asked, k)
         _, top_many, ranks_many = await reader.windows(many, asked, k)
         assert (top_many.rows, top_many.count) == (top_one.rows, top_one.count)
-        assert [(w.rank, w.rows) if w else None for w in ranks_many] == [
-            (w.rank, w.rows) if w else None for w in ranks_one
+        assert [(w.rank, w.rows, shared_ranks(w)) if w else None for w in ranks_many] == [
+            (w.rank, w.rows, shared_ranks(w)) if w else None for w in ranks_one
         ]
         rows_one = [r async for part in reader.ranked_rows(one, 7) for r in part]
         assert [r async for part in reader.ranked_rows(many, 7) for r in part] == rows_one
