@@ -72,7 +72,12 @@ def covers(as_of: AsOf, key: SourceKey, offset: int) -> bool:
 
 
 def covered(positions: Mapping[SourceKey, int], key: SourceKey, offset: int) -> bool:
-    return positions.get(key, -1) >= offset
+    return covered_through(positions, key) >= offset
+
+
+def covered_through(positions: Mapping[SourceKey, int], key: SourceKey) -> int:
+    """The last offset of ``key`` that ``positions`` cover (-1: none yet)."""
+    return positions.get(key, -1)
 
 
 def changed(before: RankedEntry | None, after: RankedEntry) -> bool:
@@ -95,11 +100,17 @@ class Applied:
     """What an award's answer says once the projection covers it (``applied`` in the answer)."""
 
     score: int
-    rank: int
+    rank: int  # ordinal, as every read's
+    shared_rank: int  # 1 + the players with a strictly better score
     changed: bool
 
     def encoded(self) -> dict[str, object]:
-        return {"score": self.score, "rank": self.rank, "changed": self.changed}
+        return {
+            "score": self.score,
+            "rank": self.rank,
+            "sharedRank": self.shared_rank,
+            "changed": self.changed,
+        }
 
 
 def applied_of(before: RankedEntry | None, after: RankedEntry | None) -> Applied | None:
@@ -107,4 +118,4 @@ def applied_of(before: RankedEntry | None, after: RankedEntry | None) -> Applied
     projection holds no score for the player, the award was not applied, see ``reconciliation``)."""
     if after is None:
         return None
-    return Applied(after.score, after.rank, changed(before, after))
+    return Applied(after.score, after.rank, after.shared_rank, changed(before, after))

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from redis.exceptions import RedisClusterException, RedisError
@@ -23,7 +25,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from regions.core.boards import Board
 from regions.core.positions import SourceKey
 from regions.core.reads import BrokenProjection, RankedEntry
-from regions.core.waits import Applied, AppliedWait, applied_of, covered, covers
+from regions.core.waits import Applied, AppliedWait, applied_of, covered_through, covers
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import INTAKE_APPLIED
 from regions.runtime.settings import Settings
@@ -46,6 +48,34 @@ class _Waiter:
     done: asyncio.Future[RankedEntry | None]
 
 
+class _Waiting:
+    """The waiters by (region, partition), each a heap by offset: a round takes those the positions
+    cover without looking at the others. A waiter whose request stopped waiting stays until its
+    offset is covered (or nothing waits any more), then is dropped."""
+
+    def __init__(self) -> None:
+        self._heaps: dict[SourceKey, list[tuple[int, int, _Waiter]]] = {}
+        self._order = itertools.count()  # (equal offsets: a batch's awards in one partition)
+
+    def add(self, waiters: Iterable[_Waiter]) -> None:
+        for w in waiters:
+            heapq.heappush(self._heaps.setdefault(w.key, []), (w.offset, next(self._order), w))
+
+    def take(self, positions: Mapping[SourceKey, int], most: int) -> list[_Waiter]:
+        """Up to ``most`` waiters still waiting whose offsets ``positions`` cover, lowest first."""
+        taken: list[_Waiter] = []
+        for key, heap in self._heaps.items():
+            reach = covered_through(positions, key)
+            while heap and heap[0][0] <= reach and len(taken) < most:
+                waiter = heapq.heappop(heap)[2]
+                if not waiter.done.done():
+                    taken.append(waiter)
+        return taken
+
+    def clear(self) -> None:
+        self._heaps.clear()
+
+
 @dataclass(slots=True)
 class PendingWait:
     """A request's wait, prepared before its awards are produced: the players' entries then
@@ -65,7 +95,8 @@ class ProjectionWaits:
         self._poll_s = settings.intake.applied_poll_ms / 1000
         self._redis: ProjectionRedis | None = None
         self._reader: RankReader | None = None
-        self._waiting: set[_Waiter] = set()
+        self._waiting = _Waiting()
+        self._live = 0  # awards whose requests wait now
         self._watcher: asyncio.Task[None] | None = None
         self._errors = ThrottledLog(log)
 
@@ -80,7 +111,7 @@ class ProjectionWaits:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait.timeout_ms / 1000
         try:
-            before, _ = await asyncio.wait_for(self._projection().players(players), wait.timeout_ms / 1000)
+            before = await asyncio.wait_for(self._projection().entries(players), wait.timeout_ms / 1000)
         except UNREADABLE as exc:
             self._unreadable(exc)
             return PendingWait(deadline, players, None)
@@ -99,14 +130,15 @@ class ProjectionWaits:
             _Waiter(player, (self._region, p), o, loop.create_future())
             for player, (p, o) in zip(pending.players, positions, strict=True)
         ]
-        self._waiting.update(waiters)
+        self._waiting.add(waiters)
+        self._live += len(waiters)
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.create_task(self._watch())
         timeout = max(0.0, pending.deadline - loop.time())
         try:
             await asyncio.wait([w.done for w in waiters], timeout=timeout)
         finally:
-            self._waiting.difference_update(waiters)
+            self._live -= len(waiters)
         answers = []
         for waiter, before in zip(waiters, pending.before, strict=True):
             done = waiter.done.done() and not waiter.done.cancelled()
@@ -118,7 +150,7 @@ class ProjectionWaits:
     async def _watch(self) -> None:
         """Rounds while awards wait; a round that fails is logged and tried again a little later."""
         pause = self._poll_s
-        while self._waiting:
+        while self._live:
             try:
                 await asyncio.wait_for(self._round(), max(1.0, 100 * self._poll_s))
                 pause = self._poll_s
@@ -126,6 +158,7 @@ class ProjectionWaits:
                 self._unreadable(exc)
                 pause = min(0.1, pause * 2)
             await asyncio.sleep(pause)
+        self._waiting.clear()  # (only waiters whose requests stopped waiting are left)
 
     async def _round(self) -> None:
         """Resolve every waiter the projection's positions cover with its player's entry, read in
@@ -135,14 +168,21 @@ class ProjectionWaits:
         claimed = reader.claimed(positions)
         if claimed.stale:
             return
-        ready = [w for w in self._waiting if covered(claimed.positions, w.key, w.offset)][:READ_BATCH]
+        ready = self._waiting.take(claimed.positions, READ_BATCH)
         if not ready:
             return
-        entries, as_of = await reader.players([w.player for w in ready], positions)
+        try:
+            entries, as_of = await reader.players([w.player for w in ready], positions)
+        except BaseException:
+            self._waiting.add(ready)
+            raise
+        again = []
         for waiter, entry in zip(ready, entries, strict=True):
-            if covers(as_of, waiter.key, waiter.offset) and not waiter.done.done():
+            if not covers(as_of, waiter.key, waiter.offset):
+                again.append(waiter)
+            elif not waiter.done.done():
                 waiter.done.set_result(entry)
-                self._waiting.discard(waiter)
+        self._waiting.add(again)
 
     def _unreadable(self, exc: BaseException) -> None:
         self._errors.log(logging.WARNING, "redis", "the projection cannot be read for wait=applied (%r)", exc)

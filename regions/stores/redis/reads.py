@@ -205,11 +205,23 @@ class RankReader:
         self, wanted: Sequence[tuple[Board, str]], before: Positions | None = None
     ) -> tuple[list[RankedEntry | None], AsOf]:
         """Each (board, player)'s exact rank as ``player`` reads it (None: no score), for any number
-        of players on any boards, with one asOf: one pipelined round trip to the players' shards
-        (and one more per player found on a sharded board, for the other shards). ``before``: the
-        positions the caller has just read, which are then the asOf. A board whose layout was
-        swapped meanwhile is read again on its own; the asOf is stale when a board lost a shard."""
+        of players on any boards, with one asOf (``entries``, between the positions and the epoch).
+        ``before``: the positions the caller has just read, which are then the asOf."""
         before = before or await self._projection.positions()
+        entries, lost = await self._entries(wanted)
+        return entries, self._as_of(
+            before, None, stale=lost or await self._projection.epoch() != before.epoch
+        )
+
+    async def entries(self, wanted: Sequence[tuple[Board, str]]) -> list[RankedEntry | None]:
+        """What ``players`` reads, without its asOf (so two round trips fewer): for a caller that
+        knows nothing of what the read covers and needs not (a look before an award is sent)."""
+        return (await self._entries(wanted))[0]
+
+    async def _entries(self, wanted: Sequence[tuple[Board, str]]) -> tuple[list[RankedEntry | None], bool]:
+        """The entries of ``players`` and whether a board lost a shard: one pipelined round trip to
+        the players' shards (and one more per player found on a sharded board, for the other
+        shards). A board whose layout was swapped meanwhile is read again on its own."""
         layouts = await self._projection.layouts.live(board.id for board, _ in wanted)
         asked = [
             (i, b, u, layout) for i, (b, u) in enumerate(wanted) if (layout := layouts[b.id]) is not None
@@ -224,10 +236,7 @@ class RankReader:
         entries: list[RankedEntry | None] = [None for _ in wanted]
         for (i, board, _, _), (window, _) in zip(asked, found, strict=True):
             entries[i] = None if window is None else entries_of(board, window)[window.rank - window.first]
-        lost = any(gone for _, gone in found)
-        return entries, self._as_of(
-            before, None, stale=lost or await self._projection.epoch() != before.epoch
-        )
+        return entries, any(gone for _, gone in found)
 
     async def _player_of(
         self, board: Board, user_id: str, layout: Layout, reply: Any

@@ -53,6 +53,10 @@ async def _applied(region: Region, award: dict[str, object]) -> dict[str, object
     return accepted["applied"]  # type: ignore[no-any-return]
 
 
+def _at(score: int, rank: int, shared_rank: int, *, changed: bool = True) -> dict[str, object]:
+    return {"score": score, "rank": rank, "sharedRank": shared_rank, "changed": changed}
+
+
 async def _warm(region: Region, board: Board, **extra: object) -> None:
     """An award sent plainly and seen projected: every process of the region is past its start."""
     assert (await region.client.send(_award(board, "warm-up", 1, **extra))).status_code == 202
@@ -69,40 +73,24 @@ async def test_an_awaited_award_answers_its_score_and_rank_on_every_kind_of_boar
     for rules, extra in kinds:
         board = await _board(region, **rules)
         await _warm(region, board, **extra)
-        # warm-up has 1 point and stays last; equal scores rank by user id
-        assert await _applied(region, _award(board, "carol", 30, **extra)) == {
-            "score": 30,
-            "rank": 1,
-            "changed": True,
-        }
-        assert await _applied(region, _award(board, "bob", 20, **extra)) == {
-            "score": 20,
-            "rank": 2,
-            "changed": True,
-        }
-        assert await _applied(region, _award(board, "alice", 25, **extra)) == {
-            "score": 25,
-            "rank": 2,
-            "changed": True,
-        }
-        assert await _applied(region, _award(board, "bob", 10, **extra)) == {
-            "score": 30,
-            "rank": 1,
-            "changed": True,
-        }
-        assert await _applied(region, _award(board, "warm-up", 1, **extra)) == {
-            "score": 2,
-            "rank": 4,
-            "changed": True,
-        }
+        # (player, points, the answer): warm-up has 1 point and stays last; equal scores rank by user id
+        for user, points, applied in [
+            ("carol", 30, _at(30, 1, 1)),
+            ("bob", 20, _at(20, 2, 2)),
+            ("alice", 25, _at(25, 2, 2)),
+            ("bob", 10, _at(30, 1, 1)),
+            ("dave", 30, _at(30, 3, 1)),  # tied with bob and carol
+            ("warm-up", 1, _at(2, 5, 5)),
+        ]:
+            assert await _applied(region, _award(board, user, points, **extra)) == applied, (rules, user)
 
 
 async def test_a_worse_best_of_score_is_applied_unchanged(region: Region) -> None:
     board = await _board(region, aggregation=Aggregation.MAX)
     await _warm(region, board)
-    assert await _applied(region, _award(board, "ann", 10)) == {"score": 10, "rank": 1, "changed": True}
-    assert await _applied(region, _award(board, "ann", 7)) == {"score": 10, "rank": 1, "changed": False}
-    assert await _applied(region, _award(board, "ann", 12)) == {"score": 12, "rank": 1, "changed": True}
+    assert await _applied(region, _award(board, "ann", 10)) == _at(10, 1, 1)
+    assert await _applied(region, _award(board, "ann", 7)) == _at(10, 1, 1, changed=False)
+    assert await _applied(region, _award(board, "ann", 12)) == _at(12, 1, 1)
     assert await region.projection.version_of(board.id, "ann") == 3  # the worse score was applied
 
 
@@ -112,9 +100,9 @@ async def test_a_batch_waits_for_each_award(region: Region) -> None:
     response = await region.client.send({"awards": [_award(board, "ann", 5), _award(board, "ben", 7)]}, WAIT)
     assert response.status_code == 202
     ann, ben = (a["applied"] for a in response.json()["accepted"])
-    assert ben == {"score": 7, "rank": 1, "changed": True}
+    assert ben == _at(7, 1, 1)
     # each rank is as of the read that covered its own award: ben's may not be projected yet then
-    assert ann in ({"score": 5, "rank": 1, "changed": True}, {"score": 5, "rank": 2, "changed": True})
+    assert ann in (_at(5, 1, 1), _at(5, 2, 2))
 
 
 async def test_the_answer_is_null_when_the_timeout_passes_first(region_factory: RegionFactory) -> None:

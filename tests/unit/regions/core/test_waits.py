@@ -74,7 +74,7 @@ def test_a_stale_projection_covers_nothing() -> None:
 
 
 def _entry(score: int, version: int, rank: int = 1) -> RankedEntry:
-    return RankedEntry(rank, "ann", score, version)
+    return RankedEntry(rank, "ann", score, version, shared_rank=max(1, rank - 1), top_percent=50.0)
 
 
 def test_a_first_score_is_a_change() -> None:
@@ -100,9 +100,9 @@ def test_changed_means_the_entry_moved(score: int, version: int, step: int, more
 
 
 def test_applied_is_the_entry_after_with_the_changed_rule() -> None:
-    assert applied_of(_entry(10, 1), _entry(12, 2, rank=4)) == Applied(12, 4, True)
+    assert applied_of(_entry(10, 1), _entry(12, 2, rank=4)) == Applied(12, 4, 3, True)
     assert applied_of(_entry(10, 1), _entry(10, 2, rank=4)).encoded() == {  # type: ignore[union-attr]
-        "score": 10, "rank": 4, "changed": False,
+        "score": 10, "rank": 4, "sharedRank": 3, "changed": False,
     }  # fmt: skip
     assert applied_of(_entry(10, 1), None) is None  # covered, but the award left no score (reconciled)
 
