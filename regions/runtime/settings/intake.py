@@ -55,7 +55,7 @@ class IntakeSettings(BaseModel):
         "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s).",
     )
     applied_poll_ms: float = Field(
-        5.0,
+        10.0,
         ge=1,
         le=1000,
         description="While awards wait for this region's projection (POST /internal/awards?wait=applied), "
