@@ -58,6 +58,7 @@ class Schedule:
     slots: int = 1
     start_at: float = 0.0  # time.time() of the first request; 0: at once
     occurred_at: bool = False  # stamp each award's occurredAt (the send time), as boards with windows need
+    query: str = ""  # the request's query, e.g. "wait=applied&timeoutMs=2000"
 
     @classmethod
     def of(cls, args: argparse.Namespace, port: int, board: str, duration: float, **changes: Any) -> Schedule:
@@ -103,7 +104,8 @@ def bench_settings(prefix: str) -> Settings:
 
 class Reply(msgspec.Struct, array_like=True):
     """One request: scheduled and sent (perf_counter seconds), answered, status, awards accepted,
-    and the last accepted award's (region, partition, offset)."""
+    the last accepted award's (region, partition, offset), and the awards answered with their
+    ``applied`` (``?wait=applied``: the projection covered them in time)."""
 
     scheduled: float
     sent: float
@@ -113,6 +115,7 @@ class Reply(msgspec.Struct, array_like=True):
     region: str = ""
     partition: int = -1
     offset: int = -1
+    applied: int = 0
 
 
 class GeneratorReport(msgspec.Struct):
@@ -132,8 +135,11 @@ class Offered(msgspec.Struct):
 class _Requests:
     """Signed bodies of random awards for one board."""
 
-    def __init__(self, board: str, batch: int, players: int, seed: int, occurred_at: bool) -> None:
+    def __init__(
+        self, board: str, batch: int, players: int, seed: int, occurred_at: bool, query: str = ""
+    ) -> None:
         self._board, self._batch, self._occurred_at = board, batch, occurred_at
+        self._path = "/internal/awards" + (f"?{query}" if query else "")
         self._players = [f"p{i}" for i in range(players)]
         self._rng = random.Random(seed)
 
@@ -148,7 +154,7 @@ class _Requests:
                 award["occurredAt"] = now
         body = msgspec.json.encode(awards[0] if self._batch == 1 else {"awards": awards})
         ts = int(time.time())
-        head = (f"POST /internal/awards HTTP/1.1\r\nhost: bench\r\ncontent-length: {len(body)}\r\n"
+        head = (f"POST {self._path} HTTP/1.1\r\nhost: bench\r\ncontent-length: {len(body)}\r\n"
                 f"content-type: application/json\r\nx-award-key-id: dev\r\nx-award-timestamp: {ts}\r\n"
                 f"x-award-signature: {sign('dev-secret', ts, body)}\r\n\r\n")  # fmt: skip
         return head.encode() + body
@@ -163,15 +169,18 @@ def _reply(scheduled: float, sent: float, status: int, body: bytes) -> Reply:
         return Reply(scheduled, sent, done, status)
     accepted = _accepted.decode(body)["accepted"]
     last = accepted[-1]
+    applied = sum(a.get("applied") is not None for a in accepted)
     return Reply(scheduled, sent, done, status, len(accepted), str(last["region"]),
-                 int(str(last["partition"])), int(str(last["offset"])))  # fmt: skip
+                 int(str(last["partition"])), int(str(last["offset"])), applied)  # fmt: skip
 
 
 async def offer(schedule: Schedule, on_reply: Callable[[Reply], None]) -> Offered:
     """Send this generator's share of the schedule, open loop; ``on_reply`` is told of each answer."""
     s = schedule
     interval = s.batch * s.slots / s.rate
-    requests = _Requests(s.board, s.batch, s.players, seed=s.slot + 1, occurred_at=s.occurred_at)
+    requests = _Requests(
+        s.board, s.batch, s.players, seed=s.slot + 1, occurred_at=s.occurred_at, query=s.query
+    )
     idle: list[Connection] = []
     freed = asyncio.Event()
     opened, offered = 0, Offered()
@@ -231,6 +240,7 @@ class Results:
 
     ack_ms: list[float] = field(default_factory=list)
     accepted: int = 0
+    applied: int = 0  # accepted awards answered with their ``applied`` (``?wait=applied``)
     rejected: dict[int, int] = field(default_factory=dict)
     pending: list[Pending] = field(default_factory=list)  # not yet seen visible (``freshness``)
     fresh_ms: list[float] = field(default_factory=list)
@@ -249,6 +259,7 @@ class Results:
             self.late_sends += 1
         if reply.status == 202:
             self.accepted += reply.accepted
+            self.applied += reply.applied
             self.pending.append((reply.done, (reply.region, reply.partition), reply.offset))
         else:
             self.rejected[reply.status] = self.rejected.get(reply.status, 0) + 1

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from regions.core.ids import board_id_error
-from regions.core.periods import WindowSpec
+from regions.core.periods import WindowSpec, period_of
 from regions.core.windows import decode_window
 from schema.scoped import period_board_id, split_board_id
 
@@ -91,7 +91,21 @@ class Board:
         with this board's rules."""
         return replace(self, id=period_board_id(self.base_id, key))
 
+    def counting(self, event_at_ms: int) -> Board:
+        """The board an award happening at ``event_at_ms`` counts in (see ``counted_board_id``)."""
+        board_id = counted_board_id(self.id, self.window_spec, event_at_ms)
+        return self if board_id == self.id else replace(self, id=board_id)
+
     @property
     def amount_field(self) -> str:
         """The award field this board reads: ``delta`` when summing, ``score`` for best-of and latest."""
         return "delta" if self.aggregation is Aggregation.SUM else "score"
+
+
+def counted_board_id(board_id: str, spec: WindowSpec | None, event_at_ms: int) -> str:
+    """The board id an award of ``board_id`` happening at ``event_at_ms`` is folded, projected and
+    closed under: the period's own ``<board>@<key>`` on a calendar window; the board itself when
+    all-time or rolling. ``InvalidWindow`` when the instant has no period in the window's rules."""
+    if spec is None or spec.rolling:
+        return board_id
+    return period_board_id(board_id, period_of(spec, event_at_ms).key)

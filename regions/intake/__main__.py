@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from regions.core.boards import Board
 from regions.intake.app import create_app
 from regions.intake.heartbeats import HeartbeatWriter
+from regions.intake.waits import ProjectionWaits
 from regions.runtime.health import Health
 from regions.runtime.reuseport import serve_processes
 from regions.runtime.settings import Settings
@@ -25,7 +26,7 @@ from regions.stores.kafka.clients import AcceptanceUnavailable, AwardPublisher, 
 def build(settings: Settings) -> Starlette:
     """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
     Cassandra is connected in the background, so the intake starts during a Cassandra outage and
-    serves every board it can resolve."""
+    serves every board it can resolve. Redis is connected only for a ``?wait=applied``."""
     catalog = CassandraConnection.to(settings.cassandra, CassandraCatalog)
     publisher: AwardPublisher | None = None
 
@@ -42,7 +43,8 @@ def build(settings: Settings) -> Starlette:
         {"kafka": lambda: publisher is not None, "catalog": catalog.connected.is_set},
         advisory={"cassandra": catalog.reachable},
     )
-    app = create_app(settings, boards, publish, health)
+    waits = ProjectionWaits(settings)
+    app = create_app(settings, boards, publish, health, waits)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -67,6 +69,7 @@ def build(settings: Settings) -> Starlette:
                     await task
             await producer.stop()
             await catalog.close()
+            await waits.close()
 
     app.router.lifespan_context = lifespan
     return app

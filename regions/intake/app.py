@@ -1,7 +1,8 @@
 """Award intake: ``POST /internal/awards``. Answers 202 only after Kafka acknowledged (acks=all).
 
-Order of checks: content type, body size (reading stops at the cap), signature, JSON, fields,
-boards, rate; then publish. Every rejection is JSON ``{"error": {"code", "message", "fields"}}``;
+Order of checks: query parameters, content type, body size (reading stops at the cap), signature,
+JSON, fields, boards, rate; then publish. With ``?wait=applied`` the answer also waits for this
+region's projection (``regions.intake.waits``). Every rejection is JSON ``{"error": {"code", "message", "fields"}}``;
 every 4xx names the field or header at fault, and a rejection leaves nothing behind.
 """
 
@@ -30,6 +31,8 @@ from regions.core.validation import (
     check_event_time,
     parse_request,
 )
+from regions.core.waits import AppliedWait, parse_wait
+from regions.intake.waits import PendingWait, ProjectionWaits
 from regions.runtime.health import Health, health_routes
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import INTAKE_REQUESTS, INTAKE_SECONDS, count_accepted
@@ -74,8 +77,11 @@ class Rejection(Exception):
 
 
 class Intake:
-    def __init__(self, settings: Settings, boards: BoardLookup, publish: Publish) -> None:
+    def __init__(
+        self, settings: Settings, boards: BoardLookup, publish: Publish, waits: ProjectionWaits
+    ) -> None:
         self._settings = settings
+        self._waits = waits
         self._errors = ThrottledLog(log)
         intake = settings.intake
         self._boards = CachedBoards(
@@ -193,6 +199,7 @@ class Intake:
         )
 
     async def accept(self, request: Request) -> Response:
+        waiting = _wait_of(request)
         # One pass over the raw headers (Starlette's lookups scan them again for every name); the
         # first of repeated headers counts, as with Starlette's.
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(request.scope["headers"])}
@@ -219,6 +226,7 @@ class Intake:
             raise Rejection(429, "rate_limited", f"key {key_id!r} is over its award rate",
                             (FieldError("X-Award-Key-Id", "is over its award rate"),), retry_after=wait)  # fmt: skip
         events = [self._event(a, boards[a.leaderboard_id], now_ms) for a in parsed.awards]
+        pending = None if waiting is None else await self._prepare(waiting, events, boards)
         encode = msgspec.msgpack.encode
         try:
             positions = await self._publish([(totals_key(e.board_id, e.user_id), encode(e)) for e in events])
@@ -232,8 +240,18 @@ class Intake:
             {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
             for e, (p, o) in zip(events, positions, strict=True)
         ]
+        if pending is not None:
+            for item, applied in zip(accepted, await self._waits.applied(pending, positions), strict=True):
+                item["applied"] = None if applied is None else applied.encoded()
         count_accepted(a.leaderboard_id for a in parsed.awards)
         return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
+
+    async def _prepare(
+        self, wait: AppliedWait, events: list[AwardEvent], boards: dict[str, Board]
+    ) -> PendingWait:
+        """The wait's read before producing, of each award's player on the board it counts in."""
+        players = [(boards[e.board_id].counting(e.event_at_ms), e.user_id) for e in events]
+        return await self._waits.prepare(wait, players)
 
     def refused(self, rejection: Rejection) -> Response:
         """The answer to a refused request, counted; a client's mistake is logged at INFO."""
@@ -252,6 +270,16 @@ def _too_large(limit: int) -> Rejection:
     )  # fmt: skip
 
 
+def _wait_of(request: Request) -> AppliedWait | None:
+    """The wait the query asks for (``regions.core.waits.parse_wait``); 400 naming each bad parameter."""
+    if not request.scope["query_string"]:
+        return None
+    wait = parse_wait(request.query_params.multi_items())
+    if isinstance(wait, Invalid):
+        raise Rejection(400, "invalid_parameter", "some query parameters are invalid", wait.errors)
+    return wait
+
+
 def _check_content_type(value: str) -> None:
     """Awards are JSON in UTF-8: ``application/json``, with no charset or ``charset=utf-8``."""
     if value == "application/json":
@@ -265,8 +293,16 @@ def _check_content_type(value: str) -> None:
         )  # fmt: skip
 
 
-def create_app(settings: Settings, boards: BoardLookup, publish: Publish, health: Health) -> Starlette:
-    intake = Intake(settings, boards, publish)
+def create_app(
+    settings: Settings,
+    boards: BoardLookup,
+    publish: Publish,
+    health: Health,
+    waits: ProjectionWaits | None = None,
+) -> Starlette:
+    """The intake's app; ``waits`` (by default one that connects to the projection on its first
+    wait) answers ``?wait=applied``, and whoever passes it closes it."""
+    intake = Intake(settings, boards, publish, waits or ProjectionWaits(settings))
 
     accepted = INTAKE_REQUESTS.labels("accepted")
 

@@ -33,10 +33,11 @@ class AwardClient:
         self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout_s)
         self._key_id, self._secret = key_id, secret
 
-    async def send(self, payload: Any) -> httpx.Response:
-        """POST one award or ``{"awards": [...]}``; returns the raw response."""
+    async def send(self, payload: Any, params: dict[str, str] | None = None) -> httpx.Response:
+        """POST one award or ``{"awards": [...]}`` (``params``: the query, e.g. ``{"wait": "applied"}``);
+        returns the raw response."""
         body, headers = signed_request(self._key_id, self._secret, payload)
-        return await self._http.post("/internal/awards", content=body, headers=headers)
+        return await self._http.post("/internal/awards", content=body, headers=headers, params=params)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -24,6 +24,12 @@ INTAKE_SECONDS = Histogram(
     "Time from a request's arrival to its answer",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 15),
 )
+INTAKE_APPLIED = Counter(
+    "lb_intake_applied_waits",
+    "Awards answered with wait=applied, by outcome (applied: the projection covered the award; timeout: "
+    "the answer's applied is null; unreadable: the projection could not be read, applied is null)",
+    ["outcome"],
+)
 
 AUDIT_BACKLOG = Gauge(
     "lb_audit_backlog_records",

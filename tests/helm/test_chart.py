@@ -177,7 +177,7 @@ SECRET_ENV = ("LB_INTAKE__AWARD_KEYS", "LB_GATEWAY__ADMIN_TOKEN", "LB_KAFKA__SAS
 #: The secrets each workload uses, by component: its own (award keys, admin token) and the
 #: credentials of the stores its code connects to (Kafka SASL, Redis, Cassandra).
 SECRETS_USED = {
-    "intake": {"LB_INTAKE__AWARD_KEYS", "LB_KAFKA__SASL_PASSWORD", "LB_CASSANDRA__PASSWORD"},
+    "intake": {"LB_INTAKE__AWARD_KEYS", "LB_KAFKA__SASL_PASSWORD", "REDIS_PASSWORD", "LB_CASSANDRA__PASSWORD"},
     "gateway": {"LB_GATEWAY__ADMIN_TOKEN", "REDIS_PASSWORD", "LB_CASSANDRA__PASSWORD"},
     "processor": {"LB_KAFKA__SASL_PASSWORD"},
     "projector": {"LB_KAFKA__SASL_PASSWORD", "REDIS_PASSWORD"},

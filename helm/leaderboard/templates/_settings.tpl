@@ -13,7 +13,7 @@ and the secrets it checks. It gets those stores' credentials and those secrets, 
 */}}
 {{- define "leaderboard.uses" -}}
 {{- $uses := dict
-  "intake" (list "kafka" "cassandra" "awardKeys")
+  "intake" (list "kafka" "redis" "cassandra" "awardKeys")
   "gateway" (list "redis" "cassandra" "adminToken")
   "processor" (list "kafka")
   "projector" (list "kafka" "redis")

@@ -21,15 +21,14 @@ from regions.core.aggregation import (
     Replaced,
     apply_award,
 )
-from regions.core.boards import SortOrder, TiePolicy
+from regions.core.boards import SortOrder, TiePolicy, counted_board_id
 from regions.core.lifecycle import is_late
-from regions.core.periods import InvalidWindow, WindowSpec, day_key, day_of, period_of
+from regions.core.periods import InvalidWindow, WindowSpec, day_key, day_of
 from regions.core.rolling import TooLate, apply_rolling
 from regions.core.windows import decode_window
 from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse
 from regions.stores.task_state import StateKey
 from schema.records import AppliedAward, AwardEvent, PlayerTotal, Reconciliation, totals_key
-from schema.scoped import period_board_id
 
 
 def refusal(outcome: Conflict | OutOfRange | Forgotten) -> tuple[str, str]:
@@ -60,7 +59,7 @@ class Awards:
         try:
             SortOrder(award.sort_order), TiePolicy(award.tie_policy)  # rules this version must know
             spec = decode_window(award.window)
-            board_id = award.board_id if spec is None or spec.rolling else self._period_id(award, spec)
+            board_id = self._board_id(award, spec)
         except ValueError as exc:  # an aggregation, order, tie policy or window this version does not know
             raise Unprocessable("unprocessable", str(exc), award) from exc
         cutoff = state.cutoff((board_id, source.region))
@@ -94,9 +93,9 @@ class Awards:
             raise Unprocessable(*refusal(outcome), award)
 
     @staticmethod
-    def _period_id(award: AwardEvent, spec: WindowSpec) -> str:
+    def _board_id(award: AwardEvent, spec: WindowSpec | None) -> str:
         try:
-            return period_board_id(award.board_id, period_of(spec, award.event_at_ms).key)
+            return counted_board_id(award.board_id, spec, award.event_at_ms)
         except InvalidWindow as exc:
             raise ValueError(str(exc)) from exc
 

@@ -54,3 +54,11 @@ class IntakeSettings(BaseModel):
         description="How often a heartbeat is written to every awards partition, so positions advance while "
         "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s).",
     )
+    applied_poll_ms: float = Field(
+        10.0,
+        ge=1,
+        le=1000,
+        description="While awards wait for this region's projection (POST /internal/awards?wait=applied), "
+        "how often each intake process reads the projection's positions: one read per interval whatever "
+        "the number of awards waiting, and none while none waits.",
+    )

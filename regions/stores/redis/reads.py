@@ -49,6 +49,7 @@ from regions.stores.redis.connection import ScriptCall, call_scripts
 from regions.stores.redis.layouts import Layout, LayoutMoved, ShardLost
 from regions.stores.redis.pages import Form, Round, read_page
 from regions.stores.redis.projection import Positions, RedisProjection
+from regions.stores.redis.replies import EMPTY, Moved, counted, found_players, full_window, window_of
 from schema.redis_keys import shard_of
 from schema.resources import lua_script
 
@@ -58,49 +59,6 @@ T = TypeVar("T")
 MOVED_RETRIES = 5  # a board's layout is swapped at most once in a while: a read retries that often
 
 
-class _Moved(Exception):
-    """A shard answered that its layout is no longer live."""
-
-
-def window_of(reply: Any) -> Window | None:
-    """A ``read_window`` reply as a window; None when the player has no score; _Moved when the
-    layout read was swapped out."""
-    if reply[0] == "moved":
-        raise _Moved
-    if reply[0] == "none":
-        return None
-    rows = [(reply[i], reply[i + 1], reply[i + 2], reply[i + 3] or None) for i in range(5, len(reply), 4)]
-    return Window(int(reply[1]), int(reply[2]), int(reply[3]), rows, int(reply[4]))
-
-
-def _counted(reply: Any) -> int:
-    """The shard's size in a ``players`` or ``counts`` reply (_Moved when swapped out)."""
-    if reply[0] == "moved":
-        raise _Moved
-    return int(reply[1])
-
-
-def _found(users: Sequence[str], reply: Any) -> dict[str, Found]:
-    """The players of a ``players`` reply that have a score."""
-    found, at = {}, 2
-    for user in users:
-        if int(reply[at]) < 0:
-            at += 1
-            continue
-        rank, member, score, version, above, metadata = reply[at : at + 6]
-        found[user] = Found(int(rank), member, score, version, int(above), metadata or None)
-        at += 6
-    return found
-
-
-def _window(reply: Any) -> Window:
-    window = window_of(reply)
-    if window is None:
-        raise ValueError("read_window answered 'none' to a read that always has an answer")
-    return window
-
-
-EMPTY = Window(-1, 0, 0, [], 0)
 
 
 class RankReader:
@@ -150,7 +108,7 @@ class RankReader:
                 return empty
             try:
                 return await read(layout)
-            except _Moved:
+            except Moved:
                 if await layouts.still_named(layout):
                     raise ShardLost(f"a shard of the live layout {layout} lost its keys") from None
         raise LayoutMoved(f"the layout of {board.id} changed {MOVED_RETRIES} times during one read")
@@ -164,7 +122,7 @@ class RankReader:
 
     async def _top(self, board: Board, layout: Layout, k: int) -> Window:
         replies = await self._calls([self._call(board, layout, s, "top", k) for s in range(layout.shards)])
-        windows = [_window(r) for r in replies]
+        windows = [full_window(r) for r in replies]
         return windows[0] if layout.shards == 1 else merged_top(windows, k)
 
     async def _others(self, board: Board, layout: Layout, user_id: str, owner: Window, around: int) -> Window:
@@ -178,7 +136,7 @@ class RankReader:
             for s in range(layout.shards)
             if s != mine
         ]
-        return merged_context(owner, [_window(r) for r in await self._calls(calls)], around)
+        return merged_context(owner, [full_window(r) for r in await self._calls(calls)], around)
 
     async def _player(self, board: Board, layout: Layout, user_id: str, around: int) -> Window | None:
         mine = shard_of(user_id, layout.shards)
@@ -220,7 +178,7 @@ class RankReader:
 
         async def run(forms: Sequence[tuple[int, Form]]) -> list[Window]:
             replies = await self._calls([self._call(board, layout, s, *form) for s, form in forms])
-            return [_window(r) for r in replies]
+            return [full_window(r) for r in replies]
 
         return run
 
@@ -240,6 +198,60 @@ class RankReader:
         """The player's exact rank, or None (no score) as of the returned positions."""
         context, as_of = await self._around(board, user_id, 0)
         return (None if context is None else context.player), as_of
+
+    async def entries_as_of(
+        self, wanted: Sequence[tuple[Board, str]], before: Positions | None = None
+    ) -> tuple[list[RankedEntry | None], AsOf]:
+        """Each (board, player)'s exact rank as ``player`` reads it (None: no score), for any number
+        of players on any boards, with one asOf (``entries``, between the positions and the epoch).
+        ``before``: the positions the caller has just read, which are then the asOf."""
+        before = before or await self._projection.positions()
+        entries, lost = await self._entries(wanted)
+        return entries, self._as_of(
+            before, None, stale=lost or await self._projection.epoch() != before.epoch
+        )
+
+    async def entries(self, wanted: Sequence[tuple[Board, str]]) -> list[RankedEntry | None]:
+        """What ``entries_as_of`` reads, without its asOf (so two round trips fewer): for a caller that
+        knows nothing of what the read covers and needs not (a look before an award is sent)."""
+        return (await self._entries(wanted))[0]
+
+    async def _entries(self, wanted: Sequence[tuple[Board, str]]) -> tuple[list[RankedEntry | None], bool]:
+        """The entries of ``entries_as_of`` and whether a board lost a shard: one pipelined round trip to
+        the players' shards (and one more per player found on a sharded board, for the other
+        shards). A board whose layout was swapped meanwhile is read again on its own."""
+        layouts = await self._projection.layouts.live(board.id for board, _ in wanted)
+        asked = [
+            (i, b, u, layout) for i, (b, u) in enumerate(wanted) if (layout := layouts[b.id]) is not None
+        ]
+        calls = [
+            self._call(b, layout, shard_of(u, layout.shards), "player", u, 0) for _, b, u, layout in asked
+        ]
+        replies = await call_scripts(self._projection.redis, calls)
+        found = await asyncio.gather(
+            *(self._player_of(b, u, layout, r) for (_, b, u, layout), r in zip(asked, replies, strict=True))
+        )
+        entries: list[RankedEntry | None] = [None for _ in wanted]
+        for (i, board, _, _), (window, _) in zip(asked, found, strict=True):
+            entries[i] = None if window is None else entries_of(board, window)[window.rank - window.first]
+        return entries, any(gone for _, gone in found)
+
+    async def _player_of(
+        self, board: Board, user_id: str, layout: Layout, reply: Any
+    ) -> tuple[Window | None, bool]:
+        """A ``player`` reply as the player's window across shards, and whether a shard was lost."""
+        try:
+            owner = window_of(reply)
+            return (None if owner is None else await self._others(board, layout, user_id, owner, 0)), False
+        except Moved:
+            return await self._answer(board, lambda fresh: self._player(board, fresh, user_id, 0), None)
+
+    def claimed(self, positions: Positions) -> AsOf:
+        """What a read of the whole projection at ``positions`` claims."""
+        return self._as_of(positions, None)
+
+    async def positions(self) -> Positions:
+        return await self._projection.positions()
 
     async def player_count(self, board: Board) -> int:
         return await self._projection.count(board.id)
@@ -262,7 +274,7 @@ class RankReader:
         tops = [self._call(board, layout, s, "top", k) for s in range(layout.shards)]
         players = [self._call(board, layout, shard_of(u, layout.shards), "player", u, 0) for u in user_ids]
         replies = await call_scripts(self._projection.redis, tops + players)
-        windows = [_window(r) for r in replies[: layout.shards]]
+        windows = [full_window(r) for r in replies[: layout.shards]]
         top = windows[0] if layout.shards == 1 else merged_top(windows, k)
         owners = [window_of(r) for r in replies[layout.shards :]]
         found = [(u, w) for u, w in zip(user_ids, owners, strict=True) if w is not None]
@@ -285,15 +297,15 @@ class RankReader:
         replies = await self._calls([self._call(board, layout, s, "players", *mine[s]) for s in range(n)])
         count, found = 0, dict[str, Found]()
         for users, reply in zip(mine, replies, strict=True):
-            count += _counted(reply)
-            found.update(_found(users, reply))
+            count += counted(reply)
+            found.update(found_players(users, reply))
         counts: dict[str, list[tuple[int, int]]] = {u: [] for u in found}
         asks = [[u for u in found if shard_of(u, n) != s] for s in range(n)]
         shards = [s for s in range(n) if asks[s]]
         forms = [[v for u in asks[s] for v in (found[u].score, found[u].member)] for s in shards]
         calls = [self._call(board, layout, s, "counts", *form) for s, form in zip(shards, forms, strict=True)]
         for s, reply in zip(shards, await self._calls(calls) if calls else [], strict=True):
-            _counted(reply)
+            counted(reply)
             for i, user in enumerate(asks[s]):
                 counts[user].append((int(reply[2 + 2 * i]), int(reply[3 + 2 * i])))
         return {u: ranked(board, f, counts[u], count) for u, f in found.items()}
@@ -324,7 +336,7 @@ class RankReader:
                     part = []
             if part:
                 yield part
-        except _Moved:
+        except Moved:
             raise LayoutMoved(f"the layout of {board.id} changed while it was read whole") from None
 
     async def _first_rows(self, board: Board, layout: Layout, size: int) -> list[_ShardRows]:
@@ -334,7 +346,7 @@ class RankReader:
 
     async def slice(self, board: Board, layout: Layout, shard: int, first: int, count: int) -> Window:
         [reply] = await self._calls([self._call(board, layout, shard, "slice", first, count)])
-        return _window(reply)
+        return full_window(reply)
 
 
 class _ShardRows:
