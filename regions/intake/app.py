@@ -32,6 +32,7 @@ from regions.core.validation import (
     parse_request,
 )
 from regions.core.waits import AppliedWait, parse_wait
+from regions.intake.openapi import document
 from regions.intake.waits import PendingWait, ProjectionWaits
 from regions.runtime.health import Health, health_routes
 from regions.runtime.logs import ThrottledLog
@@ -306,6 +307,11 @@ def create_app(
 
     accepted = INTAKE_REQUESTS.labels("accepted")
 
+    described = msgspec.json.encode(document(settings.intake))  # this intake's own limits
+
+    async def openapi_json(_: Request) -> Response:
+        return Response(described, media_type="application/json")
+
     async def post_awards(request: Request) -> Response:
         started = time.perf_counter()
         try:
@@ -318,5 +324,9 @@ def create_app(
         return response
 
     return Starlette(
-        routes=[Route("/internal/awards", post_awards, methods=["POST"]), *health_routes(health)]
+        routes=[
+            Route("/internal/awards", post_awards, methods=["POST"]),
+            Route("/openapi.json", openapi_json),
+            *health_routes(health),
+        ]
     )

@@ -15,6 +15,7 @@ from cassandra.cluster import Session
 from regions.core.boards import Aggregation, Board, BoardStatus
 from regions.intake.app import create_app
 from regions.intake.client import signed_request
+from regions.intake.openapi import document
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
@@ -228,3 +229,15 @@ async def test_unknown_board_ids_are_remembered_in_bounded_number_oldest_asked_f
 
     assert [a.status_code for a in answers] == [404] * 5
     assert asked == [*unknown, unknown[0]]  # the two asked last were remembered, the first forgotten
+
+
+async def test_the_intake_serves_its_openapi_document_for_its_own_limits(
+    intake: httpx.AsyncClient, settings: Settings
+) -> None:
+    response = await intake.get("/openapi.json")
+
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    served = response.json()
+    limits = settings.intake.model_copy(update={"max_batch": 3, "max_body_bytes": 4096})  # the fixture's
+    assert served == document(limits) != document(settings.intake)
+    assert served["openapi"] == "3.1.0"
