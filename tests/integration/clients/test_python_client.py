@@ -19,7 +19,7 @@ from leaderboard_intake import (
 
 from regions.core.boards import Board
 from tests.conftest import RegionFactory
-from tests.harness import Region, free_port
+from tests.harness import Region, free_port, points
 from tests.proxy import TcpProxy
 
 FAST = RetryPolicy(attempts=6, failover_after=2, backoff_s=0.05, max_backoff_s=0.2)
@@ -117,3 +117,19 @@ async def test_the_blocking_client_sends_to_a_real_intake(intake: Region) -> Non
             return client.send(_award(board)).region
 
     assert await asyncio.to_thread(send) == intake.settings.region
+
+
+async def test_the_rank_an_award_reached_comes_back_with_wait_applied(region_factory: RegionFactory) -> None:
+    region = await region_factory(services=("intake", "processor", "projector"))
+    board = await _board(region)
+    # Warm up: the first award waits for the processor's and projector's first rounds, which can take
+    # longer than the longest wait on a slow machine (then applied is null, as the contract says).
+    assert (await region.client.send(points(board, "warm", "zed", 1))).status_code == 202
+    await region.wait_for_total(board, "zed", 1)
+    async with AsyncIntakeClient([region.intake_url], "dev", "dev-secret", policy=FAST) as client:
+        first = await client.send(_award(board, "ann", 5), wait_applied_ms=2000)
+        second = await client.send(_award(board, "bob", 9), wait_applied_ms=2000)
+
+    assert first.waited and second.waited
+    assert first.applied is not None and (first.applied.score, first.applied.rank, first.applied.changed) == (5, 1, True)  # zed has 1
+    assert second.applied is not None and (second.applied.rank, second.applied.shared_rank) == (1, 1)
