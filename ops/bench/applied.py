@@ -19,13 +19,18 @@ import time
 import uuid
 
 from ops.bench.kit import QUANTILES, parser, percentile, percentiles, shown
-from ops.bench.load import LATE_S, Results, Schedule, bench_settings, collect, drive, generator_processes
+from ops.bench.load import (
+    LATE_S,
+    Results,
+    Schedule,
+    bench_board,
+    bench_settings,
+    collect,
+    drive,
+    generator_processes,
+)
 from ops.stack import ROOT, SERVICES, region_env, start_service, stop_all, until_ready
-from regions.core.boards import Board
 from regions.core.waits import MAX_TIMEOUT_MS
-from regions.stores.cassandra.catalog import CassandraCatalog
-from regions.stores.cassandra.session import apply_migrations, connect
-from regions.stores.kafka.clients import ensure_topics
 
 
 async def phase(args: argparse.Namespace, port: int, board: str, query: str) -> tuple[Results, float]:
@@ -54,12 +59,7 @@ async def main(args: argparse.Namespace) -> None:
     settings = bench_settings(f"bench{tag}")
     print(f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f} s per phase at {args.rate}/s, "
           f"one award per request, wait=applied&timeoutMs={args.timeout_ms}")  # fmt: skip
-    await ensure_topics(settings.kafka)
-    await asyncio.to_thread(apply_migrations, settings.cassandra)
-    cluster, session = connect(settings.cassandra)
-    board = Board(f"bench-{tag}", "Benchmark", settings.region)
-    await CassandraCatalog(session).create(board)
-    cluster.shutdown()
+    board = await bench_board(settings, tag)
     logs = ROOT / ".data" / "logs" / f"bench-{tag}"
     logs.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **region_env(settings)}

@@ -37,8 +37,12 @@ import uvloop
 
 from ops.bench.kit import Connection
 from ops.stack import with_free_ports
+from regions.core.boards import Board
 from regions.core.signing import sign
 from regions.runtime.settings import Settings, load_settings
+from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.session import apply_migrations, connect
+from regions.stores.kafka.clients import ensure_topics
 
 LATE_S = 0.005  # a request sent later than this after its scheduled time was not offered on time
 
@@ -100,6 +104,18 @@ def bench_settings(prefix: str) -> Settings:
         "redis": base.redis.model_copy(update={"key_prefix": prefix}),
         "intake": base.intake.model_copy(update={"rate_per_key": 1e9, "burst_per_key": 1e9}),
     }))  # fmt: skip
+
+
+async def bench_board(settings: Settings, tag: str) -> Board:
+    """A new all-time board ``bench-<tag>`` in the catalog, with the run's topics and the keyspace's
+    tables in place (both re-runnable: the keyspace may be new)."""
+    await ensure_topics(settings.kafka)
+    await asyncio.to_thread(apply_migrations, settings.cassandra)
+    cluster, session = connect(settings.cassandra)
+    board = Board(f"bench-{tag}", "Benchmark", settings.region)
+    await CassandraCatalog(session).create(board)
+    cluster.shutdown()
+    return board
 
 
 class Reply(msgspec.Struct, array_like=True):

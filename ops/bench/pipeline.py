@@ -34,6 +34,7 @@ from ops.bench.load import (
     Results,
     Schedule,
     add_options,
+    bench_board,
     bench_settings,
     collect,
     drive,
@@ -44,9 +45,6 @@ from ops.stack import SERVICES, data_dir, region_env, server_pids, start_service
 from regions.core.boards import Board
 from regions.projector.rebuild import rebuild
 from regions.runtime.settings import AuditSettings, Settings
-from regions.stores.cassandra.catalog import CassandraCatalog
-from regions.stores.cassandra.session import apply_migrations, connect
-from regions.stores.kafka.clients import ensure_topics
 from regions.stores.redis.projection import RedisProjection, connect_redis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,12 +103,7 @@ async def main(args: argparse.Namespace) -> None:
         f" from {args.generators or 'this'} generator process(es), audit cap {args.audit_rate or 'none'},"
         f" audit niceness {args.audit_niceness}"
     )
-    await ensure_topics(settings.kafka)
-    await asyncio.to_thread(apply_migrations, settings.cassandra)  # re-runnable: the keyspace may be new
-    cluster, session = connect(settings.cassandra)
-    board = Board(f"bench-{tag}", "Benchmark", settings.region)
-    await CassandraCatalog(session).create(board)
-    cluster.shutdown()
+    board = await bench_board(settings, tag)
 
     logs = ROOT / ".data" / "logs" / f"bench-{tag}"
     logs.mkdir(parents=True, exist_ok=True)
