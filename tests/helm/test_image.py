@@ -67,15 +67,35 @@ def _lock_entries(path: Path) -> dict[str, tuple[str, frozenset[str]]]:
     return entries
 
 
+def build_and_run() -> tuple[Stage, Stage]:
+    """The Python build stage and the final stage."""
+    every = stages()
+    (build,) = [s for s in every if s.name == "build"]
+    return build, every[-1]
+
+
 def test_the_image_is_multi_stage_on_a_slim_python_311() -> None:
-    build, run = stages()
-    assert build.name == "build" and run.name is None
+    build, run = build_and_run()
+    assert [s.name for s in stages()] == ["build", "graphiql", None]
     assert re.fullmatch(r"python:3\.11-slim(-\w+)?", run.base), run.base
     assert build.base == run.base
 
 
+def test_graphiql_s_files_come_from_the_pinned_npm_lock_and_only_they_reach_the_image() -> None:
+    (graphiql,) = [s for s in stages() if s.name == "graphiql"]
+    _, run = build_and_run()
+    assert re.fullmatch(r"node:\d+-\S+-slim", graphiql.base), graphiql.base
+    sources = [p for copy in graphiql.args("COPY") for p in shlex.split(copy)[:-1]]
+    assert sources and all(p.startswith("gateway/graphiql/") for p in sources), sources
+    assert "gateway/graphiql/package-lock.json" in sources
+    (run_step,) = graphiql.args("RUN")
+    assert "npm ci" in run_step and "bundle.sh" in run_step
+    from_graphiql = [c for c in run.args("COPY") if c.startswith("--from=graphiql")]
+    assert from_graphiql == ["--from=graphiql /graphiql/assets /app/gateway/graphiql/assets"]
+
+
 def test_the_build_installs_the_runtime_lock_with_hashes() -> None:
-    (build, _) = stages()
+    (build, _) = build_and_run()
     installs = [r for r in build.args("RUN") if "pip install" in r]
     assert len(installs) == 1
     assert "--require-hashes" in installs[0] and "requirements-runtime.lock" in installs[0]
@@ -92,7 +112,7 @@ def test_the_runtime_lock_is_the_development_lock_without_the_dev_extra() -> Non
 
 
 def test_the_final_stage_runs_as_the_charts_numeric_non_root_user() -> None:
-    _, run = stages()
+    _, run = build_and_run()
     (user,) = run.args("USER")
     uid, _, gid = user.partition(":")
     assert uid.isdigit() and uid != "0" and gid.isdigit() and gid != "0"
@@ -102,7 +122,7 @@ def test_the_final_stage_runs_as_the_charts_numeric_non_root_user() -> None:
 
 
 def test_the_final_stage_has_no_build_tools() -> None:
-    _, run = stages()
+    _, run = build_and_run()
     for command in run.args("RUN"):
         assert "pip install" not in command and "apt-get install" not in command, command
         assert not any(tool in command for tool in BUILD_TOOLS), command
@@ -129,9 +149,9 @@ def test_every_copied_path_passes_the_dockerignore() -> None:
         for copy in stage.args("COPY"):
             if copy.startswith("--from"):
                 continue
-            source = shlex.split(copy)[0]
-            assert source in allowed, source
-            assert (ROOT / source).exists(), source
+            for source in shlex.split(copy)[:-1]:
+                assert source.split("/")[0] in allowed, source
+                assert (ROOT / source).exists(), source
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +160,7 @@ def image_root() -> Iterator[Path]:
     the copied packages under app/, and the same .pth line."""
     # Outside pytest's private temporary folder, which the image's user may not enter.
     root = Path(tempfile.mkdtemp(prefix="lb-image-"))
-    (build, _) = stages()
+    (build, _) = build_and_run()
     (install,) = [r for r in build.args("RUN") if "pip install" in r]
     pip_args = shlex.split(install.split("pip install", 1)[1].replace("/tmp/", f"{ROOT}/"))
     subprocess.run([sys.executable, "-m", "venv", root / "venv"], check=True)
