@@ -26,8 +26,16 @@ from tests.observability.rules import PanelQuery, alerts, binary, metric_names, 
 
 pytestmark = pytest.mark.integration
 
+#: Metrics that appear only after an event of their own (they may or may not be scraped here).
+SITUATIONAL = {
+    "lb_audit_reconciled_total": "only once the audit sets a record aside (undecodable, refused by Cassandra)",
+    "lb_projector_unprojectable_total": "only once the projector sets a totals record aside",
+    "lb_gateway_updates_total": "only once an update is offered to a subscriber",
+    "lb_gateway_resyncs_total": "only once a subscriber is sent a Resync",
+    "lb_lifecycle_closing_seconds": "only while a board is CLOSING",
+}
 #: Metrics a panel or an alert reads that a region of one process each, under plain load, does not
-#: export, with the reason.
+#: (or need not) export, with the reason.
 ABSENT = {
     "lb_replicator_lag_seconds": "replication: needs a second region",
     "lb_replicator_lag_records": "replication: needs a second region",
@@ -35,11 +43,7 @@ ABSENT = {
     "lb_replicator_fenced_total": "replication: needs a second region (and a fencing)",
     "lb_replicator_transaction_aborts_total": "replication: needs a second region (and an abort)",
     "lb_replicator_source_reachable": "replication: needs a second region",
-    "lb_audit_reconciled_total": "only once the audit sets a record aside (undecodable, refused by Cassandra)",
-    "lb_projector_unprojectable_total": "only once the projector sets a totals record aside",
-    "lb_gateway_updates_total": "only once an update is offered to a subscriber",
-    "lb_gateway_resyncs_total": "only once a subscriber is sent a Resync",
-    "lb_lifecycle_closing_seconds": "only while a board is CLOSING",
+    **SITUATIONAL,
     "redis_memory_used_bytes": "redis_exporter, which the chart does not run",
     "redis_memory_max_bytes": "redis_exporter, which the chart does not run",
     "redis_db_keys": "redis_exporter, which the chart does not run",
@@ -140,7 +144,10 @@ async def test_every_panel_and_alert_reads_metrics_a_running_region_exports(
                 lambda: _panels_answer(http, base, queries, name, board),
             )
             present = set((await http.get(f"{base}/api/v1/label/__name__/values")).json()["data"])
-            assert not ABSENT.keys() & present, "listed as absent but exported: drop it from ABSENT"
+            # The situational ones may show up (a board read while closing, an update offered meanwhile);
+            # the others cannot with one region and no redis_exporter: a listed one that does is stale.
+            never = ABSENT.keys() - SITUATIONAL.keys()
+            assert not never & present, f"listed as absent but exported: drop {sorted(never & present)} from ABSENT"
             for q in queries:
                 missing = metric_names(q.expr) - present - ABSENT.keys()
                 assert not missing, f"{q.dashboard} / {q.panel} reads {missing}, which no process exports"
