@@ -41,7 +41,9 @@ KEPT_CONTRIBUTIONS = 16
 recomputed exactly unless more of them than this are each replaced by a worse copy."""
 KEPT_NEWEST = 4
 """The newest awards a SUM player keeps: its tie order is recomputed exactly when a winning copy
-replaces the newest, unless more of the newest than this are replaced one after another."""
+replaces the newest while fewer than this many of its kept awards have each been replaced by an
+earlier copy (one accepted in another region before it); beyond that, regions may keep different
+tie orders for the same total (the total itself stays exact)."""
 
 
 @dataclass(frozen=True, slots=True)
