@@ -209,11 +209,16 @@ class RankSearch:
         """Entries between the lower pivot (or the first) and the target."""
         return max(0, self.target - sum(self._lo))
 
+    def searching(self) -> bool:
+        """Whether the position is still to be narrowed down."""
+        width = sum(h - lo for lo, h in zip(self._lo, self._hi, strict=True))
+        return self.gap > self._slack and width > 0 and self.target < self.total and self._round < self._rounds
+
     def pivots(self) -> list[tuple[int, int]] | None:
         """(shard, index) of this round's pivots, or None when the search is over."""
-        width = sum(h - lo for lo, h in zip(self._lo, self._hi, strict=True))
-        if self.gap <= self._slack or width <= 0 or self.target >= self.total or self._round >= self._rounds:
+        if not self.searching():
             return None
+        width = sum(h - lo for lo, h in zip(self._lo, self._hi, strict=True))
         guess = self._round < self.INTERPOLATED
         self._round += 1
         found = []

@@ -3,8 +3,9 @@
 A page is one round of ``read_window`` calls, one per shard, at the same position: after or before
 a cursor's (score, member), from a rank of one shard, from the first, or the last. A jump to a rank
 of a sharded board first searches the position in rounds of one call per shard (a pivot read by
-index, then the entries each other shard ranks before it), then reads the page from the position
-found: O(shards x log N) calls, each O(log N) in Redis, however deep the rank.
+index, the first with every shard's size, then the entries each other shard ranks before it),
+then reads the page from the position found: O(shards x log N) calls, each O(log N) in Redis,
+however deep the rank (3 to 5 rounds in all on an evenly spread board of 400,000 in 4 shards).
 """
 
 from __future__ import annotations
@@ -38,16 +39,21 @@ async def read_page(read: Round, shards: int, request: PageRequest) -> Page:
 
 
 async def _jump(read: Round, shards: int, request: PageRequest) -> Page:
-    heads = await read([(s, ("slice", 0, 1)) for s in range(shards)])
-    search = RankSearch(request.start, [w.count for w in heads], request.size)
-    while (pivots := search.pivots()) is not None:
-        found = await read([(s, ("slice", i, 1)) for s, i in pivots])
+    # The first round reads every shard's size and, as the first pivots, the entry at the index the
+    # target has in each shard if players spread evenly over shards.
+    guess = request.start // shards
+    found = await read([(s, ("slice", guess, 1)) for s in range(shards)])
+    search = RankSearch(request.start, [w.count for w in found], request.size)
+    pivots = [(s, guess) for s in range(shards)] if search.searching() else None
+    while pivots is not None:
         rows = [(s, i, w.rows[0]) for (s, i), w in zip(pivots, found, strict=True) if w.rows]
         counts = iter(
             await read([(o, ("around", r[1], r[0], 0)) for s, _, r in rows for o in range(shards) if o != s])
         )
         for s, i, row in rows:
             search.counted(row, [i if o == s else next(counts).rank for o in range(shards)])
+        if (pivots := search.pivots()) is not None:
+            found = await read([(s, ("slice", i, 1)) for s, i in pivots])
     if search.target >= search.total:
         return past_the_end(search.target, search.total)
     n, lower = min(MAX_COUNT, search.gap + request.size), search.lower
