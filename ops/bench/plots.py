@@ -21,23 +21,24 @@ from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, SymmetricalLogLocator
 
 from ops.bench.record import RecordedRun
 
 QUANTILE_STYLES = {"p50": ":", "p95": "--", "p99": "-"}
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
           "tab:olive", "tab:cyan")  # fmt: skip
-MOST_PROCESSES = 9  # in the CPU plot; the rest together as "others"
+MOST_PROCESSES = 8  # in the CPU plot; the rest together as "others"
+SUBS = (1.0, 2.0, 5.0)  # ticks of a decade
 
 
 def _value(figure: Any) -> float:
     return math.nan if figure is None else float(figure)
 
 
-def _plain_log(axis: Any) -> None:
+def _plain_ticks(axis: Any, locator: Any) -> None:
     """Ticks at 1, 2 and 5 of each decade, labelled as plain numbers (``20``, not ``2 x 10^1``)."""
-    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(locator)
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -58,7 +59,8 @@ class Panel:
 
 def against_rate(rates: Sequence[float], panels: Sequence[Panel], title: str, path: Path) -> None:
     """Side by side, each panel's p50 (dotted), p95 (dashed) and p99 (solid) against the offered
-    rate, ms on a log scale; a series a colour; the target (p99), when there is one, in grey."""
+    rate, ms on a log scale (linear under 1 ms, so 0, visible already when acknowledged, shows); a
+    series a colour; the target (p99), when there is one, in grey."""
     figure = Figure(figsize=(5.0 * len(panels), 4.2), layout="constrained")
     for axes, panel in zip(figure.subplots(1, len(panels), squeeze=False)[0], panels, strict=True):
         for color, (label, distributions) in zip(COLORS, panel.series.items(), strict=False):
@@ -67,8 +69,10 @@ def against_rate(rates: Sequence[float], panels: Sequence[Panel], title: str, pa
                 axes.plot(rates, values, style, marker="o", color=color, label=f"{label} {name}".strip())
         if panel.target_ms is not None:
             axes.axhline(panel.target_ms, color="gray", linewidth=1, label=f"target p99 {panel.target_ms:,.0f} ms")
-        axes.set(title=panel.title, xlabel="offered awards/s", ylabel="ms", yscale="log", xticks=list(rates))
-        _plain_log(axes.yaxis)
+        axes.set(title=panel.title, xlabel="offered awards/s", ylabel="ms", xticks=list(rates))
+        axes.set_yscale("symlog", linthresh=1.0, linscale=0.3)
+        axes.set_ylim(bottom=0)
+        _plain_ticks(axes.yaxis, SymmetricalLogLocator(base=10, linthresh=1.0, subs=SUBS))
         axes.grid(True, which="both", alpha=0.3)
         axes.legend(fontsize="small")
     figure.suptitle(title)
@@ -84,19 +88,21 @@ def pipeline_latency(run: RecordedRun, path: Path) -> None:
 
 
 def pipeline_cpu(run: RecordedRun, path: Path) -> None:
-    """A stacked bar a rate: each process's CPU ms per accepted award (load and drain, above idle)."""
+    """A stacked bar a rate: each process's CPU ms per accepted award (load and drain, above idle);
+    the processes that used the most over all rates, the rest together as "others"."""
     points = run.figures["points"]
     per_award = [{n: _value(x.get("cpu_ms_per_award")) for n, x in p["processes"].items()} for p in points]
-    ranked = sorted(per_award[-1], key=lambda n: -per_award[-1][n])
+    per_award = [{n: 0.0 if math.isnan(v) else v for n, v in x.items()} for x in per_award]
+    names = {n for x in per_award for n in x}
+    ranked = sorted(names, key=lambda n: (-sum(x.get(n, 0.0) for x in per_award), n))
     shown, rest = ranked[:MOST_PROCESSES], ranked[MOST_PROCESSES:]
     figure = Figure(figsize=(8.0, 4.6), layout="constrained")
     axes = figure.subplots()
     labels = [f"{p['rate']:,}/s" for p in points]
     bottom = [0.0] * len(points)
-    for color, name in zip(COLORS, [*shown, *(["others"] if rest else [])], strict=False):
-        heights = [sum(x.get(n, 0.0) for n in rest) if name == "others" else x.get(name, 0.0) for x in per_award]
-        heights = [0.0 if math.isnan(h) else h for h in heights]
-        axes.bar(labels, heights, bottom=bottom, color=color, label=name)
+    for color, group in zip(COLORS, [*([n] for n in shown), *([rest] if rest else [])], strict=False):
+        heights = [sum(x.get(n, 0.0) for n in group) for x in per_award]
+        axes.bar(labels, heights, bottom=bottom, color=color, label=group[0] if len(group) == 1 else "others")
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     axes.set(title="CPU ms per accepted award, by process (load and drain, above idle)",
              xlabel="offered awards/s", ylabel="CPU ms per award")  # fmt: skip
@@ -137,7 +143,7 @@ def reads_latency(run: RecordedRun, path: Path) -> None:
     axes.set_yticks([k + height for k in range(len(labels))], labels, fontsize="small")
     axes.invert_yaxis()
     axes.set(title="read latency by query (medians of the runs)", xlabel="ms", xscale="log")
-    _plain_log(axes.xaxis)
+    _plain_ticks(axes.xaxis, LogLocator(subs=SUBS))
     axes.grid(True, axis="x", which="both", alpha=0.3)
     axes.legend(fontsize="small")
     _save(figure, path)

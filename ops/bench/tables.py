@@ -14,6 +14,7 @@ from typing import Any
 from ops.bench.record import RecordedRun
 
 Lines = list[str]
+LEAST_MS = 0.005  # CPU ms per award under which a process is left out of the per-process table
 
 
 def number(value: float | None, spec: str = ",.0f") -> str:
@@ -67,23 +68,27 @@ def pipeline(run: RecordedRun) -> Lines:
         processes = p["processes"].values()
         cpu = sum(x.get("cpu_percent") or 0 for x in processes)
         per_award = sum(x.get("cpu_ms_per_award") or 0 for x in processes)
-        rows.append([number(p["rate"]), number(p["accepted_per_s"]), quantiles(p["ack_ms"]),
+        late = p["late_requests"] / p["ack_ms"]["count"] if p["ack_ms"]["count"] else 0
+        rows.append([number(p["rate"]), number(p["accepted_per_s"]), f"{late:.0%}", quantiles(p["ack_ms"]),
                      quantiles(p["freshness_ms"]), number(p["never_visible"]), f"{cpu:.0f}%",
                      number(per_award, ".2f")])  # fmt: skip
     batch = run.settings.get("batch", 1)
-    lines = markdown([f"offered awards/s ({batch} a request)", "accepted/s", "ack p50 / p95 / p99 ms",
-                      "freshness p50 / p95 / p99 ms", "never visible", "CPU, all processes", "CPU ms per award"],
-                     rows)  # fmt: skip
+    lines = markdown([f"offered awards/s ({batch} a request)", "accepted/s", "requests sent late",
+                      "ack p50 / p95 / p99 ms", "freshness p50 / p95 / p99 ms", "never visible",
+                      "CPU, all processes", "CPU ms per award"], rows)  # fmt: skip
     return [*lines, "", *per_process(points)]
 
 
 def per_process(points: Sequence[Mapping[str, Any]]) -> Lines:
-    """CPU ms per accepted award of each process (load and drain, above idle), a column a rate."""
-    last = points[-1]["processes"]
-    names = sorted(last, key=lambda n: -(last[n].get("cpu_ms_per_award") or 0))
-    rows = [[name, *(number(p["processes"].get(name, {}).get("cpu_ms_per_award"), ".3f") for p in points)]
-            for name in names]  # fmt: skip
-    return markdown(["CPU ms per accepted award", *(f"at {p['rate']:,}/s" for p in points)], rows)
+    """CPU ms per accepted award of each process (load and drain, above idle), a column a rate; the
+    processes under ``LEAST_MS`` at every rate are left out, and said to be."""
+    used = {name: [p["processes"].get(name, {}).get("cpu_ms_per_award") or 0.0 for p in points]
+            for point in points for name in point["processes"]}  # fmt: skip
+    names = sorted((n for n, v in used.items() if max(v) >= LEAST_MS), key=lambda n: (-sum(used[n]), n))
+    rows = [[name, *(number(v, ".3f") for v in used[name])] for name in names]
+    lines = markdown(["CPU ms per accepted award", *(f"at {p['rate']:,}/s" for p in points)], rows)
+    left = sorted(set(used) - set(names))
+    return lines + (["", f"(under {LEAST_MS} ms at every rate: {', '.join(left)})"] if left else [])
 
 
 def regions(run: RecordedRun) -> Lines:
@@ -133,4 +138,71 @@ def reads(run: RecordedRun) -> Lines:
     return lines
 
 
-TABLES: dict[str, Callable[[RecordedRun], Lines]] = {"pipeline": pipeline, "regions": regions, "reads": reads}
+def applied(run: RecordedRun) -> Lines:
+    f = run.figures
+    plain, waited = f["plain"], f["wait_applied"]
+
+    def row(label: str, r: Mapping[str, Any], answered: str) -> list[str]:
+        refused = sum(r["rejected"].values())
+        return [label, quantiles(r["ack_ms"]), number(r["accepted_per_s"]), number(refused), number(r["late_requests"]),
+                answered]  # fmt: skip
+
+    ratio = " / ".join(_ratio(waited["ack_ms"].get(q), plain["ack_ms"].get(q)) for q in ("p50", "p95", "p99"))
+    rows = [row("plain", plain, ""), row("`wait=applied`", waited, f"{waited['applied']:,} of {waited['accepted']:,}"),
+            ["ratio (wait / plain)", ratio, "", "", "", ""]]  # fmt: skip
+    return markdown(["phase", "ack p50 / p95 / p99 ms", "accepted/s", "refused requests", "requests sent late",
+                     "awards answered with `applied`"], rows)  # fmt: skip
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or not b else f"{a / b:.2f}x"
+
+
+def close(run: RecordedRun) -> Lines:
+    f = run.figures
+    rows = [[number(f["players"]), f"{f['seconds']:.1f} s", number(f["players_per_s"]),
+             f"{f['rows']:,} ({f['chunks']:,} chunks of {f['chunk_size']:,} + header)", f"{f['chunk_bytes'] / 1e6:.1f} MB",
+             f"{ms(f['page_ms'])} ms", f"{f['again_chunks_written']} chunks written in {ms(f['again_ms'])} ms"]]  # fmt: skip
+    return markdown(["players", "archive", "players/s", "Cassandra rows", "chunk blobs", "page of 100 from the middle",
+                     "archived again (a restarted worker)"], rows)  # fmt: skip
+
+
+def restore(run: RecordedRun) -> Lines:
+    f, players = run.figures, run.settings["players"]
+    plain, cold, warm = f["plain_read"], f["cold"], f["warm"]
+    cold_text = (f"{cold['seconds']:.1f} s, {cold['records_per_s']:,.0f} records/s ({cold['of_plain_read']:.2f}x the "
+                 f"plain read; in CPU seconds {_ratio(plain['cpu_s'], cold['cpu_s'])})")  # fmt: skip
+    rows = [[f"{players:,} ({f['records']:,})", f"{plain['records_per_s']:,.0f} records/s", cold_text,
+             f"{warm['tail_records']:,} records in {warm['seconds']:.2f} s", f"{f['store_bytes_per_player']:,.0f} B",
+             f"{f['peak_rss_mib']:,.0f} MiB (cache {run.settings['cache_mib']} MiB)"]]  # fmt: skip
+    return markdown(["players (changelog records)", "plain read", "cold takeover", "warm takeover",
+                     "store on disk per player", "peak RSS"], rows)  # fmt: skip
+
+
+def replicate(run: RecordedRun) -> Lines:
+    steady, backlog = run.figures["steady"], run.figures["backlog"]
+    rows = [[number(run.settings["rate"]), number(steady["copied_per_s"]), quantiles(steady["lag_ms"]),
+             number(steady["cpu_cores"].get("replicator"), ".2f"),
+             f"{backlog['awards']:,} in {backlog['seconds']:.1f} s: {backlog['records_per_s']:,.0f} records/s",
+             number(backlog["cpu_cores"].get("replicator"), ".2f")]]  # fmt: skip
+    return markdown(["offered awards/s in us", "copied records/s", "replication lag p50 / p95 / p99 ms",
+                     "replicator CPU (cores)", "backlog drained by a restarted replicator",
+                     "its CPU (cores)"], rows)  # fmt: skip
+
+
+def windows(run: RecordedRun) -> Lines:
+    f = run.figures
+    rows = [[phase, quantiles(r["ack_ms"], "p50", "p99"), quantiles(r["freshness_ms"], "p50", "p99"),
+             number(r["accepted"]), number(sum(r["rejected"].values()))]
+            for phase, r in (("before the expiry", f["before"]), ("during it", f["during"]))]  # fmt: skip
+    lines = markdown(["awards at " + f"{run.settings['rate']:,}/s", "ack p50 / p99 ms", "freshness p50 / p99 ms",
+                      "accepted", "refused requests"], rows)  # fmt: skip
+    return [*lines, "", f"The expiry took {f['expiry_s']:.2f} s (markers written -> every partition's projection "
+            f"past them) and rewrote {f['totals_rewritten']:,.0f} totals (players with points on that day: "
+            f"{f['players_on_expired_day']:,}; on the board: {run.settings['players']:,})."]  # fmt: skip
+
+
+TABLES: dict[str, Callable[[RecordedRun], Lines]] = {
+    "pipeline": pipeline, "regions": regions, "reads": reads, "applied": applied, "close": close,
+    "restore": restore, "replicate": replicate, "windows": windows,
+}  # fmt: skip
