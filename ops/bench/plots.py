@@ -30,6 +30,7 @@ COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:b
           "tab:olive", "tab:cyan")  # fmt: skip
 MOST_PROCESSES = 8  # in the CPU plot; the rest together as "others"
 SUBS = (1.0, 2.0, 5.0)  # ticks of a decade
+LINEAR_UNDER_MS = 1.0  # a latency plot with a figure under this is linear below it (0 ms shows)
 
 
 def _value(figure: Any) -> float:
@@ -59,20 +60,26 @@ class Panel:
 
 def against_rate(rates: Sequence[float], panels: Sequence[Panel], title: str, path: Path) -> None:
     """Side by side, each panel's p50 (dotted), p95 (dashed) and p99 (solid) against the offered
-    rate, ms on a log scale (linear under 1 ms, so 0, visible already when acknowledged, shows); a
-    series a colour; the target (p99), when there is one, in grey."""
+    rate, ms on a log scale (linear under 1 ms when a figure is that low, so that 0, visible already
+    when acknowledged, shows); a series a colour; the target (p99), when there is one, in grey."""
     figure = Figure(figsize=(5.0 * len(panels), 4.2), layout="constrained")
     for axes, panel in zip(figure.subplots(1, len(panels), squeeze=False)[0], panels, strict=True):
+        drawn = []
         for color, (label, distributions) in zip(COLORS, panel.series.items(), strict=False):
             for name, style in QUANTILE_STYLES.items():
                 values = [_value(d.get(name)) for d in distributions]
                 axes.plot(rates, values, style, marker="o", color=color, label=f"{label} {name}".strip())
+                drawn += [v for v in values if not math.isnan(v)]
         if panel.target_ms is not None:
             axes.axhline(panel.target_ms, color="gray", linewidth=1, label=f"target p99 {panel.target_ms:,.0f} ms")
         axes.set(title=panel.title, xlabel="offered awards/s", ylabel="ms", xticks=list(rates))
-        axes.set_yscale("symlog", linthresh=1.0, linscale=0.3)
-        axes.set_ylim(bottom=0)
-        _plain_ticks(axes.yaxis, SymmetricalLogLocator(base=10, linthresh=1.0, subs=SUBS))
+        if min(drawn, default=1.0) < LINEAR_UNDER_MS:
+            axes.set_yscale("symlog", linthresh=LINEAR_UNDER_MS, linscale=0.3)
+            axes.set_ylim(bottom=0)
+            _plain_ticks(axes.yaxis, SymmetricalLogLocator(base=10, linthresh=LINEAR_UNDER_MS, subs=SUBS))
+        else:
+            axes.set_yscale("log")
+            _plain_ticks(axes.yaxis, LogLocator(subs=SUBS))
         axes.grid(True, which="both", alpha=0.3)
         axes.legend(fontsize="small")
     figure.suptitle(title)
