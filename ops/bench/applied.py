@@ -29,6 +29,7 @@ from ops.bench.load import (
     drive,
     generator_processes,
 )
+from ops.bench.record import Figures, recorded
 from ops.stack import ROOT, SERVICES, region_env, start_service, stop_all, until_ready
 from regions.core.waits import MAX_TIMEOUT_MS
 
@@ -54,7 +55,7 @@ def line(label: str, measured: tuple[Results, float]) -> str:
             f"{rejected}, {late}")  # fmt: skip
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     tag = uuid.uuid4().hex[:8]
     settings = bench_settings(f"bench{tag}")
     print(f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f} s per phase at {args.rate}/s, "
@@ -74,6 +75,7 @@ async def main(args: argparse.Namespace) -> None:
     finally:
         stop_all(procs.values())
     report(args, phases["plain"], phases["wait=applied"])
+    return {label.replace("=", "_"): results.figures(wall) for label, (results, wall) in phases.items()}
 
 
 def report(
@@ -111,4 +113,5 @@ def parse() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    options = parse()
+    recorded("applied", options, lambda: asyncio.run(main(options)))

@@ -42,6 +42,7 @@ import uvloop
 from redis.asyncio import Redis
 
 from ops.bench.kit import closed_loop, cpu_seconds, parent_pid, parser, percentiles
+from ops.bench.record import Figures, recorded
 from ops.stack import free_port
 from regions.core.aggregation import Applied, DedupeMemory, PlayerState, Seen, apply_award
 from regions.core.boards import Board, SortOrder, TiePolicy
@@ -470,7 +471,7 @@ def median(values: list[float]) -> float:
 # ------------------------------------------------------------------ main
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> Figures:
     say(f"== baselines: {args.players:,} players, {args.awards:,} awards a round each sent twice, "
         f"{args.rounds} rounds, reads {args.duration:.0f} s one at a time (latency) and "
         f"{args.duration:.0f} s at concurrency {args.concurrency} (throughput)")  # fmt: skip
@@ -485,7 +486,7 @@ async def run(args: argparse.Namespace) -> None:
             min_size=args.concurrency, max_size=args.concurrency,
         )  # fmt: skip
         postmaster = parent_pid(int(await pool.fetchval("SELECT pg_backend_pid()")))
-        await measure(args, bench_redis, redis, pool, postmaster)
+        return await measure(args, bench_redis, redis, pool, postmaster)
     finally:
         if pool is not None:
             if not args.keep_postgres:
@@ -497,7 +498,7 @@ async def run(args: argparse.Namespace) -> None:
 
 async def measure(
     args: argparse.Namespace, bench_redis: BenchRedis, redis: Redis, pool: asyncpg.Pool, postmaster: int
-) -> None:
+) -> Figures:
     began = time.perf_counter()
     say("\n== loading the same initial totals into each")
     totals = initial_totals(args.players)
@@ -505,6 +506,7 @@ async def measure(
     naive, postgres, ours = Naive(redis), Postgres(pool), Ours(redis, totals)
     systems: list[System] = [naive, postgres, ours]
     memory: dict[str, str] = {}
+    memory_bytes: dict[str, int] = {}  # on disk for PostgreSQL, Redis used_memory for the others
     for system in systems:
         before = int((await redis.info("memory"))["used_memory"])
         started = time.perf_counter()
@@ -514,10 +516,11 @@ async def measure(
             sizes = await pool.fetchrow(
                 "SELECT pg_table_size('scores'), pg_relation_size('scores_pkey'), pg_relation_size('scores_rank')"
             )
+            memory_bytes[system.name] = sum(sizes)
             memory[system.name] = (f"table {sizes[0] / 2**20:,.0f} MB + primary key {sizes[1] / 2**20:,.0f} MB "
                                    f"+ rank index {sizes[2] / 2**20:,.0f} MB = {sum(sizes) / args.players:.0f} B/player (on disk)")  # fmt: skip
         else:
-            used = int((await redis.info("memory"))["used_memory"]) - before
+            used = memory_bytes[system.name] = int((await redis.info("memory"))["used_memory"]) - before
             memory[system.name] = (
                 f"{used / 2**20:,.0f} MB = {used / args.players:.0f} B/player (Redis used_memory)"
             )
@@ -566,10 +569,12 @@ async def measure(
     say(f"\n== correctness under retries: {args.awards * args.rounds:,} awards, each sent twice "
         f"({retried:,} points sent a second time), {len(expected):,} players awarded")  # fmt: skip
     players = sorted(expected)
+    correctness: dict[str, dict[str, int]] = {}
     for system in systems:
         got = await system.totals(players)
         wrong = [i for i in players if got.get(i) != totals[i] + expected[i]]
         surplus = sum(got.get(i, 0) - totals[i] - expected[i] for i in players)
+        correctness[system.name] = {"wrong_totals": len(wrong), "excess_points": surplus}
         note = f"; {ours.duplicates:,} retries recognised as duplicates" if system is ours else ""
         say(f"  {system.name:<12} players with a wrong total {len(wrong):>8,} of {len(players):,}; "
             f"points counted in excess {surplus:>12,}{note}")  # fmt: skip
@@ -603,6 +608,11 @@ async def measure(
     for system in systems:
         say(f"  memory {system.name:<12} {memory[system.name]}")
     say(f"  total time {time.perf_counter() - began:.0f} s")
+    return {"systems": {s.name: {"awards": award_runs[s.name], "rank": rank_runs[s.name],
+                                 "context": context_runs[s.name], "memory_bytes": memory_bytes[s.name],
+                                 "correctness": correctness[s.name]} for s in systems},
+            "retried_points": retried, "players_awarded": len(expected), "duplicates_recognised": ours.duplicates,
+            "last_apply_sent_again_taken": taken}  # fmt: skip
 
 
 def main() -> None:
@@ -615,7 +625,8 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=8, help="reads in flight for throughput")
     p.add_argument("--postgres-port", type=int, default=int(os.environ.get("LB_OPS_POSTGRES_PORT", "5433")))
     p.add_argument("--keep-postgres", action="store_true", help="leave the scores table behind")
-    uvloop.run(run(p.parse_args()))
+    args = p.parse_args()
+    recorded("baselines", args, lambda: uvloop.run(run(args)))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import uuid
 from datetime import UTC, datetime
 
 from ops.bench.kit import parser
+from ops.bench.record import Figures, recorded
 from ops.bench.steps import archive_timed
 from regions.core.boards import Board
 from regions.core.ordering import encode, reached_position
@@ -45,7 +46,7 @@ async def fill(projection: RedisProjection, board: Board, players: int) -> None:
         await projection.apply(board.id, totals, board.shards)
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     settings = load_settings()
     tag = uuid.uuid4().hex[:8]
     prefix, keyspace = f"bench-close-{tag}", f"lbbench_close_{tag}"
@@ -58,7 +59,8 @@ async def main(args: argparse.Namespace) -> None:
         started = time.perf_counter()
         projection = RedisProjection(redis, prefix)
         await fill(projection, board, args.players)
-        print(f"filled the projection with {args.players:,} players in {time.perf_counter() - started:.1f} s")
+        fill_s = time.perf_counter() - started
+        print(f"filled the projection with {args.players:,} players in {fill_s:.1f} s")
         results = CassandraResults(session)
         timed = await archive_timed(redis, prefix, results, board, args.chunk_size)
         header, seconds = timed.archived.header, timed.seconds
@@ -72,8 +74,13 @@ async def main(args: argparse.Namespace) -> None:
         started = time.perf_counter()
         again = await archive_projection(redis, prefix, results, board, version=1, reason="benchmark",
                                          chunk_size=args.chunk_size, created_at=datetime.now(UTC))  # fmt: skip
-        print(f"archived again (a restarted worker): {again.chunks_written} chunks written in "
-              f"{(time.perf_counter() - started) * 1000:.0f} ms")  # fmt: skip
+        again_ms = (time.perf_counter() - started) * 1000
+        print(f"archived again (a restarted worker): {again.chunks_written} chunks written in {again_ms:.0f} ms")
+        return {"fill_s": fill_s, "players": header.player_count, "seconds": seconds,
+                "players_per_s": header.player_count / seconds, "chunks": header.chunk_count,
+                "chunk_size": header.chunk_size, "rows": rows, "chunk_bytes": size, "page_first_rank": timed.first + 1,
+                "page_entries": timed.entries, "page_ms": timed.page_ms,
+                "again_chunks_written": again.chunks_written, "again_ms": again_ms}  # fmt: skip
     finally:
         await projection.drop([board.id])
         await projection.layouts.delete_retired()
@@ -92,4 +99,5 @@ def parse() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    options = parse()
+    recorded("close", options, lambda: asyncio.run(main(options)))

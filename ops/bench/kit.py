@@ -6,7 +6,9 @@
   the load). ``Connection`` is the keep-alive HTTP/1.1 client they send on, cheap enough to leave
   the CPU to the servers. The open loop of signed awards through the intake, which never waits for
   an answer before the next request, is ``ops.bench.load``, built on the same connection.
-- Figures: ``percentile`` and ``percentiles``, linear between the closest ranks.
+- Figures: ``percentile`` and ``percentiles``, linear between the closest ranks; ``distribution``
+  (count, p50, p95, p99 and max) and ``by_process`` are figures as a run records them
+  (``ops.bench.record``, which every benchmark writes its run with).
 - Processes: ``cpu_seconds``, ``rss_mib``, ``children`` and ``parent_pid`` from /proc, and
   ``CpuClock`` for the CPU each named process uses over a stretch of time.
 - Printing: ``shown`` (``p50 1.0  p95 2.0  p99 3.0``), ``table`` (a row a process and one for all).
@@ -56,6 +58,26 @@ def percentiles(
     """Each quantile of ``qs`` of ``values`` (times ``scale``: 1000 turns seconds into ms)."""
     ordered = sorted(values)
     return {q: _at(ordered, q) * scale for q in qs}
+
+
+def distribution(values: Iterable[float], *, scale: float = 1.0) -> dict[str, float]:
+    """``values`` as a run records them: how many, each quantile of ``QUANTILES`` (``p50``,
+    ``p95``, ``p99``) and the largest, times ``scale``; NaN for the quantiles of none."""
+    ordered = sorted(values)
+    figures: dict[str, float] = {"count": len(ordered)}
+    figures |= {f"p{q * 100:g}": _at(ordered, q) * scale for q in QUANTILES}
+    figures["max"] = ordered[-1] * scale if ordered else math.nan
+    return figures
+
+
+def by_process(**columns: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """Per-process columns (``cpu_percent={"intake": 40.0}, rss_mib={...}``) turned into one
+    mapping a process: ``{"intake": {"cpu_percent": 40.0, "rss_mib": ...}}``."""
+    found: dict[str, dict[str, float]] = {}
+    for column, values in columns.items():
+        for name, value in values.items():
+            found.setdefault(name, {})[column] = value
+    return found
 
 
 def shown(figures: Mapping[float, float], spec: str = ".0f", *, unit: str = "", sep: str = "  ") -> str:
@@ -188,6 +210,12 @@ class Run:
     @property
     def p99_ms(self) -> float:
         return percentile(self.latencies, 0.99) * 1000
+
+    def figures(self) -> dict[str, object]:
+        """As a run records it: label, mode, requests, seconds, rate and the latency's ``distribution`` (ms)."""
+        return {"label": self.label, "mode": self.mode, "requests": self.requests, "seconds": self.seconds,
+                "rate": self.rate if self.seconds else math.nan,
+                "latency_ms": distribution(self.latencies, scale=1000)}  # fmt: skip
 
     def line(self) -> str:
         figures = shown(percentiles(self.latencies, scale=1000), "6.1f", unit=" ms", sep="   ")

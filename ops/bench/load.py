@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 import uvloop
 
-from ops.bench.kit import Connection
+from ops.bench.kit import Connection, distribution
 from ops.stack import with_free_ports
 from regions.core.boards import Board
 from regions.core.signing import sign
@@ -82,17 +82,36 @@ def add_options(
     players: int = 100_000,
     players_help: str = "distinct players",
     duration: bool = True,
+    rates: bool = False,
 ) -> None:
-    """The options a ``Schedule`` is made of: --rate, --batch, --connections, --players and, unless
-    the script times its phases itself, --duration (60 s)."""
+    """The options a ``Schedule`` is made of: --rate, --batch, --connections, --players, unless
+    the script times its phases itself --duration (60 s), and with ``rates`` --rates (several
+    rates measured in turn, instead of --rate)."""
     if duration:
         p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
     p.add_argument("--rate", type=int, default=rate, help=f"{rate_help} (default %(default)s)")
+    if rates:
+        p.add_argument("--rates", type=rate_list, default=None,
+                       help="several rates, measured in turn on the same processes (--duration each), "
+                            "e.g. 1000,2000,3000 (instead of --rate)")  # fmt: skip
     p.add_argument("--batch", type=int, default=10, help="awards per request (default 10)")
     p.add_argument(
         "--connections", type=int, default=connections, help=f"{connections_help} (default %(default)s)"
     )
     p.add_argument("--players", type=int, default=players, help=f"{players_help} (default %(default)s)")
+
+
+def rate_list(text: str) -> list[int]:
+    """``1000,2000``: rates a second, each above 0."""
+    try:
+        rates = [int(r) for r in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give awards per second separated by commas, e.g. 1000,2000"
+        ) from None
+    if not rates or min(rates) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: every rate must be above 0")
+    return rates
 
 
 def bench_settings(prefix: str) -> Settings:
@@ -279,6 +298,14 @@ class Results:
             self.pending.append((reply.done, (reply.region, reply.partition), reply.offset))
         else:
             self.rejected[reply.status] = self.rejected.get(reply.status, 0) + 1
+
+    def figures(self, seconds: float) -> dict[str, object]:
+        """As a run records them, over ``seconds`` of load: awards offered and accepted (and accepted
+        a second), refused requests by status, late requests, the ack latency's ``distribution`` (ms)."""
+        return {"offered": self.offered, "accepted": self.accepted, "accepted_per_s": self.accepted / seconds,
+                "applied": self.applied, "rejected": self.rejected, "late_requests": self.late_sends,
+                "waited_for_connection": self.waited_for_connection, "connections": self.connections,
+                "send_delay_ms": distribution(self.send_delay_ms), "ack_ms": distribution(self.ack_ms)}  # fmt: skip
 
 
 async def drive(schedule: Schedule, results: Results) -> None:

@@ -7,6 +7,10 @@ visible in Redis, by the projection's asOf positions), CPU and memory of every p
 with the CPU per accepted award over the load and its drain, and the projector's replay rate next
 to redis-benchmark running the same Lua script pipelined on the same Redis.
 
+``--rates 500,1000,1500`` measures each rate in turn on the same processes (``--duration`` each,
+after ``--warmup`` s of quiet), one report per rate; the recorded run holds them all, which is what
+``ops/bench/report`` plots against the offered rate.
+
 Run through ``ops/bench/pipeline`` (it starts the servers of ``ops/services env``). Options: ``--help``.
 """
 
@@ -27,8 +31,19 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.freshness import PositionHistory, freshness
-from ops.bench.kit import Column, CpuClock, children, parser, percentile, percentiles, rss_mib, shown, table
+from ops.bench.freshness import PositionHistory, freshness, freshness_figures
+from ops.bench.kit import (
+    Column,
+    CpuClock,
+    by_process,
+    children,
+    parser,
+    percentile,
+    percentiles,
+    rss_mib,
+    shown,
+    table,
+)
 from ops.bench.load import (
     LATE_S,
     Results,
@@ -40,6 +55,7 @@ from ops.bench.load import (
     drive,
     generator_processes,
 )
+from ops.bench.record import Figures, recorded
 from ops.bench.steps import redis_benchmark
 from ops.stack import SERVICES, data_dir, region_env, server_pids, start_service, stop_all, until_ready
 from regions.core.boards import Board
@@ -95,11 +111,13 @@ def profile(pids: dict[str, int], seconds: float, out: Path) -> list[subprocess.
     ]
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     tag = uuid.uuid4().hex[:8]
     settings = bench_settings(f"bench{tag}")
+    rates = args.rates or [args.rate]
     print(
-        f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f}s at {args.rate}/s in batches of {args.batch}"
+        f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f}s at {' then '.join(map(str, rates))}/s"
+        f" in batches of {args.batch}"
         f" from {args.generators or 'this'} generator process(es), audit cap {args.audit_rate or 'none'},"
         f" audit niceness {args.audit_niceness}"
     )
@@ -118,16 +136,22 @@ async def main(args: argparse.Namespace) -> None:
     procs = {s: start_service(s, env, logs) for s in SERVICES if not (args.no_audit and s == "audit")}
     redis = connect_redis(settings.redis)
     projection = RedisProjection(redis, settings.redis.key_prefix)
+    points, replay = [], None
     try:
         await until_ready(settings, procs, logs, args.warmup * 10)
-        await asyncio.sleep(args.warmup)
-        report(args, await measure(args, settings, board, procs, projection))
+        for rate in rates:
+            await asyncio.sleep(args.warmup)
+            at_rate = argparse.Namespace(**{**vars(args), "rate": rate})
+            measured = await measure(at_rate, settings, board, procs, projection)
+            report(at_rate, measured)
+            points.append(measured.figures(rate, args.duration))
         stop_all(procs.values())  # the replay is measured on an otherwise idle machine, like redis-benchmark
         if not args.no_replay:
-            await replay_vs_redis_benchmark(settings, projection)
+            replay = await replay_vs_redis_benchmark(settings, projection)
     finally:
         stop_all(procs.values())
         await redis.aclose()
+    return {"points": points, "replay": replay}
 
 
 @dataclass
@@ -145,6 +169,14 @@ class Measured:
         servers also serve whatever else runs on the machine: only what the load added is counted)."""
         extra = self.used[name] - self.idle[name] / 100 * self.drained
         return max(0.0, extra) * 1000 / max(1, self.results.accepted)
+
+    def figures(self, rate: int, duration: float) -> Figures:
+        """One rate's figures as the run records them (what ``report`` prints)."""
+        r = self.results
+        return {"rate": rate, "offered_per_s": r.offered / duration, "seconds": self.wall,
+                "drained_s": self.drained - self.wall, **r.figures(self.wall), **freshness_figures(r),
+                "processes": by_process(cpu_percent=self.cpu, idle_percent=self.idle, rss_mib=self.rss,
+                                        cpu_ms_per_award={n: self.per_award(n) for n in self.cpu})}  # fmt: skip
 
 
 async def measure(
@@ -242,7 +274,7 @@ def report(args: argparse.Namespace, m: Measured) -> None:
     print("\n".join(table(24, columns)))
 
 
-async def replay_vs_redis_benchmark(settings: Settings, projection: RedisProjection) -> None:
+async def replay_vs_redis_benchmark(settings: Settings, projection: RedisProjection) -> Figures:
     print("\n== replay: rebuild of the projection from the totals topic, then redis-benchmark", flush=True)
     started = time.perf_counter()
     report_ = await rebuild(settings, projection)
@@ -260,11 +292,13 @@ async def replay_vs_redis_benchmark(settings: Settings, projection: RedisProject
         f"redis-benchmark        {reference:10.0f} calls/s   (same script, one total per call, -P 64, median of 3)"
     )
     print(f"ratio                  {replay_rate / reference:10.2f}x  (target >= 0.4x)")
+    return {"totals": totals, "seconds": replay_s, "totals_per_s": replay_rate,
+            "redis_benchmark_calls_per_s": reference, "ratio": replay_rate / reference}  # fmt: skip
 
 
 def parse() -> argparse.Namespace:
     p = parser(__doc__)
-    add_options(p, rate=3000, rate_help="awards per second offered",
+    add_options(p, rate=3000, rate_help="awards per second offered", rates=True,
                 connections=2000, connections_help="most HTTP connections open at once")  # fmt: skip
     p.add_argument(
         "--generators",
@@ -296,10 +330,14 @@ def parse() -> argparse.Namespace:
         "--idle", type=float, default=5, help="seconds of CPU measured without load first (default 5)"
     )
     p.add_argument(
-        "--warmup", type=float, default=8, help="seconds to settle once every process is ready (default 8)"
+        "--warmup",
+        type=float,
+        default=8,
+        help="seconds to settle once every process is ready, and before each rate (default 8)",
     )
     return p.parse_args()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    options = parse()
+    recorded("pipeline", options, lambda: asyncio.run(main(options)))

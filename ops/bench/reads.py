@@ -40,7 +40,7 @@ import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
 from ops.bench import reads_lists
-from ops.bench.kit import parser, percentiles, shown
+from ops.bench.kit import distribution, parser, percentiles, shown
 from ops.bench.queries import (
     CONTEXT,
     PLAYER,
@@ -55,6 +55,7 @@ from ops.bench.queries import (
     stop,
     uncached,
 )
+from ops.bench.record import Figures, recorded
 from ops.stack import free_port
 from regions.core.boards import Board, SortOrder, TiePolicy
 from regions.core.ordering import encode
@@ -153,7 +154,7 @@ async def metric(port: int, name: str) -> float:
 
 async def fan_out(
     settings: Settings, board: Board, gateway: Server, subscribers: int, changes: int, players: int
-) -> None:
+) -> Figures:
     url = f"ws://127.0.0.1:{gateway.port}/graphql"
     rss_before = gateway.rss_mib()
     sinks = [Subscriber() for _ in range(subscribers)]
@@ -215,12 +216,16 @@ async def fan_out(
     print(
         f"  target: 1,000 subscribers get TopKChanged within 1 s p99 -> {'met' if delivery[0.99] < 1000 else 'MISSED'}"
     )
+    return {"subscribers": subscribers, "changes": changes, "deliveries": len(latencies), "expected": expected,
+            "resyncs": sum(s.resyncs for s in sinks), "delivery_ms": distribution(latencies, scale=1000),
+            "rss_mib": {"before": rss_before, "subscribed": rss_subscribed, "after": rss_after},
+            "gateway_cpu_s": cpu_used}  # fmt: skip
 
 
 # ------------------------------------------------------------------ main
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> Figures:
     base = load_settings()
     prefix = f"bench{uuid.uuid4().hex[:6]}"
     settings = base.model_copy(update={"redis": base.redis.model_copy(update={"key_prefix": prefix})})
@@ -245,13 +250,14 @@ async def run(args: argparse.Namespace) -> None:
     reference = await start("reference", [str(ROOT / "ops/bench/reads_reference.py")],
                             {**env, "LB_OPS_BENCH_REFERENCE_PORT": str(ref_port)}, ref_port, f"/top?board={board.id}")  # fmt: skip
     try:
-        await reads(args, board, gateway, reference)
+        figures = await reads(args, board, gateway, reference)
         if args.no_fan_out:
-            return
+            return figures
         print(
             f"\n== subscription fan-out: {args.subscribers} subscribers, {args.changes} top-10 changes, 1/s"
         )
-        await fan_out(settings, board, gateway, args.subscribers, args.changes, args.players)
+        figures["fan_out"] = await fan_out(settings, board, gateway, args.subscribers, args.changes, args.players)
+        return figures
     finally:
         await stop(gateway)
         await stop(reference)
@@ -340,7 +346,7 @@ async def same_answers(args: argparse.Namespace, board: Board, g: int, r: int) -
     print("  answers checked: persisted GET == POST == the reference's, for 50 players (player, context)")
 
 
-async def reads(args: argparse.Namespace, board: Board, gateway: Server, reference: Server) -> None:
+async def reads(args: argparse.Namespace, board: Board, gateway: Server, reference: Server) -> Figures:
     """Each GraphQL read and its plain counterpart, closed loop, interleaved ``--repeats`` times (the
     machine is shared: a ratio is only meaningful when both sides ran under the same load), then a
     paced run of each GraphQL read for its latency at ``--rate``."""
@@ -355,7 +361,7 @@ async def reads(args: argparse.Namespace, board: Board, gateway: Server, referen
           f"{' without plans' if args.generic else ''}, reference 1")  # fmt: skip
     await closed_loop("warm-up", g, lambda: post(g, TOP % board.id), 4, 2)
     await closed_loop("warm-up", r, lambda: get(r, f"/top?board={board.id}&k=10"), 4, 2)
-    summary = []
+    summary, measured = [], []
     for pair in pairs(args, board, g, r, pool):
         rates: dict[str, list[float]] = {"graphql": [], "plain": []}
         per_cpu: dict[str, list[float]] = {"graphql": [], "plain": []}
@@ -369,6 +375,7 @@ async def reads(args: argparse.Namespace, board: Board, gateway: Server, referen
                 used = server.cpu_seconds() - cpu
                 rates[side].append(result.rate)
                 per_cpu[side].append(result.requests / used if used else float("nan"))
+                measured.append({**result.figures(), "side": side, "read": pair.label, "per_cpu_s": per_cpu[side][-1]})
                 print(result.line() + f"   {per_cpu[side][-1]:7,.0f} per server CPU-s", flush=True)
         ratios = [a / b for a, b in zip(rates["graphql"], rates["plain"], strict=True)]
         cpu_ratios = [a / b for a, b in zip(per_cpu["graphql"], per_cpu["plain"], strict=True)]
@@ -389,8 +396,12 @@ async def reads(args: argparse.Namespace, board: Board, gateway: Server, referen
                 pair.label, g, partial(pair.graphql, rng), args.concurrency, args.rate, args.duration
             )
             verdict = "met" if steady.p99_ms < 50 else "MISSED"
+            measured.append({**steady.figures(), "side": "graphql", "read": pair.label})
             print(steady.line() + f"   (target p99 < 50 ms: {verdict})", flush=True)
     print(f"  gateway RSS {gateway.rss_mib():.0f} MB, reference RSS {reference.rss_mib():.0f} MB")
+    names = ("read", "graphql_q_per_s", "plain_q_per_s", "ratio", "graphql_per_cpu_s", "plain_per_cpu_s", "cpu_ratio")
+    return {"reads": [dict(zip(names, row, strict=True)) for row in summary], "runs": measured,
+            "rss_mib": {"gateway": gateway.rss_mib(), "reference": reference.rss_mib()}}  # fmt: skip
 
 
 def main() -> None:
@@ -407,7 +418,7 @@ def main() -> None:
     p.add_argument("--generic", action="store_true", help="no compiled plans: strawberry's executor only")
     p.add_argument("--no-fan-out", action="store_true", help="skip the subscription run")
     args = p.parse_args()
-    uvloop.run(run(args))
+    recorded("reads", args, lambda: uvloop.run(run(args)))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from ops.bench.kit import CpuClock, parser, percentile, percentiles, shown
+from ops.bench.kit import CpuClock, distribution, parser, percentile, percentiles, shown
+from ops.bench.record import Figures, recorded
 from ops.clusters import RegionServers, ReplicatorProcess, bootstrap_topics, end_offsets, two_regions
 from ops.stack import data_dir, server_pids
 from regions.runtime.settings import Settings, load_settings
@@ -143,7 +144,7 @@ def print_cpu(cores: dict[str, float]) -> None:
 
 async def steady(
     args: argparse.Namespace, eu: Settings, us: Settings, pids: dict[str, int], logs: Path
-) -> None:
+) -> Figures:
     replicator, pids = await started(eu, logs, "", pids)
     result, stop, lag_samples = Watch(), asyncio.Event(), list[float]()
     watching = asyncio.create_task(watch(eu, result, stop))
@@ -170,11 +171,14 @@ async def steady(
     print(f"  replicator record lag (sampled every 0.5 s): p99 {percentile(lag_samples, 0.99):.0f}  "
           f"max {max(lag_samples, default=0):.0f}")  # fmt: skip
     print_cpu(use.cores())
+    return {"offered": sent, "copied": result.seen, "seconds": use.wall, "copied_per_s": result.seen / use.wall,
+            "lag_ms": distribution(lag), "committed_upper_bound_ms": {f"p{q * 100:g}": b * 1000 for q, b in committed.items()},
+            "record_lag": distribution(lag_samples), "cpu_cores": use.cores()}  # fmt: skip
 
 
 async def backlog(
     args: argparse.Namespace, eu: Settings, us: Settings, pids: dict[str, int], logs: Path
-) -> None:
+) -> Figures:
     codec, producer = Codec(), make_producer(us.kafka)
     await producer.start()
     try:
@@ -194,9 +198,11 @@ async def backlog(
     print(f"backlog: {args.backlog} awards drained by a restarted replicator in {use.wall:.1f} s: "
           f"{args.backlog / use.wall:.0f} records/s")  # fmt: skip
     print_cpu(use.cores())
+    return {"awards": args.backlog, "seconds": use.wall, "records_per_s": args.backlog / use.wall,
+            "cpu_cores": use.cores()}  # fmt: skip
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     base = load_settings()
     local = base.model_copy(
         update={"kafka": base.kafka.model_copy(update={"topic_prefix": f"bench{uuid.uuid4().hex[:8]}"})}
@@ -210,8 +216,8 @@ async def main(args: argparse.Namespace) -> None:
             await bootstrap_topics(eu, us)
             pids = {"kafka-eu": server_pids(data_dir())["kafka"], "kafka-us": server_pids(cluster.data_dir)["kafka"],
                     "load+watch": os.getpid()}  # fmt: skip
-            await steady(args, eu, us, pids, Path(scratch))
-            await backlog(args, eu, us, pids, Path(scratch))
+            return {"steady": await steady(args, eu, us, pids, Path(scratch)),
+                    "backlog": await backlog(args, eu, us, pids, Path(scratch))}  # fmt: skip
         finally:
             cluster.stop()
 
@@ -227,4 +233,5 @@ def parse() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    options = parse()
+    recorded("replicate", options, lambda: asyncio.run(main(options)))

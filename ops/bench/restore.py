@@ -27,6 +27,7 @@ from pathlib import Path
 from aiokafka import ConsumerRecord, TopicPartition
 
 from ops.bench.kit import parser, rss_mib
+from ops.bench.record import Figures, recorded
 from ops.stack import delete_topics
 from regions.processor.loop import Processor
 from regions.processor.restore import restore
@@ -106,7 +107,7 @@ def disk_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     base = load_settings()
     tag = uuid.uuid4().hex[:8]
     settings = base.model_copy(update={
@@ -160,8 +161,13 @@ async def main(args: argparse.Namespace) -> None:
         print(
             f"store on disk              {disk / 2**20:12,.0f} MiB  ({disk / args.players:,.0f} bytes per player)"
         )
-        print(f"peak RSS of this process   {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:12,.0f} MiB "
-              f"(store cache {args.cache_mib} MiB)")  # fmt: skip
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS of this process   {peak:12,.0f} MiB (store cache {args.cache_mib} MiB)")
+        return {"records": records, "plain_read": {"seconds": p, "records_per_s": records / p, "cpu_s": cp},
+                "cold": {"seconds": c, "records_per_s": records / c, "cpu_s": cc, "of_plain_read": p / c},
+                "warm": {"seconds": w, "tail_records": tail}, "store_bytes": disk,
+                "store_bytes_per_player": disk / args.players, "peak_rss_mib": peak,
+                "runs": {"plain_s": plain, "cold_s": cold, "warm_s": warm}}  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
         await delete_topics(settings.kafka, f"{settings.kafka.topic_prefix}.")
@@ -183,4 +189,5 @@ def parse() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    options = parse()
+    recorded("restore", options, lambda: asyncio.run(main(options)))

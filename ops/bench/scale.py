@@ -59,6 +59,7 @@ import uvloop
 
 from ops.bench.kit import parser
 from ops.bench.queries import CONTEXT, PAGE_AFTER, PAGE_FROM, PLAYER, TOP, cursors, paced, post, start, stop
+from ops.bench.record import Figures, recorded
 from ops.bench.steps import archive_timed, redis_benchmark, redis_cli
 from ops.clusters import end_offsets
 from ops.stack import delete_topics, free_port
@@ -405,7 +406,7 @@ def met(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> Figures | None:
     url = (
         f"redis+cluster://127.0.0.1:{CLUSTER_PORTS[0]}"
         if args.redis_cluster
@@ -417,7 +418,7 @@ async def run(args: argparse.Namespace) -> None:
         await delete_topics(settings.kafka, f"{PREFIX}.")
         stop_redis()
         shutil.rmtree(STATE_DIR, ignore_errors=True)
-        return
+        return None
     mode = f"{args.shards}-shards-{'cluster' if args.redis_cluster else 'standalone'}"
     state = State(args.players, mode, args.metadata_bytes)
     print(f"== 1. load: totals topic {settings.kafka.topic('totals')} (through the totals topic: see --help), "
@@ -445,7 +446,7 @@ async def run(args: argparse.Namespace) -> None:
             state.save()
             if not args.keep_redis:
                 stop_redis()
-            return
+            return figures_of(state, mode)
         if not state.done("ratio"):
             print("== 4. redis-benchmark: the same Lua script, one total per call, pipelined (-P 64)")
             reference = statistics.median(redis_benchmark(ports, 200_000) for _ in range(3))
@@ -483,6 +484,13 @@ async def run(args: argparse.Namespace) -> None:
         raise
     if not args.keep_redis:
         stop_redis()
+    return figures_of(state, mode)
+
+
+def figures_of(state: State, mode: str) -> Figures:
+    """What the run records: every step's figures in this mode, those of earlier runs it resumed included."""
+    return {"players": state.data["players"], "metadata_bytes": state.data["metadata_bytes"], "mode": mode,
+            "steps": state.mode}  # fmt: skip
 
 
 def main() -> None:
@@ -513,7 +521,7 @@ def main() -> None:
         free = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.splitlines()[1].split()
         print(f"== {args.players:,} players on one board; memory now: {free[6]} GiB available of {free[1]} GiB "
               "(the board takes about 3.5 GiB of Redis at 25M players)")  # fmt: skip
-    uvloop.run(run(args))
+    recorded("scale", args, lambda: uvloop.run(run(args)))
 
 
 if __name__ == "__main__":

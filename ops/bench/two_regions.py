@@ -42,8 +42,20 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.kit import Column, CpuClock, parser, percentile, percentiles, rss_mib, shown, table
+from ops.bench.kit import (
+    Column,
+    CpuClock,
+    by_process,
+    distribution,
+    parser,
+    percentile,
+    percentiles,
+    rss_mib,
+    shown,
+    table,
+)
 from ops.bench.load import Pending, Results, Schedule, add_options, drive
+from ops.bench.record import Figures, recorded
 from ops.clusters import bootstrap_topics
 from ops.stack import (
     data_dir,
@@ -235,7 +247,7 @@ def bench_servers(regions: list[Region]) -> dict[str, int]:
     return {n: p for n, p in found.items() if Path(f"/proc/{p}").exists()}
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     tag = uuid.uuid4().hex[:8]
     names = args.regions.split(",")
     if len(names) != 2:
@@ -261,14 +273,17 @@ async def main(args: argparse.Namespace) -> None:
     logs = Path(os.environ["LB_OPS_DATA_DIR"]) / "logs" / f"bench-{tag}"
     logs.mkdir(parents=True, exist_ok=True)
     kept_logs = ROOT / ".data" / "logs" / f"bench-regions-{tag}"
+    rows: list[Row] = []
+    points: list[Figures] = []
     try:
         for region in regions:
             start(region, args, logs)
         await until_ready(regions, logs, 180)  # a loaded machine starts ten processes slowly
         await asyncio.sleep(args.warmup)
-        rows = []
         for rate in rates:
-            rows.append(await measure(args, regions, board, rate))
+            row, figures = await measure(args, regions, board, rate)
+            rows.append(row)
+            points.append(figures)
         if len(rows) > 1:
             summary(rows)
     finally:
@@ -280,6 +295,11 @@ async def main(args: argparse.Namespace) -> None:
         kept_logs.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(logs, kept_logs, dirs_exist_ok=True)  # the data folder is removed at the end
         print(f"logs: {kept_logs}")
+    met = [row.rate for row in rows if not row.misses]
+    targets = {"ack_p99_ms": ACK_P99_MS, "regional_p99_ms": REGIONAL_P99_MS, "home_p99_ms": HOME_P99_MS,
+               "carried": CARRIED}  # fmt: skip
+    return {"regions": names, "home": names[0], "targets": targets, "points": points,
+            "highest_rate_meeting_targets": max(met, default=None)}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,8 +347,11 @@ def half(args: argparse.Namespace, region: Region, board: Board, rate: int) -> S
                        max_connections=args.connections // 2)  # fmt: skip
 
 
-async def measure(args: argparse.Namespace, regions: list[Region], board: Board, rate: int) -> Row:
-    """One run of ``args.duration`` s at ``rate`` awards/s, reported in full."""
+async def measure(
+    args: argparse.Namespace, regions: list[Region], board: Board, rate: int
+) -> tuple[Row, Figures]:
+    """One run of ``args.duration`` s at ``rate`` awards/s, reported in full; its row against the
+    targets and its figures as the run records them."""
     for region in regions:
         region.results = Results()
     home, other = regions
@@ -362,7 +385,16 @@ async def measure(args: argparse.Namespace, regions: list[Region], board: Board,
     print(
         f"\n== targets at {rate}/s: " + ("all met" if not row.misses else "missed: " + "; ".join(row.misses))
     )
-    return row
+    figures = {"rate": rate, "seconds": wall, "accepted_per_s": row.accepted_per_s,
+               "by_region": {r.name: r.results.figures(wall) for r in regions},
+               "visibility": [{"label": v.label, "accepted_in": v.source.name, "seen_in": v.seen_in.name,
+                               "ms": distribution(v.ms), "never_seen": len(v.waiting)} for v in views],
+               "replicators": {name: {"lag_records": distribution(s[0] for s in samples),
+                                      "lag_seconds": distribution(s[1] for s in samples)}
+                               for name, samples in lag_samples.items()},
+               "processes": by_process(cpu_percent=cpu, rss_mib=rss), "load_average": os.getloadavg()[0],
+               "misses": row.misses}  # fmt: skip
+    return row, figures
 
 
 def summary(rows: list[Row]) -> None:
@@ -417,29 +449,11 @@ def report(
     print("\n".join(table(32, [Column("CPU %", cpu, "7.1f"), Column("RSS MiB", rss, "8.0f", summed=False)])))
 
 
-def _rates(text: str) -> list[int]:
-    try:
-        rates = [int(r) for r in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give awards per second separated by commas, e.g. 1000,2000"
-        ) from None
-    if not rates or min(rates) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: every rate must be above 0")
-    return rates
-
-
 def parse() -> argparse.Namespace:
     p = parser(__doc__)
     p.add_argument("--regions", default="eu,us", help="the two regions; the board is homed in the first")
-    add_options(p, rate=3000, rate_help="awards per second offered, both regions",
+    add_options(p, rate=3000, rate_help="awards per second offered, both regions", rates=True,
                 connections=32, connections_help="HTTP connections, split over the regions")  # fmt: skip
-    p.add_argument(
-        "--rates",
-        type=_rates,
-        default=None,
-        help="several rates, measured in turn on the same regions, e.g. 1000,2000,3000 (instead of --rate)",
-    )
     p.add_argument(
         "--free-ports",
         action="store_true",
@@ -453,4 +467,5 @@ def parse() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    options = parse()
+    recorded("regions", options, lambda: asyncio.run(main(options)))

@@ -25,9 +25,10 @@ from pathlib import Path
 import httpx
 from aiokafka import AIOKafkaProducer
 
-from ops.bench.freshness import PositionHistory, freshness
+from ops.bench.freshness import PositionHistory, freshness, freshness_figures
 from ops.bench.kit import parser, percentiles, shown
 from ops.bench.load import Results, Schedule, add_options, bench_settings, drive
+from ops.bench.record import Figures, recorded
 from ops.stack import delete_topics, region_env, start_service, stop_all, until_ready
 from regions.core.boards import Board
 from regions.core.periods import Period, WindowSpec, day_key, day_of, day_start_of
@@ -146,7 +147,7 @@ async def phase(settings: Settings, projection: RedisProjection, board: Board, a
     return results
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     tag = uuid.uuid4().hex[:8]
     settings = bench_settings(f"benchw{tag}")
     spec = WindowSpec(Period.ROLLING, args.days)
@@ -199,6 +200,10 @@ async def main(args: argparse.Namespace) -> None:
         print(line("during", during))
         if expiry_s > args.during:
             print(f"note: the expiry outlasted the {args.during:.0f} s of load; raise --during to cover it")
+        return {"filled_awards": written, "projected_s": projected_s, "expiry_s": expiry_s,
+                "totals_rewritten": changed, "players_on_expired_day": int(args.players * args.active),
+                "before": {**before.figures(args.baseline), **freshness_figures(before)},
+                "during": {**during.figures(args.during), **freshness_figures(during)}}  # fmt: skip
     finally:
         await producer.stop()
         stop_all(procs.values())
@@ -230,4 +235,5 @@ def parse() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    options = parse()
+    recorded("windows", options, lambda: asyncio.run(main(options)))
