@@ -11,6 +11,7 @@ the shared Kafka plays region ``eu``, the cluster of region ``us`` region ``us``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -210,15 +211,16 @@ async def eu_us(settings: Settings, second_kafka: RegionServers) -> AsyncIterato
     await delete_topics(us.kafka, f"{us.kafka.topic_prefix}.")
 
 
-@pytest.fixture
-async def replicators(tmp_path: Path) -> AsyncIterator[Replicators]:
-    """Start replicator processes for this test; all are stopped at its end (their logs printed)."""
+@contextlib.asynccontextmanager
+async def replicator_processes(logs: Path) -> AsyncIterator[Replicators]:
+    """Start replicator processes (their logs under ``logs``); all are stopped at the end (their
+    logs printed)."""
     started: list[ReplicatorProcess] = []
 
     async def start(
         local: Settings, source: str, *, name: str = "", wait_ready: bool = True
     ) -> ReplicatorProcess:
-        process = ReplicatorProcess(local, source, tmp_path, name)
+        process = ReplicatorProcess(local, source, logs, name)
         started.append(process)
         await process.start(wait_ready=wait_ready)
         return process
@@ -229,3 +231,10 @@ async def replicators(tmp_path: Path) -> AsyncIterator[Replicators]:
         for process in started:
             print(f"---- {process.log_path.name}\n{process.tail()}")
             await process.stop()
+
+
+@pytest.fixture
+async def replicators(tmp_path: Path) -> AsyncIterator[Replicators]:
+    """Start replicator processes for this test; all are stopped at its end."""
+    async with replicator_processes(tmp_path) as start:
+        yield start

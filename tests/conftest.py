@@ -70,6 +70,23 @@ def session_tag() -> str:
     return uuid.uuid4().hex[:8]
 
 
+def isolated(base: Settings, session_tag: str, tmp_path: Path) -> Settings:
+    """``base`` with topics and Redis keys of their own, the run's keyspace and the processor's state
+    under ``tmp_path`` (for a test, or a module's stack that its tests share)."""
+    tag = uuid.uuid4().hex[:10]
+    return base.model_copy(
+        update={
+            "kafka": base.kafka.model_copy(update={"topic_prefix": f"t{tag}"}),
+            "redis": base.redis.model_copy(update={"key_prefix": f"t{tag}"}),
+            "cassandra": base.cassandra.model_copy(update={"keyspace": f"lbtest_{session_tag}"}),
+            # The broker's smallest session timeout: a killed processor's partitions move on sooner.
+            "processor": base.processor.model_copy(
+                update={"session_timeout_ms": 6000, "store_dir": str(tmp_path / "processor-state")}
+            ),
+        }
+    )
+
+
 @pytest.fixture
 async def settings(
     base_settings: Settings, session_tag: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -77,18 +94,7 @@ async def settings(
     """Settings whose topics, Redis keys and processor state are unique to this test; keyspace unique
     to the run. A test that used Kafka has its topics deleted afterwards: a broker holding every
     test's partitions would run out of file descriptors."""
-    tag = uuid.uuid4().hex[:10]
-    chosen = base_settings.model_copy(
-        update={
-            "kafka": base_settings.kafka.model_copy(update={"topic_prefix": f"t{tag}"}),
-            "redis": base_settings.redis.model_copy(update={"key_prefix": f"t{tag}"}),
-            "cassandra": base_settings.cassandra.model_copy(update={"keyspace": f"lbtest_{session_tag}"}),
-            # The broker's smallest session timeout: a killed processor's partitions move on sooner.
-            "processor": base_settings.processor.model_copy(
-                update={"session_timeout_ms": 6000, "store_dir": str(tmp_path / "processor-state")}
-            ),
-        }
-    )
+    chosen = isolated(base_settings, session_tag, tmp_path)
     yield chosen
     if "kafka_ready" in request.fixturenames:
         await delete_topics(chosen.kafka, f"{chosen.kafka.topic_prefix}.")

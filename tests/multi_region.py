@@ -160,8 +160,8 @@ def _region_settings(base: Settings, name: str, servers: RegionServers, tmp_path
     }))  # fmt: skip
 
 
-@pytest.fixture
-async def deploy(
+@contextlib.asynccontextmanager
+async def deployments(
     settings: Settings,
     region_servers: RegionServerPool,
     replicators: Replicators,
@@ -171,7 +171,8 @@ async def deploy(
     """Start regions ``names`` (see the module's docstring): in each the ``services`` (none: the test
     starts what it needs), with ``replicate`` a replicator from every other region, in each region of
     ``gateways_in`` a gateway (its answer cache off, so every read reaches a projection), and ``env``
-    over every region's settings. Everything stops at the test's end."""
+    over every region's settings. Everything stops at the end (a test's, or a module's whose tests
+    share the regions)."""
     started: list[Deployment] = []
     clients: list[Redis] = []
     gateways = contextlib.AsyncExitStack()
@@ -241,3 +242,16 @@ async def deploy(
             async for key in client.scan_iter(match=f"{settings.redis.key_prefix}:*", count=1000):
                 await client.delete(key)
             await client.aclose()
+
+
+@pytest.fixture
+async def deploy(
+    settings: Settings,
+    region_servers: RegionServerPool,
+    replicators: Replicators,
+    cassandra_session: Session,
+    tmp_path: Path,
+) -> AsyncIterator[Deploy]:
+    """``deployments`` for one test: everything stops at its end."""
+    async with deployments(settings, region_servers, replicators, cassandra_session, tmp_path) as start:
+        yield start

@@ -1,16 +1,22 @@
 """The gateway's reads as the benchmarks send them (``ops/bench/reads`` and ``ops/bench/scale``).
 
-The GraphQL documents of top-10, player, context and pages of 100 (from a rank, after a cursor), the raw HTTP/1.1 requests that carry them
+The GraphQL documents of top-10, player, context, pages of 100 (from a rank, after a cursor) and
+friends lists (``players(userIds)``), the raw HTTP/1.1 requests that carry them
 (``post``, and ``get`` for the plain reference and persisted queries), the kit's closed and paced
-loops run over keep-alive connections that fail on any answer but a 200 without errors, and a
-server process (the gateway, the plain Starlette reference) started until it answers and stopped.
+loops run over keep-alive connections that fail on any answer but a 200 without errors, the end
+cursors of pages at random ranks for the pages after a cursor, and a server process (the gateway,
+the plain Starlette reference) started until it answers and stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+import httpx
 
 from ops.bench import kit
 from ops.stack import ROOT, log_tail, spawn, terminate, wait_ready
@@ -20,8 +26,15 @@ PLAYER = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { player(userI
 CONTEXT = '{"query":"query($b: ID!, $u: ID!) { leaderboard(id: $b) { context(userId: $u, range: 4) { above { rank userId score } player { rank userId score } below { rank userId score } asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":"%s"}}'
 PAGE_FROM = '{"query":"query($b: ID!, $r: Int) { leaderboard(id: $b) { entries(first: 100, fromRank: $r) { entries { rank userId score } pageInfo { endCursor hasNextPage } asOf { positions { partition offset } } } } }","variables":{"b":"%s","r":%d}}'
 PAGE_AFTER = '{"query":"query($b: ID!, $c: String) { leaderboard(id: $b) { entries(first: 100, after: $c) { entries { rank userId score } pageInfo { endCursor hasNextPage } asOf { positions { partition offset } } } } }","variables":{"b":"%s","c":"%s"}}'
+LISTED = '{"query":"query($b: ID!, $u: [ID!]!) { leaderboard(id: $b) { players(userIds: $u) { entries { userId rankAmong player { rank userId score } } asOf { positions { partition offset } } } } }","variables":{"b":"%s","u":%s}}'
 
 LOGS = ROOT / ".data" / "logs"
+
+
+def uncached(document: str) -> str:
+    """``document`` with a nonce extension, its first ``%d``: each request a body the gateway's
+    answer cache has not seen, so every one is read."""
+    return document.replace('"variables"', '"extensions":{"nonce":%d},"variables"', 1)
 
 
 def post(port: int, body: str) -> bytes:
@@ -71,6 +84,22 @@ async def paced(
     return await _over_connections(
         port, make, concurrency, lambda send: kit.paced(label, send, concurrency, rate, seconds)
     )
+
+
+async def cursors(port: int, board: str, players: int, rng: random.Random, count: int) -> list[str]:
+    """End cursors of pages of 100 at ``count`` random ranks of ``board`` (checked: each page
+    starts at its rank)."""
+    found = []
+    async with httpx.AsyncClient() as http:
+        for _ in range(count):
+            rank = rng.randrange(1, max(2, players - 200))
+            body = json.loads(PAGE_FROM % (board, rank))
+            page = (await http.post(f"http://127.0.0.1:{port}/graphql", json=body)).json()
+            entries = page["data"]["leaderboard"]["entries"]
+            if entries["entries"][0]["rank"] != rank or len(entries["entries"]) != 100:
+                raise RuntimeError(f"the page from rank {rank} starts at {entries['entries'][0]['rank']}")
+            found.append(entries["pageInfo"]["endCursor"])
+    return found
 
 
 @dataclass

@@ -4,9 +4,11 @@
    ``RedisProjection.apply``, and the board into the Cassandra catalog.
 2. Starts ``python -m gateway`` and the plain Starlette reference (``reads_reference.py``) as
    their own processes, both on uvloop + httptools, one worker each.
-3. For top-10, player and context queries (and the reference's top-10): a closed loop at fixed
-   concurrency for throughput, then a paced run at a fixed rate (latency is measured from each
-   request's scheduled time, so a stalled server is not hidden). Prints q/s and p50/p95/p99.
+3. For top-10, player and context queries, pages of 100 (from the middle of the board, after a
+   cursor) and friends lists (``players(userIds)`` of 50 and 100 ids; ``reads_lists.py``), each
+   with the reference's same read: a closed loop at fixed concurrency for throughput, then a paced
+   run at a fixed rate (latency is measured from each request's scheduled time, so a stalled server
+   is not hidden). Prints q/s and p50/p95/p99.
 4. Opens S subscribers (default 1,000) on the board, each following its own player, changes the
    top 10 once a second by writing Redis and publishing the hint as the projector does, and prints
    TopKChanged delivery latency (publish -> received by the client) and the gateway's RSS.
@@ -37,8 +39,22 @@ import msgspec
 import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
+from ops.bench import reads_lists
 from ops.bench.kit import distribution, parser, percentiles, shown
-from ops.bench.queries import CONTEXT, PLAYER, TOP, Server, closed_loop, get, paced, post, start, stop
+from ops.bench.queries import (
+    CONTEXT,
+    PLAYER,
+    TOP,
+    Server,
+    closed_loop,
+    cursors,
+    get,
+    paced,
+    post,
+    start,
+    stop,
+    uncached,
+)
 from ops.bench.record import Figures, recorded
 from ops.stack import free_port
 from regions.core.boards import Board, SortOrder, TiePolicy
@@ -257,9 +273,10 @@ class Pair:
     plain: Callable[[random.Random], bytes]
 
 
-def pairs(args: argparse.Namespace, board: Board, g: int, r: int) -> list[Pair]:
+def pairs(args: argparse.Namespace, board: Board, g: int, r: int, pool: list[str]) -> list[Pair]:
+    """Every read; ``pool``: end cursors for the pages after a cursor."""
     nonce = iter(range(1 << 62))
-    uncached = TOP.replace('"variables"', '"extensions":{"nonce":%d},"variables"')
+    fresh_top = uncached(TOP)
     plain_top = get(r, f"/top?board={board.id}&k=10")
     top = post(g, TOP % board.id)
     player_doc, context_doc = json.loads(PLAYER % ("", ""))["query"], json.loads(CONTEXT % ("", ""))["query"]
@@ -273,7 +290,7 @@ def pairs(args: argparse.Namespace, board: Board, g: int, r: int) -> list[Pair]:
 
     found = [
         Pair("top(k: 10), answer cache", lambda _: top, lambda _: plain_top),
-        Pair("top(k: 10), no answer cache", lambda _: post(g, uncached % (next(nonce), board.id)), lambda _: plain_top),
+        Pair("top(k: 10), no answer cache", lambda _: post(g, fresh_top % (next(nonce), board.id)), lambda _: plain_top),
         Pair("player", lambda rng: post(g, PLAYER % (board.id, user(rng))),
              lambda rng: get(r, f"/player?board={board.id}&user={user(rng)}")),
         Pair("context(4)", lambda rng: post(g, CONTEXT % (board.id, user(rng))),
@@ -282,6 +299,7 @@ def pairs(args: argparse.Namespace, board: Board, g: int, r: int) -> list[Pair]:
              lambda rng: get(r, f"/player?board={board.id}&user={user(rng)}")),
         Pair("context(4), persisted (GET)", lambda rng: persisted(context_doc, rng),
              lambda rng: get(r, f"/context?board={board.id}&user={user(rng)}&range=4")),
+        *(Pair(*step) for step in reads_lists.steps(board.id, g, r, args.players, pool, user_id)),
     ]  # fmt: skip
     return [p for p in found if not args.only or p.label in args.only]
 
@@ -336,13 +354,15 @@ async def reads(args: argparse.Namespace, board: Board, gateway: Server, referen
     for document in (json.loads(PLAYER % ("", ""))["query"], json.loads(CONTEXT % ("", ""))["query"]):
         await register(g, document, args.gateway_workers)
     await same_answers(args, board, g, r)
+    pool = await cursors(g, board.id, args.players, random.Random(3), 200)
+    await reads_lists.same_answers(board.id, g, r, args.players, pool, user_id)
     print(f"\n== reads: {args.duration:.0f} s per run, {args.repeats} runs of each side interleaved, "
           f"closed loop at {args.concurrency} connections; gateway {args.gateway_workers} process(es)"
           f"{' without plans' if args.generic else ''}, reference 1")  # fmt: skip
     await closed_loop("warm-up", g, lambda: post(g, TOP % board.id), 4, 2)
     await closed_loop("warm-up", r, lambda: get(r, f"/top?board={board.id}&k=10"), 4, 2)
     summary, measured = [], []
-    for pair in pairs(args, board, g, r):
+    for pair in pairs(args, board, g, r, pool):
         rates: dict[str, list[float]] = {"graphql": [], "plain": []}
         per_cpu: dict[str, list[float]] = {"graphql": [], "plain": []}
         for n in range(args.repeats):
@@ -369,8 +389,8 @@ async def reads(args: argparse.Namespace, board: Board, gateway: Server, referen
     for label, gql, plain, ratio, gql_cpu, plain_cpu, cpu_ratio in summary:
         print(f"  {label:<29} {gql:>12,.0f} {plain:>10,.0f} {ratio:>6.2f}x"
               f" {gql_cpu:>14,.0f} {plain_cpu:>12,.0f} {cpu_ratio:>6.2f}x")  # fmt: skip
-    for pair in pairs(args, board, g, r):
-        if pair.label.startswith(("top(k: 10), answer", "context(4)")):
+    for pair in pairs(args, board, g, r, pool):
+        if pair.label.startswith(("top(k: 10), answer", "context(4)", "page 100", "players(")):
             rng = random.Random(99)
             steady = await paced(
                 pair.label, g, partial(pair.graphql, rng), args.concurrency, args.rate, args.duration

@@ -55,11 +55,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import uvloop
 
 from ops.bench.kit import parser
-from ops.bench.queries import CONTEXT, PAGE_AFTER, PAGE_FROM, PLAYER, TOP, paced, post, start, stop
+from ops.bench.queries import CONTEXT, PAGE_AFTER, PAGE_FROM, PLAYER, TOP, cursors, paced, post, start, stop
 from ops.bench.record import Figures, recorded
 from ops.bench.steps import archive_timed, redis_benchmark, redis_cli
 from ops.clusters import end_offsets
@@ -334,21 +333,6 @@ async def apply_rate(settings: Settings, players: int, count: int) -> float:
 # ------------------------------------------------------------------ 6. reads through the gateway
 
 
-async def cursors(port: int, players: int, rng: random.Random, count: int) -> list[str]:
-    """End cursors of pages at ``count`` random ranks (checked: each page starts at its rank)."""
-    found = []
-    async with httpx.AsyncClient() as http:
-        for _ in range(count):
-            rank = rng.randrange(1, max(2, players - 200))
-            body = json.loads(PAGE_FROM % (BOARD, rank))
-            page = (await http.post(f"http://127.0.0.1:{port}/graphql", json=body)).json()
-            entries = page["data"]["leaderboard"]["entries"]
-            if entries["entries"][0]["rank"] != rank or len(entries["entries"]) != 100:
-                raise RuntimeError(f"the page from rank {rank} starts at {entries['entries'][0]['rank']}")
-            found.append(entries["pageInfo"]["endCursor"])
-    return found
-
-
 async def reads(
     settings: Settings, players: int, rate: float, duration: float, shards: int, page_rank: int
 ) -> dict[str, float]:
@@ -374,7 +358,7 @@ async def reads(
     p99: dict[str, float] = {}
     try:
         await paced("warm-up", port, queries["player"], 16, rate, 2)
-        pool = await cursors(port, players, rng, 200)
+        pool = await cursors(port, BOARD, players, rng, 200)
         queries["page 100 after a cursor"] = lambda: post(port, PAGE_AFTER % (BOARD, rng.choice(pool)))
         for label, make in queries.items():
             result = await paced(label, port, make, 16, rate, duration)

@@ -30,6 +30,6 @@ def user_id_error(value: str) -> str | None:
 
 
 def board_id_error(value: str) -> str | None:
-    if BOARD_ID.match(value):
+    if BOARD_ID.fullmatch(value):  # not match: its $ would let a trailing newline through
         return None
     return "must be 1..128 of letters, digits and . _ : -, starting with a letter or digit"

@@ -145,7 +145,8 @@ def openapi_document(version: str, max_batch: int, max_body_bytes: int) -> dict[
                      "projection once it covers the award (null if timeoutMs passed first)."},
                     {"name": "timeoutMs", "in": "query", "required": False,
                      "schema": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS},
-                     "description": f"How long to wait for the projection (with wait; default {MAX_TIMEOUT_MS})."},
+                     "description": f"How long to wait for the projection, in milliseconds (default {MAX_TIMEOUT_MS}); "
+                     f"taken only with wait={WAIT_APPLIED}, refused without it."},
                 ],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": {"oneOf": [
                     {"$ref": "#/components/schemas/Award"},

@@ -2,12 +2,15 @@
 
 Ids follow the shared rules of ``regions.core.ids`` (the gateway checks them the same way). An award
 changes a total: ``delta`` is never 0, and negative only on a board that allows it; ``score`` (best-of
-boards) is any exact integer. ``metadata`` is optional: a JSON object, kept as its canonical text
-(``regions.core.metadata``).
+boards) is any exact integer: a JSON number with no fraction, however it is written (``5``, ``5.0``,
+``5e0``: one number, as JSON Schema's ``integer`` says). ``occurredAt`` is an RFC 3339 date-time
+(section 5.6, the document's ``format: date-time``), no other ISO 8601 spelling. ``metadata`` is
+optional: a JSON object, kept as its canonical text (``regions.core.metadata``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -81,6 +84,8 @@ def _integer(raw: dict[str, object], name: str, errors: list[FieldError], at: st
     if name not in raw:
         return None
     value = raw[name]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # written with a fraction or an exponent: still an integer (exact below 2^53)
     if isinstance(value, bool) or not isinstance(value, int):
         errors.append(FieldError(at + name, "must be an integer" + (", not null" if value is None else "")))
         return None
@@ -90,21 +95,44 @@ def _integer(raw: dict[str, object], name: str, errors: list[FieldError], at: st
     return value
 
 
+_DATE_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:(?P<second>[0-9]{2})(?:\.[0-9]+)?"
+_RFC3339 = re.compile(_DATE_TIME + r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
+_LOCAL_TIME = re.compile(_DATE_TIME)
+_GREGORIAN_CYCLE_MS = 146_097 * 86_400_000  # 400 years: the calendar repeats
+
+
+def rfc3339_ms(text: str) -> int | None:
+    """Unix milliseconds of an RFC 3339 date-time (``T``/``t``, ``Z``/``z``, any fraction of a second,
+    a leap second ``60`` at 23:59 UTC, years 0000..9999), or None for anything else. The milliseconds
+    are ``datetime.timestamp()``'s, truncated: they are part of an award's payload digest, so every
+    release must compute the same ones."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    leap = match["second"] == "60"
+    normal = (text[:17] + ("59" if leap else match["second"]) + text[19:]).upper()
+    shift = _GREGORIAN_CYCLE_MS if normal.startswith("0000") else 0  # datetime begins at year 1
+    try:
+        parsed = datetime.fromisoformat(f"0400{normal[4:]}" if shift else normal)
+    except ValueError:  # no such day, hour, minute or offset
+        return None
+    ms = int(parsed.timestamp() * 1000) - shift
+    if leap and ms // 1000 % 86_400 != 86_399:
+        return None  # a leap second is the 61st second of 23:59 UTC
+    return ms + 1000 if leap else ms
+
+
 def _time(raw: dict[str, object], errors: list[FieldError], at: str) -> int | None:
     value = raw.get("occurredAt")
     if value is None:  # optional: null is the same as absent
         return None
-    try:
-        if not isinstance(value, str):
-            raise ValueError(value)
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        errors.append(FieldError(at + "occurredAt", "must be an RFC 3339 time such as 2026-01-31T12:00:00Z"))
-        return None
-    if parsed.tzinfo is None:
-        errors.append(FieldError(at + "occurredAt", "must include a time zone offset (Z or +hh:mm)"))
-        return None
-    return int(parsed.timestamp() * 1000)
+    ms = rfc3339_ms(value) if isinstance(value, str) else None
+    if ms is None:
+        local = isinstance(value, str) and _LOCAL_TIME.fullmatch(value) is not None
+        rule = "must include a time zone offset (Z or +hh:mm)" if local else \
+            "must be an RFC 3339 time such as 2026-01-31T12:00:00Z"  # fmt: skip
+        errors.append(FieldError(at + "occurredAt", rule))
+    return ms
 
 
 def _metadata(raw: dict[str, object], errors: list[FieldError], at: str) -> str:

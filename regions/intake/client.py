@@ -16,14 +16,17 @@ def signed_request(
 ) -> tuple[bytes, dict[str, str]]:
     """The body and headers of a signed award request."""
     body = msgspec.json.encode(payload)
+    return body, {"content-type": "application/json", **signature_headers(key_id, secret, body, now_s)}
+
+
+def signature_headers(key_id: str, secret: str, body: bytes, now_s: int | None = None) -> dict[str, str]:
+    """The headers that sign ``body``, these exact bytes, at ``now_s`` (by default now)."""
     timestamp = int(time.time()) if now_s is None else now_s
-    headers = {
-        "content-type": "application/json",
+    return {
         "x-award-key-id": key_id,
         "x-award-timestamp": str(timestamp),
         "x-award-signature": sign(secret, timestamp, body),
     }
-    return body, headers
 
 
 class AwardClient:

@@ -1,5 +1,6 @@
 """The TypeScript intake client (``clients/typescript``, built by ``ops/test``) against a real
-intake: signed awards, refusals named by field, failover from a gone intake and a silent one."""
+intake: signed awards, refusals named by field, failover from a gone intake and a silent one, and
+the entry an award reached with ``waitAppliedMs`` (``?wait=applied``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from regions.core.boards import Board
 from tests.conftest import RegionFactory
-from tests.harness import Region, free_port
+from tests.harness import Region, free_port, points
 from tests.proxy import TcpProxy
 
 HERE = Path(__file__).resolve().parent
@@ -34,12 +35,20 @@ def _award(board: str, user: str = "ann", **fields: Any) -> dict[str, Any]:
     return {**award, **fields}
 
 
-async def _run(endpoints: list[str], sends: list[dict[str, Any]], secret: str = "dev-secret") -> list[dict[str, Any]]:
+async def _run(
+    endpoints: list[str],
+    sends: list[dict[str, Any]],
+    secret: str = "dev-secret",
+    waits: list[int | None] | None = None,
+) -> list[dict[str, Any]]:
+    """Each award sent by the client (with ``waitAppliedMs`` where ``waits`` gives one), its outcome."""
     node = shutil.which("node")
     if node is None or not BUILT.is_file():
         raise RuntimeError(f"node and the built client ({BUILT}) are needed: ops/test builds it")
+    steps = [{"award": award} | ({} if wait is None else {"waitAppliedMs": wait})
+             for award, wait in zip(sends, waits or [None] * len(sends), strict=True)]  # fmt: skip
     plan = {"endpoints": endpoints, "keyId": "dev", "secret": secret, "timeoutMs": 500, "policy": FAST,
-            "sends": [{"award": award} for award in sends]}  # fmt: skip
+            "sends": steps}  # fmt: skip
     process = await asyncio.create_subprocess_exec(
         node, str(HERE / "typescript_client.mjs"), json.dumps(plan),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -85,3 +94,18 @@ async def test_a_gone_intake_and_a_silent_one_fail_over_to_the_next(intake: Regi
     assert quiet[0]["endpoint"] == intake.intake_url
     assert gone[0]["ok"]["eventId"] == quiet[0]["ok"]["eventId"]  # the same award: the same event id
     assert nowhere == [{"error": "IntakeUnavailable", "attempts": FAST["attempts"]}]
+
+
+async def test_the_rank_an_award_reached_comes_back_with_wait_applied(region_factory: RegionFactory) -> None:
+    region = await region_factory(services=("intake", "processor", "projector"))
+    board = await _board(region)
+    # Warm up: the first award waits for the processor's and projector's first rounds, which can take
+    # longer than the longest wait on a slow machine (then applied is null, as the contract says).
+    assert (await region.client.send(points(board, "warm", "zed", 1))).status_code == 202
+    await region.wait_for_total(board, "zed", 1)
+    sends = [_award(board, "ann", delta=5), _award(board, "bob", delta=9), _award(board, "cy", delta=2)]
+    first, second, plain = await _run([region.intake_url], sends, waits=[2000, 2000, None])
+
+    assert first["ok"]["applied"] == {"score": 5, "rank": 1, "sharedRank": 1, "changed": True}  # zed has 1
+    assert second["ok"]["applied"] == {"score": 9, "rank": 1, "sharedRank": 1, "changed": True}
+    assert "applied" not in plain["ok"] and plain["ok"]["region"] == region.settings.region

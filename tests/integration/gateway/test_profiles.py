@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from cassandra.cluster import Session
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
@@ -58,6 +59,59 @@ async def test_one_batched_profile_lookup_per_request_whatever_the_page_size(
     assert ctx_count == 1
     assert entries[0]["profile"] == {"displayName": f"Player {users[0]}", "country": "FR"}
     assert entries[55]["profile"] is None  # no stored profile
+
+
+FRIENDS = """query($id: ID!, $users: [ID!]!) { leaderboard(id: $id) { players(userIds: $users) {
+  entries { userId rankAmong player { rank profile { displayName country } } } } } }"""
+
+
+async def test_a_friends_list_loads_every_listed_players_profile_in_one_batch(
+    gateway_factory: GatewayFactory,
+    boards: Boards,
+    cassandra_session: Session,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    board = await boards.create()
+    scored = [f"f{i:03d}-{board.id}" for i in range(90)]
+    unscored = [f"none{i}-{board.id}" for i in range(10)]  # listed, no score: no player, no profile
+    await boards.set_totals(board, [(u, 1000 - i) for i, u in enumerate(scored)])
+    await seed_profiles(cassandra_session, scored[:80])  # the last 10 scored players have none
+    asked = [*unscored[:5], *reversed(scored), *unscored[5:]]  # 100 ids: the most a list takes
+    async with gateway_factory(profile_cache_ttl_s=0, top_cache_ttl_s=0) as gw:  # each read asks anew
+        assert len(asked) == gw.settings.gateway.max_listed_players
+        profiles, batches = gw.services.profiles, []
+        lookup = profiles.lookup
+
+        async def observed(user_ids: list[str]) -> list[object]:
+            batches.append(list(user_ids))
+            return await lookup(user_ids)
+
+        monkeypatch.setattr(profiles, "lookup", observed)  # each request's DataLoader batches into it
+        bodies, trips, planned = [], [], []
+        for _ in range(2):  # the generic executor answers first, then the document's compiled plan
+            before, plans = _round_trips(gw), _planned("answered")
+            bodies.append(await gw.query(FRIENDS, {"id": board.id, "users": asked}))
+            trips.append(_round_trips(gw) - before)
+            planned.append(_planned("answered") - plans)
+
+    assert planned == [0, 1]
+    assert [sorted(batch) for batch in batches] == [sorted(scored)] * 2  # one batch a request, each id once
+    assert trips == [1, 1]  # one Cassandra query for it
+    for body in bodies:
+        entries = body["data"]["leaderboard"]["players"]["entries"]
+        assert [(e["userId"], e["rankAmong"]) for e in entries] == [
+            *((u, i) for i, u in enumerate(scored, start=1)),
+            *((u, None) for u in unscored),
+        ]
+        assert [e["player"] and e["player"]["profile"] for e in entries] == [
+            *({"displayName": f"Player {u}", "country": "FR"} for u in scored[:80]),
+            *([None] * 20),
+        ]
+
+
+def _planned(outcome: str) -> float:
+    """Operations of this process run by their compiled plan (``gateway.metrics.PLANNED``)."""
+    return REGISTRY.get_sample_value("lb_gateway_planned_total", {"outcome": outcome}) or 0.0
 
 
 def _round_trips(gw: Gateway) -> int:

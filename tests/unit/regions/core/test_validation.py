@@ -1,6 +1,8 @@
+import jsonschema_rs
 import pytest
 
 from regions.core.boards import Aggregation, Board, InvalidBoardError
+from regions.core.intake_api import award_schema
 from regions.core.validation import (
     AwardInput,
     BatchTooLarge,
@@ -9,6 +11,7 @@ from regions.core.validation import (
     Parsed,
     check_against_board,
     parse_request,
+    rfc3339_ms,
 )
 
 GOOD = {"matchId": "m1", "leaderboardId": "weekly", "userId": "alice", "awardType": "kill", "delta": 5}
@@ -83,7 +86,7 @@ def test_non_object_body_is_named() -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [("userId", "   "), ("userId", "\u2003\u00a0"), ("matchId", "\t"), ("awardType", " "),
-     ("userId", "a\u0000b"), ("leaderboardId", " weekly")],
+     ("userId", "a\u0000b"), ("leaderboardId", " weekly"), ("leaderboardId", "weekly\n")],
 )  # fmt: skip
 def test_ids_of_white_space_or_control_characters_are_refused(field: str, value: str) -> None:
     result = parse_request({**GOOD, field: value}, max_batch=1)
@@ -131,3 +134,42 @@ def test_a_latest_board_takes_a_score_and_refuses_a_delta_naming_the_rule() -> N
     assert check_against_board(AwardInput("last", "m", "u", "t", None, -5, None), board) == []
     with pytest.raises(InvalidBoardError, match="only SUM boards take deltas; a LATEST board"):
         Board("last", "Last", "eu", aggregation=Aggregation.LATEST, allow_negative=True)
+
+
+def test_an_integer_may_be_written_with_a_fraction_or_an_exponent() -> None:
+    """JSON Schema's integer, as the intake's document says: 5.0 and 5e0 are the number 5."""
+    [delta] = parse_request({"awards": [{**GOOD, "delta": 5.0}]}, max_batch=1).awards  # type: ignore[union-attr]
+    [score] = parse_request({**NO_DELTA, "score": -1e3}, max_batch=1).awards  # type: ignore[union-attr]
+    assert (delta.delta, score.score) == (5, -1000) and isinstance(delta.delta, int)
+    assert parse_request({**GOOD, "delta": 5.5}, max_batch=1) == Invalid(
+        (FieldError("delta", "must be an integer"),)
+    )
+    over = parse_request({**GOOD, "delta": 2.0**53}, max_batch=1)
+    assert over == Invalid((FieldError("delta", "must be an exact integer with |value| < 2^53"),))
+
+
+DOCUMENTED_TIME = jsonschema_rs.validator_for(
+    award_schema()["properties"]["occurredAt"], validate_formats=True
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-01-31T12:00:00Z", "2026-01-31t12:00:00z", "2026-01-31T12:00:00.123456789+01:00", "2026-01-31T12:00:00-00:00",
+     "2026-06-30T23:59:60Z", "2026-06-30T18:59:60-05:00", "0000-02-29T00:00:00Z", "9999-12-31T23:59:59-05:00",
+     "2026-01-31T12:00Z", "20260131T120000Z", "2026-01-31 12:00:00Z", "2026-01-31T12:00:00,5Z", "2026-W05-6T12:00:00Z",
+     "2026-01-31T12:00:00+0100", "2026-01-31T12Z", "2026-01-31T12:00:00.Z", "2026-01-31T12:34:60Z", "2026-02-30T00:00:00Z",
+     "2026-01-31T24:00:00Z", "2026-01-31T12:00:00+24:00", "2026-01-31T12:00:00+01:60", "\u0662\u0660\u0662\u0666-01-31T12:00:00Z",
+     "2026-01-31T12:00:00"],
+)  # fmt: skip
+def test_occurred_at_is_read_exactly_as_the_document_s_date_time(text: str) -> None:
+    result = parse_request({**GOOD, "occurredAt": text}, max_batch=1)
+    assert isinstance(result, Parsed) == DOCUMENTED_TIME.is_valid(text), result
+
+
+def test_a_date_time_s_instant_whatever_its_spelling() -> None:
+    assert rfc3339_ms("2026-01-31t12:00:00.5z") == rfc3339_ms("2026-01-31T13:00:00.5+01:00") == 1769860800500
+    assert rfc3339_ms("2024-12-31T23:59:60Z") == rfc3339_ms("2025-01-01T00:00:00Z")  # a leap second
+    year_400 = rfc3339_ms("0400-03-01T00:00:00Z")
+    assert year_400 is not None and rfc3339_ms("0000-03-01T00:00:00Z") == year_400 - 146_097 * 86_400_000
+    assert rfc3339_ms("2026-01-31T12:00:00") is None
