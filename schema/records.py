@@ -12,6 +12,7 @@ from typing import Annotated, TypeVar
 import msgspec
 import msgspec.msgpack
 
+from schema.erasure import Erased as Erased  # a record of the totals topic
 from schema.lifecycle import CUTOFF_PREFIX as CUTOFF_PREFIX  # a control key of the awards topic
 from schema.lifecycle import CorrectionsHeld as CorrectionsHeld  # a record of the totals topic
 from schema.lifecycle import CutoffReached as CutoffReached  # a record of the totals topic
@@ -189,7 +190,7 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_region: str = ""
 
 
-TotalsRecord = PlayerTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated
+TotalsRecord = PlayerTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated | Erased
 
 CONTROL_PREFIX = b"\x00"
 """Keys of control records start with a zero byte; no award key (``boardId|userId``) does. A consumer

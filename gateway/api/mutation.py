@@ -12,6 +12,7 @@ from gateway.api import fields, ids
 from gateway.api.admin import admin_services
 from gateway.api.context import Context
 from gateway.api.corrections import Correction, PublishCorrectionInput
+from gateway.api.erasure import ErasureMutation
 from gateway.api.errors import AlreadyExists, InvalidInput, NotFound, StoreUnavailable
 from gateway.api.leaderboard import Leaderboard
 from gateway.api.moderation import ModerationMutation
@@ -91,7 +92,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[st
 
 
 @strawberry.type
-class Mutation(ModerationMutation):
+class Mutation(ModerationMutation, ErasureMutation):
     @fields.mutation("Create an open board (admin).")
     async def create_leaderboard(
         self, info: Info[Context, None], input: CreateLeaderboardInput

@@ -16,7 +16,7 @@ Costs (a unit is about one small object resolved and serialized):
 | ``LeaderboardPeriod.top``, ``player``, ``context``, ``entries`` | 2; ``playerCount`` 1; ``result`` 5 (as the board's) |
 | ``Leaderboard.players``, ``LeaderboardPeriod.players`` | 4 (a Redis round trip, two on a sharded board) |
 | ``Query.leaderboards`` | 10 (a catalog scan) |
-| ``Query.moderation`` | 5 (a Cassandra read) |
+| ``Query.moderation``, ``Query.erasure`` | 5 (a Cassandra read) |
 
 A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
 sizes its ``entries`` by ``k`` (default 10), a page ``entries(first | last)`` like a top of the same
@@ -78,6 +78,7 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("LeaderboardPeriod", "players"): 4,
     ("Query", "leaderboards"): 10,
     ("Query", "moderation"): 5,
+    ("Query", "erasure"): 5,
 }
 RANKED = ("Leaderboard", "LeaderboardPeriod")  # types with top(k) and context(range)
 

@@ -42,6 +42,7 @@ REFUSALS: dict[str, Refusal] = {
     "unknown_board": Refusal(404, "leaderboardId names no board"),
     "board_closed": Refusal(409, "the board is CLOSING or CLOSED: it takes no more awards"),
     "period_closed": Refusal(409, "the award's period (or rolling day) takes no more awards"),
+    "player_erased": Refusal(410, "userId names a player whose data was erased (until an operator lifts it)"),
     "rate_limited": Refusal(429, "the key id is over its award rate", retry_after=True),
     "store_unavailable": Refusal(503, "the board catalog cannot be read now", retry_after=True),
     "unsupported_window": Refusal(503, "the board has a time window this intake's release does not know"),

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 
 import uvicorn
+from cassandra.cluster import Session
 from starlette.applications import Starlette
 
 from regions.core.boards import Board
 from regions.intake.app import create_app
+from regions.intake.erasures import ErasureList
 from regions.intake.heartbeats import HeartbeatWriter
 from regions.intake.waits import ProjectionWaits
 from regions.runtime.health import Health
@@ -19,15 +22,32 @@ from regions.runtime.reuseport import serve_processes
 from regions.runtime.settings import Settings
 from regions.runtime.worker import process_settings, run_process
 from regions.stores.cassandra.catalog import CassandraCatalog
+from regions.stores.cassandra.erasures import CassandraErasures
 from regions.stores.cassandra.session import CassandraConnection
 from regions.stores.kafka.clients import AcceptanceUnavailable, AwardPublisher, make_producer
+
+
+@dataclass(frozen=True, slots=True)
+class IntakeStores:
+    catalog: CassandraCatalog
+    erasures: CassandraErasures
+
+    @staticmethod
+    def of(session: Session) -> IntakeStores:
+        return IntakeStores(CassandraCatalog(session), CassandraErasures(session))
+
+
+async def _after(ready: asyncio.Event, work: Callable[[], Awaitable[None]]) -> None:
+    await ready.wait()
+    await work()
 
 
 def build(settings: Settings) -> Starlette:
     """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
     Cassandra is connected in the background, so the intake starts during a Cassandra outage and
     serves every board it can resolve. Redis is connected only for a ``?wait=applied``."""
-    catalog = CassandraConnection.to(settings.cassandra, CassandraCatalog)
+    catalog = CassandraConnection.to(settings.cassandra, IntakeStores.of)
+    erased = ErasureList(lambda: catalog.adapter.erasures.erased_tokens(), settings.intake.erasure_refresh_s)
     publisher: AwardPublisher | None = None
 
     async def publish(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
@@ -36,7 +56,7 @@ def build(settings: Settings) -> Starlette:
         return await publisher.publish(records)
 
     async def boards(board_id: str) -> Board | None:
-        return await catalog.adapter.get(board_id)
+        return await catalog.adapter.catalog.get(board_id)
 
     health = Health(
         "intake",
@@ -44,12 +64,13 @@ def build(settings: Settings) -> Starlette:
         advisory={"cassandra": catalog.reachable},
     )
     waits = ProjectionWaits(settings)
-    app = create_app(settings, boards, publish, health, waits)
+    app = create_app(settings, boards, publish, health, waits, erased)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         nonlocal publisher
         connecting = asyncio.create_task(catalog.run())
+        refreshing = asyncio.create_task(_after(catalog.connected, erased.run))
         producer = make_producer(settings.kafka)
         await producer.start()
         publisher = AwardPublisher(
@@ -63,7 +84,7 @@ def build(settings: Settings) -> Starlette:
             yield
         finally:
             publisher = None
-            for task in (connecting, beating):
+            for task in (connecting, beating, refreshing):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

@@ -1,7 +1,7 @@
 """Award intake: ``POST /internal/awards``. Answers 202 only after Kafka acknowledged (acks=all).
 
 Order of checks: query parameters, content type, body size (reading stops at the cap), signature,
-JSON, fields, boards, rate; then publish. With ``?wait=applied`` the answer also waits for this
+JSON, fields, boards, erased players, rate; then publish. With ``?wait=applied`` the answer also waits for this
 region's projection (``regions.intake.waits``). Every rejection is JSON ``{"error": {"code", "message", "fields"}}``;
 every 4xx names the field or header at fault, and a rejection leaves nothing behind.
 """
@@ -32,6 +32,7 @@ from regions.core.validation import (
     parse_request,
 )
 from regions.core.waits import AppliedWait, parse_wait
+from regions.intake.erasures import ErasureList
 from regions.intake.openapi import document
 from regions.intake.waits import PendingWait, ProjectionWaits
 from regions.runtime.health import Health, health_routes
@@ -40,6 +41,7 @@ from regions.runtime.metrics import INTAKE_REQUESTS, INTAKE_SECONDS, count_accep
 from regions.runtime.settings import Settings
 from regions.stores.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.stores.kafka.clients import AcceptanceUnavailable
+from schema.erasure import erasure_token
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, totals_key
 
@@ -79,9 +81,11 @@ class Rejection(Exception):
 
 class Intake:
     def __init__(
-        self, settings: Settings, boards: BoardLookup, publish: Publish, waits: ProjectionWaits
-    ) -> None:
+        self, settings: Settings, boards: BoardLookup, publish: Publish, waits: ProjectionWaits,
+        erased: ErasureList | None = None,
+    ) -> None:  # fmt: skip
         self._settings = settings
+        self._erased = erased
         self._waits = waits
         self._errors = ThrottledLog(log)
         intake = settings.intake
@@ -167,6 +171,17 @@ class Intake:
                             tuple(closed))  # fmt: skip
         return boards
 
+    def _check_erased(self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...]) -> None:
+        tokens = self._erased.tokens if self._erased is not None else None
+        if not tokens:
+            return
+        erased = tuple(FieldError(prefix + "userId", "names an erased player: their awards are not taken")
+                       for award, prefix in zip(awards, prefixes, strict=True)
+                       if erasure_token(award.user_id) in tokens)  # fmt: skip
+        if erased:
+            raise Rejection(410, "player_erased", "some awards are for players whose data was erased; an operator "
+                            "lifts an erasure with 'ops/lb lift-erasure USER'", erased)  # fmt: skip
+
     @staticmethod
     def _window(board: Board) -> WindowSpec | None:
         try:
@@ -222,6 +237,7 @@ class Intake:
             raise Rejection(400, "invalid_field", "some fields are invalid", parsed.errors)
         now_ms = int(time.time() * 1000)
         boards = await self._check_boards(parsed.awards, parsed.field_prefixes, now_ms)
+        self._check_erased(parsed.awards, parsed.field_prefixes)
         wait = self._buckets.take(key_id, len(parsed.awards), time.monotonic())
         if wait:
             raise Rejection(429, "rate_limited", f"key {key_id!r} is over its award rate",
@@ -300,10 +316,12 @@ def create_app(
     publish: Publish,
     health: Health,
     waits: ProjectionWaits | None = None,
+    erased: ErasureList | None = None,
 ) -> Starlette:
     """The intake's app; ``waits`` (by default one that connects to the projection on its first
-    wait) answers ``?wait=applied``, and whoever passes it closes it."""
-    intake = Intake(settings, boards, publish, waits or ProjectionWaits(settings))
+    wait) answers ``?wait=applied``, and whoever passes it closes it; ``erased`` is the erasure list
+    (none: no player is refused as erased)."""
+    intake = Intake(settings, boards, publish, waits or ProjectionWaits(settings), erased)
 
     accepted = INTAKE_REQUESTS.labels("accepted")
 

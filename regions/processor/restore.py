@@ -1,6 +1,7 @@
 """Bringing a task's store up to its changelogs before the task processes anything.
 
-The changelogs (totals: player state, watermarks, close cutoffs and held corrections; dedupe: the dedupe memory) are the source of
+The changelogs (totals: player state, watermarks, close cutoffs, held corrections, moderation and
+the erasure list, tombstones of erased players' states; dedupe: the dedupe memory) are the source of
 truth. A store that reflects them up to some offsets replays only the tail after those offsets. A
 store that is missing, foreign (another cluster, topic or partition) or stale (offsets beyond a
 changelog's end, as after the topic was recreated, or before its log start, so records it never saw
@@ -24,13 +25,16 @@ from regions.processor import metrics
 from regions.runtime.settings import KafkaSettings
 from regions.stores.kafka.clients import make_consumer, replay
 from regions.stores.task_state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
+from schema.moderation import MODERATED_PREFIX
 from schema.records import (
     COMPLETE_KEY,
+    CONTROL_PREFIX,
     EVENT_ID_BYTES,
     SEEN_BYTES,
     Codec,
     CorrectionsHeld,
     CutoffReached,
+    Erased,
     ExpiryReached,
     Moderated,
     PlayerTotal,
@@ -117,6 +121,9 @@ class _Loader:
     def _totals_records(self, batch: StoreBatch, records: list[ConsumerRecord]) -> None:
         decode = self._codec.totals
         for record in records:
+            if record.value is None:  # a tombstone: an erased player's state, or its moderation
+                self._tombstone(batch, record.key or b"")
+                continue
             try:
                 value = decode(record.value)
             except msgspec.DecodeError as exc:
@@ -142,6 +149,21 @@ class _Loader:
                 batch.held[value.board_id] = tuple(value.corrections)
             elif isinstance(value, Moderated):
                 batch.moderation[(value.board_id, value.user_id)] = Moderation(value.sequence, value.hidden)
+            elif isinstance(value, Erased):
+                batch.erased[value.token] = not value.lifted
+
+    @staticmethod
+    def _tombstone(batch: StoreBatch, key: bytes) -> None:
+        """Whatever the batch holds under the tombstone's key goes, and so does the store's."""
+        if key.startswith(MODERATED_PREFIX):
+            board, _, user = key[len(MODERATED_PREFIX) :].decode().partition("|")
+        elif not key.startswith(CONTROL_PREFIX):
+            board, _, user = key.decode().partition("|")
+        else:
+            return
+        batch.players.pop((board, user), None)
+        batch.moderation.pop((board, user), None)
+        batch.erased_players.add((board, user))
 
     @staticmethod
     def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:

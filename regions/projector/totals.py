@@ -19,8 +19,16 @@ from regions.core.boards import MAX_SHARDS, SortOrder, TiePolicy
 from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
-from regions.stores.redis.projection import BoardTotals, ProjectedTotal
-from schema.records import CorrectionsHeld, CutoffReached, ExpiryReached, Moderated, Watermark
+from regions.stores.redis.projection import ERASED, BoardTotals, ProjectedTotal
+from schema.records import (
+    CONTROL_PREFIX,
+    CorrectionsHeld,
+    CutoffReached,
+    Erased,
+    ExpiryReached,
+    Moderated,
+    Watermark,
+)
 from schema.scoped import split_board_id
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
@@ -55,7 +63,7 @@ def of_board(found: str, board_id: str) -> bool:
 
 
 decode_totals_record = msgspec.msgpack.Decoder(
-    ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated
+    ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated | Erased
 ).decode
 
 
@@ -84,6 +92,7 @@ class TotalsBatch:
 
     region: str = ""
     latest: dict[tuple[str, str], ProjectableTotal] = field(default_factory=dict)
+    erased: set[tuple[str, str]] = field(default_factory=set)  # (board, player): a tombstone, after every total
     marks: dict[SourceKey, SourcePosition] = field(default_factory=dict)
     # board -> <region>:<partition> -> offset of the first cutoff marker
     cutoffs: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -91,6 +100,9 @@ class TotalsBatch:
 
     def add(self, records: Sequence[ConsumerRecord]) -> None:
         for record in records:
+            if record.value is None:
+                self._tombstone(record.key or b"")
+                continue
             try:
                 value = decode_totals_record(record.value)
             except msgspec.ValidationError as exc:
@@ -106,12 +118,21 @@ class TotalsBatch:
                 where = position_name(value.region, value.source_partition)
                 self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
-            if isinstance(value, CorrectionsHeld | ExpiryReached | Moderated):
+            if isinstance(value, CorrectionsHeld | ExpiryReached | Moderated | Erased):
                 continue  # the processor's own state: what it changes reaches the projection as totals
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)
             if known is None or value.version > known.version:
                 self.latest[key] = value
+                self.erased.discard(key)
+
+    def _tombstone(self, key: bytes) -> None:
+        """An erased player's state (a tombstone under a control key is the processor's own)."""
+        if key.startswith(CONTROL_PREFIX):
+            return
+        board, _, user = key.decode(errors="replace").partition("|")
+        self.latest.pop((board, user), None)
+        self.erased.add((board, user))
 
     def _mark(self, mark: Watermark) -> None:
         key = (mark.region or self.region, mark.source_partition)
@@ -129,6 +150,7 @@ class TotalsBatch:
     def only(self, board_id: str) -> None:
         """Keep the totals of one board, with those of its periods (the watermarks stay)."""
         self.latest = {k: v for k, v in self.latest.items() if of_board(k[0], board_id)}
+        self.erased = {k for k in self.erased if of_board(k[0], board_id)}
 
     def by_board(self) -> list[BoardTotals]:
         """The batch's totals per board, encoded for the projection, with the shard count the
@@ -143,4 +165,7 @@ class TotalsBatch:
                 ProjectedTotal(t.user_id, t.version, t.total, score, member, "" if t.absent else t.metadata)
             )
             shards[t.board_id] = max(shards.get(t.board_id, 1), t.shards)
+        for board_id, user_id in sorted(self.erased):
+            boards.setdefault(board_id, []).append(ProjectedTotal(user_id, ERASED, 0, 0.0, ""))
+            shards.setdefault(board_id, 1)
         return [BoardTotals(b, shards[b], totals) for b, totals in boards.items()]

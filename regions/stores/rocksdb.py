@@ -10,7 +10,8 @@ source position; ``c`` + ``board|region`` -> offset of the board's close cutoff 
 + user -> nothing: the day index an expiry walks, so it visits the players with points that day and
 no other; ``h`` + board -> the correction records held for the board (absent: none); ``o`` + ``board|user``
 -> the player's last moderation action (sequence, hidden), also kept in memory (moderated players are
-few, and every award asks); ``m`` + name ->
+few, and every award asks); ``u`` + user + ``\x00`` + board -> nothing: the player's states, which an
+erasure removes; ``z`` + erasure token -> nothing: the erasure list; ``m`` + name ->
 metadata (identity, format, changelog offsets, completeness bound). A player value is msgpack
 (total, version, tie key, ROLLING day buckets, MAX/MIN contributions), trailing defaults left out.
 
@@ -61,6 +62,10 @@ def _player_key(key: StateKey) -> bytes:
 
 def _moderation_key(key: StateKey) -> bytes:
     return b"o" + f"{key[0]}|{key[1]}".encode()
+
+
+def _user_key(key: StateKey) -> bytes:
+    return b"u" + key[1].encode() + b"\x00" + key[0].encode()
 
 
 def _day_prefix(board: str, day: int) -> bytes:
@@ -193,12 +198,23 @@ class RocksStore:
     def moderation(self, key: StateKey) -> Moderation | None:
         return self._moderation.get(key)
 
+    def states_of(self, user_id: str) -> list[StateKey]:
+        prefix = b"u" + user_id.encode() + b"\x00"
+        return [(key[len(prefix) :].decode(), user_id) for key, _ in self._scan(prefix)]
+
+    def erased(self, token: str) -> bool:
+        return self._get(b"z" + token.encode()) is not None
+
     def complete_since_ms(self) -> int | None:
         raw = self._get(_COMPLETE)
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
 
     def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
         out = WriteBatch(raw_mode=True)
+        for key in batch.erased_players:  # before the puts, as the round removed them
+            for item in (_player_key(key), _user_key(key), _moderation_key(key)):
+                out.delete(item)
+            self._moderation.pop(key, None)
         self._forget(out, batch.forgotten)  # before the puts: a copy forgotten and seen again stays
         for entry in batch.days_removed:  # before the puts: an entry removed and added again stays
             out.delete(_day_key(entry))
@@ -222,6 +238,11 @@ class RocksStore:
                 out.delete(b"h" + board_id.encode())
         if batch.changelog:
             out.put(_CHANGELOG, self._encode(self.changelog_positions() | batch.changelog))
+        for token, erased in batch.erased.items():
+            if erased:
+                out.put(b"z" + token.encode(), b"")
+            else:
+                out.delete(b"z" + token.encode())
         for key, moderation in batch.moderation.items():
             out.put(_moderation_key(key), self._encode((moderation.sequence, moderation.hidden)))
         self._put_complete_since(out, batch.complete_since_ms)
@@ -236,6 +257,7 @@ class RocksStore:
             value = _Player(state.total, state.version, state.reached, state.buckets, state.contributions,
                             state.metadata, state.notes)  # fmt: skip
             yield _player_key(key), encode(value)
+            yield _user_key(key), b""
         for entry in batch.days_added:
             yield _day_key(entry), b""
         for event_id, copy in batch.seen.items():

@@ -6,7 +6,7 @@ cutoffs met ((board, accepting region) -> offset of the board's first cutoff mar
 corrections it holds per board until the board's fold is final in its partition, for ROLLING boards
 the newest expired day and an index of which players have points on which day (so an expiry visits
 exactly those players), each moderated player's last moderation action per board (few: a store keeps them in memory
-too), and the changelog offsets the store reflects. The compacted changelogs in
+too), an index of each player's states by user id and the erasure list (for erasures), and the changelog offsets the store reflects. The compacted changelogs in
 Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
@@ -27,9 +27,10 @@ from schema.records import unpack_seen
 StateKey = tuple[str, str]
 CutoffKey = tuple[str, str]  # (board, accepting region)
 DayEntry = tuple[str, int, str]  # (board, day, user): the player has a bucket of that day
-STORE_FORMAT = 2
+STORE_FORMAT = 3
 """What a store's contents mean. 2: players carry ROLLING day buckets, with the day index and
-expired days. A store of another format is wiped and restored from the changelogs."""
+expired days. 3: an index of each player's states by user id, for an erasure. A store of another
+format is wiped and restored from the changelogs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,10 @@ class StoreBatch:
     days_removed: set[DayEntry] = field(default_factory=set)
     held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)  # board -> all it holds now
     moderation: dict[StateKey, Moderation] = field(default_factory=dict)  # (board, user) -> last action
+    # States removed by an erasure (with their moderation), before the other changes; and the erasure
+    # list's changes: token -> True (erased) or False (lifted)
+    erased_players: set[StateKey] = field(default_factory=set)
+    erased: dict[str, bool] = field(default_factory=dict)
     changelog: dict[str, int] = field(default_factory=dict)
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
     # Remembered copies to forget, before the other changes: the event id's 16 bytes -> the time of
@@ -66,7 +71,8 @@ class StoreBatch:
     def __bool__(self) -> bool:
         return bool(self.players or self.seen or self.packed_seen or self.sources or self.cutoffs or self.held
                     or self.changelog or self.expired or self.days_added or self.days_removed
-                    or self.forgotten or self.moderation or self.complete_since_ms is not None)  # fmt: skip
+                    or self.forgotten or self.moderation or self.erased_players or self.erased
+                    or self.complete_since_ms is not None)  # fmt: skip
 
 
 class TaskStore(Protocol):
@@ -95,6 +101,12 @@ class TaskStore(Protocol):
 
     def moderation(self, key: StateKey) -> Moderation | None:
         """The player's last moderation action applied on the board (None: none)."""
+
+    def states_of(self, user_id: str) -> list[StateKey]:
+        """Every state of the player (on every board and period), in key order."""
+
+    def erased(self, token: str) -> bool:
+        """The player named ``token`` (``schema.erasure.erasure_token``) is on the erasure list."""
 
     def complete_since_ms(self) -> int | None:
         """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
@@ -141,6 +153,7 @@ class MemoryStore:
         self._days: dict[str, set[tuple[int, str]]] = {}  # board -> (day, user)
         self._held: dict[str, tuple[HeldCorrection, ...]] = {}
         self._moderation: dict[StateKey, Moderation] = {}
+        self._erased: set[str] = set()
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
 
@@ -171,6 +184,12 @@ class MemoryStore:
     def moderation(self, key: StateKey) -> Moderation | None:
         return self._moderation.get(key)
 
+    def states_of(self, user_id: str) -> list[StateKey]:
+        return sorted(key for key in self._players if key[1] == user_id)
+
+    def erased(self, token: str) -> bool:
+        return token in self._erased
+
     def complete_since_ms(self) -> int | None:
         return self._complete_since
 
@@ -185,6 +204,9 @@ class MemoryStore:
         return sorted((board, day, user) for day, user in self._days.get(board, ()) if low < day <= through)
 
     def write(self, batch: StoreBatch, *, bulk: bool = False) -> None:
+        for key in batch.erased_players:
+            self._players.pop(key, None)
+            self._moderation.pop(key, None)
         for raw_id, at_ms in batch.forgotten.items():
             copy = self._seen.get(raw_id.hex())
             if copy is not None and (at_ms is None or copy.at_ms == at_ms):
@@ -207,6 +229,8 @@ class MemoryStore:
             else:
                 self._held.pop(board_id, None)
         self._moderation.update(batch.moderation)
+        self._erased |= {token for token, erased in batch.erased.items() if erased}
+        self._erased -= {token for token, erased in batch.erased.items() if not erased}
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 

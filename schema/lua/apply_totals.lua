@@ -16,7 +16,8 @@
 -- ARGV[1]  the expected state; then groups of 6: userId, version, score, member, index in KEYS of
 --          the player's version bucket (its metadata bucket is the next key), metadata (JSON text,
 --          empty: none); an empty member removes the player from the ranking (a rolling window's
---          player with no points left), its record keeping the version
+--          player with no points left), its record keeping the version; version -1 removes the
+--          player and its records whatever version they hold (an erasure)
 -- Returns  {1, userId of each applied total...}, or {0} when the layout is not in the expected state
 local zkey = KEYS[1]
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
@@ -26,17 +27,22 @@ for i = 2, #ARGV, 6 do
   local index = tonumber(ARGV[i + 4])
   local bucket = KEYS[index]
   local current = redis.call('HGET', bucket, user)
-  local newer = true
+  local erase = version < 0
+  local newer = not erase
   if current then
     local bar = string.find(current, '|', 1, true)
-    newer = version > tonumber(bar and string.sub(current, 1, bar - 1) or current)
+    newer = erase or version > tonumber(bar and string.sub(current, 1, bar - 1) or current)
     if newer then
       local reached = bar and string.sub(current, bar + 1)  -- nil: the member is the user id
       local old_member = (not bar and user) or (reached ~= '' and reached .. '|' .. user) or nil
       if old_member and old_member ~= member then redis.call('ZREM', zkey, old_member) end
     end
   end
-  if newer then
+  if newer and erase then
+    redis.call('HDEL', bucket, user)
+    redis.call('HDEL', KEYS[index + 1], user)
+    result[#result + 1] = user
+  elseif newer then
     local record = ARGV[i + 1]
     if member == '' then
       record = record .. '|'  -- removed: the version stays, no member

@@ -167,6 +167,19 @@ class TaskStoreContract:
         store.reset(IDENTITY)
         assert store.moderation(("c", "u|x")) is None
 
+    def test_a_players_states_are_found_by_user_and_an_erasure_removes_them(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        players = {("b", "u|x"): PlayerState(1, 1, "r"), ("c@2026-12-01", "u|x"): PlayerState(2, 1, "r"),
+                   ("b", "u"): PlayerState(3, 1, "r")}  # fmt: skip
+        store.write(StoreBatch(players=players, moderation={("b", "u|x"): Moderation(1, True)}))
+        assert store.states_of("u|x") == [("b", "u|x"), ("c@2026-12-01", "u|x")] and store.states_of("u") == [("b", "u")]
+        store.write(StoreBatch(erased_players={("b", "u|x"), ("c@2026-12-01", "u|x")}, erased={"t1": True, "t2": True}))
+        assert store.states_of("u|x") == [] and store.player(("b", "u|x")) is None
+        assert store.moderation(("b", "u|x")) is None and store.player(("b", "u")) == PlayerState(3, 1, "r")
+        assert store.erased("t1") and store.erased("t2") and not store.erased("t3")
+        store.write(StoreBatch(erased={"t1": False}))
+        assert not store.erased("t1") and store.erased("t2")
+
     def test_the_completeness_bound_only_rises(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
         store.write(StoreBatch(complete_since_ms=10))

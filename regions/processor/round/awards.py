@@ -4,7 +4,8 @@ An award of a board after its region's cutoff is late: it goes to reconciliation
 applied. Awards carry their board's time window. On a board with periods an award counts in the
 period that holds its event time, as the board ``<board>@<period key>`` (``schema.scoped``): its own
 state, totals, cutoffs. On a ROLLING board it counts in the day bucket of its event time (an entry
-of the day index); an award of a day that has left the window is late.
+of the day index); an award of a day that has left the window is late. An award of an erased
+player is dropped (``erasure``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from regions.core.lifecycle import is_late
 from regions.core.periods import InvalidWindow, WindowSpec, day_key, day_of
 from regions.core.rolling import TooLate, apply_rolling
 from regions.core.windows import decode_window
+from regions.processor.round.erasure import Dropped
 from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse
 from regions.stores.task_state import StateKey
 from schema.records import AppliedAward, AwardEvent, PlayerTotal, Reconciliation, totals_key
@@ -82,6 +84,8 @@ class Awards:
             self._replaced(board_id, award, outcome, source, offset)
         elif isinstance(outcome, Duplicate):
             state.counts["duplicate"] += 1
+        elif isinstance(outcome, Dropped):
+            state.counts["dropped"] += 1  # an erased player's
         elif isinstance(outcome, TooLate):
             raise Unprocessable(
                 "late",
@@ -99,9 +103,14 @@ class Awards:
         except InvalidWindow as exc:
             raise ValueError(str(exc)) from exc
 
-    def _outcome(self, award: AwardEvent, key: StateKey, spec: WindowSpec | None) -> Outcome | TooLate:
+    def _outcome(
+        self, award: AwardEvent, key: StateKey, spec: WindowSpec | None
+    ) -> Outcome | TooLate | Dropped:
         state = self._state
-        player, seen = state.player(key), state.seen_of(award.event_id)
+        player = state.player(key)
+        if player is None and state.is_erased(award.user_id):
+            return Dropped(award.user_id)
+        seen = state.seen_of(award.event_id)
         if spec is None or not spec.rolling:
             return apply_award(player, seen, award, state.memory, same_state=spec is None)
         day = day_of(spec, award.event_at_ms)

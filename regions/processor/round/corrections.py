@@ -53,6 +53,9 @@ class Corrections:
                 f"correction of {record.board_id!r}/{record.user_id!r} by {record.region!r} under key "
                 f"{key!r} in {source.region}'s awards",
             )
+        if state.player((record.board_id, record.user_id)) is None and state.is_erased(record.user_id):
+            state.counts["dropped"] += 1  # an erased player's
+            return
         held = HeldCorrection(record, source.topic, state.topic_offset, offset)
         if self._final(record):
             self._correct(held)

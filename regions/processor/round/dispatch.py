@@ -2,7 +2,7 @@
 
 Records whose key starts with a zero byte are control records: heartbeats and replication gaps
 (``positions``), cutoff and expiry markers (``markers``), correction records (``corrections``),
-moderation records (``moderation``); any
+moderation records (``moderation``), erasure records (``erasure``); any
 other control record is ignored (counted), never an award. Every other record is an award
 (``awards``). A record that cannot be processed goes to reconciliation with a reason, and the round
 goes on.
@@ -17,6 +17,7 @@ from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.processor.round.awards import Awards
 from regions.processor.round.corrections import Corrections
+from regions.processor.round.erasure import Erasures
 from regions.processor.round.forgetting import forget
 from regions.processor.round.markers import CutoffMarkers, ExpiryMarkers
 from regions.processor.round.moderation import Moderations
@@ -24,6 +25,7 @@ from regions.processor.round.positions import SourcePositions
 from regions.processor.round.state import Output, RoundState, Source, Unprocessable
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import StoreBatch, TaskStore
+from schema.erasure import ERASURE_PREFIX
 from schema.lifecycle import CORRECTION_PREFIX
 from schema.moderation import MODERATION_PREFIX
 from schema.records import (
@@ -68,6 +70,7 @@ class Round:
             (EXPIRY_PREFIX, ExpiryMarkers(state).add),
             (CORRECTION_PREFIX, corrections.add),
             (MODERATION_PREFIX, Moderations(state).add),
+            (ERASURE_PREFIX, Erasures(state).add),
         )
 
     @property

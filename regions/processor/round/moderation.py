@@ -37,6 +37,9 @@ class Moderations:
                 f"in {source.region}'s awards",
             )
         player = (record.board_id, record.user_id)
+        if state.is_erased(record.user_id):
+            state.counts["dropped"] += 1  # an erased player's
+            return
         if not is_newer(state.moderation(player), record.sequence):
             state.counts["moderation_repeat"] += 1
             return

@@ -21,6 +21,7 @@ from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import CutoffKey, DayEntry, StateKey, StoreBatch, TaskStore
+from schema.erasure import erasure_token
 from schema.lifecycle import HeldCorrection
 from schema.records import AwardEvent, Codec, Reconciliation, dedupe_key, pack_seen
 from schema.scoped import split_board_id
@@ -102,6 +103,8 @@ class RoundState:
     held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)
     forgotten: dict[bytes, int | None] = field(default_factory=dict)  # remembered copies this round forgets
     moderated: dict[StateKey, Moderation] = field(default_factory=dict)  # (board, user): actions applied here
+    erased_players: set[StateKey] = field(default_factory=set)  # states an erasure removed in this round
+    erased: dict[str, bool] = field(default_factory=dict)  # the erasure list's changes in this round
     complete_since_ms: int | None = None  # the memory's completeness bound, when raised here
     # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
     # the end of the round: one position update per region instead of one per award.
@@ -130,12 +133,23 @@ class RoundState:
 
     def player(self, key: StateKey) -> PlayerState | None:
         known = self.players.get(key)
-        return known if known is not None else self.store.player(key)
+        if known is not None:
+            return known
+        return None if self.erased_players and key in self.erased_players else self.store.player(key)
+
+    def is_erased(self, user_id: str) -> bool:
+        """The player is on the erasure list (asked only of players without a state: an erasure
+        removes every state, so a player with one is not erased)."""
+        token = erasure_token(user_id)
+        known = self.erased.get(token)
+        return known if known is not None else self.store.erased(token)
 
     def moderation(self, key: StateKey) -> Moderation | None:
         """The player's last moderation action on the board (``key``: the board's id, not a period's)."""
         known = self.moderated.get(key)
-        return known if known is not None else self.store.moderation(key)
+        if known is not None:
+            return known
+        return None if self.erased_players and key in self.erased_players else self.store.moderation(key)
 
     def hidden(self, board_id: str, user_id: str) -> bool:
         """The player is hidden on the board ``board_id`` (or on the board of the period it names)."""
@@ -191,4 +205,5 @@ class RoundState:
         return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, cutoffs=self.cutoffs,
                           held=self.held, expired=self.expired, days_added=self.days.added - self.days.removed,
                           days_removed=self.days.removed, changelog=changelog, forgotten=self.forgotten,
-                          moderation=self.moderated, complete_since_ms=self.complete_since_ms)  # fmt: skip
+                          moderation=self.moderated, erased_players=self.erased_players, erased=self.erased,
+                          complete_since_ms=self.complete_since_ms)  # fmt: skip

@@ -35,6 +35,13 @@ class IntakeSettings(BaseModel):
         description="How long a board lookup is served without reading the catalog again: an intake "
         "refuses a closing board's awards at most this long after the close began.",
     )
+    erasure_refresh_s: float = Field(
+        5.0,
+        gt=0,
+        description="How often the intake reads the erasure list again: an erased player's awards are "
+        "refused (410 player_erased) at most this long after the erasure was asked (those acknowledged "
+        "before are dropped by the processors).",
+    )
     catalog_max_stale_s: float = Field(
         30.0,
         ge=0,

@@ -38,6 +38,24 @@ class KafkaSettings(BaseModel):
         description="Producer batching delay: concurrent single-award requests share a produce request "
         "(fewer requests cost the intake and the brokers less CPU, for a few ms of acknowledgement latency).",
     )
+    raw_retention_ms: int = Field(
+        604_800_000,
+        ge=60_000,
+        description="retention.ms of the raw topics the platform creates (awards, replicated awards, applied, "
+        "reconciliation): how long they keep an award, an erased player's included (default 7 days).",
+    )
+    max_compaction_lag_ms: int = Field(
+        604_800_000,
+        ge=60_000,
+        description="max.compaction.lag.ms of the compacted topics it creates (totals, dedupe, checkpoints): a "
+        "record replaced or deleted (an erased player's state) is compacted away within this (default 7 days).",
+    )
+    tombstone_retention_ms: int = Field(
+        86_400_000,
+        ge=0,
+        description="delete.retention.ms of those compacted topics: how long a tombstone itself stays after "
+        "compaction (default 1 day).",
+    )
     security_protocol: KafkaSecurity = Field(
         KafkaSecurity.PLAINTEXT, description="How every client connects to the brokers (TLS, SASL)."
     )

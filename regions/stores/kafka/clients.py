@@ -64,7 +64,11 @@ def _topic_config(kafka: KafkaSettings, spec: TopicSpec) -> dict[str, str]:
         "unclean.leader.election.enable": "false",
     }
     if spec.compacted:
-        config |= {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}
+        config |= {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000",
+                   "max.compaction.lag.ms": str(kafka.max_compaction_lag_ms),
+                   "delete.retention.ms": str(kafka.tombstone_retention_ms)}  # fmt: skip
+    else:
+        config["retention.ms"] = str(kafka.raw_retention_ms)
     if spec.retention_ms is not None:
         config |= {"cleanup.policy": "compact,delete", "retention.ms": str(spec.retention_ms)}
     return config

@@ -40,10 +40,13 @@ def connect_redis(redis: RedisSettings) -> ProjectionRedis:
     return redis_connection.connect_redis(redis.url)
 
 
+ERASED = -1  # the version of an erased player's removal
+
+
 @dataclass(frozen=True, slots=True)
 class ProjectedTotal:
-    """One total as the projection stores it: ``score`` and ``member`` already encode rank order;
-    an empty ``member`` removes the player (the version is still recorded)."""
+    """One total as the projection stores it: ``score`` and ``member`` already encode rank order; an
+    empty ``member`` removes the player (the version still recorded), version ``ERASED`` its record too."""
 
     user_id: str
     version: int

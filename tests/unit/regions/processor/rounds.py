@@ -37,5 +37,5 @@ class Streams:
 def totals_of(fold: Round) -> list[PlayerTotal]:
     """The player totals the round sends, in order."""
     return [
-        v for t, _, raw in fold.out if t == "t.totals.v1" and isinstance(v := CODEC.totals(raw), PlayerTotal)
+        v for t, _, raw in fold.out if t == "t.totals.v1" and raw and isinstance(v := CODEC.totals(raw), PlayerTotal)
     ]

@@ -1,0 +1,47 @@
+"""Asking for a player's erasure, and lifting one, for every caller (the gateway's erasePlayer,
+``ops/lb erase-player`` and ``ops/lb lift-erasure``). The lifecycle worker of the region asked then
+carries it out (``regions.lifecycle.erasure``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from regions.actions.home import ActionRefused
+from regions.core.erasure import ErasureRequest
+from regions.stores.cassandra.erasures import CassandraErasures, ErasureEntry
+from schema.erasure import erasure_token
+
+
+async def request_erasure(
+    erasures: CassandraErasures, request: ErasureRequest, *, region: str, now: datetime
+) -> ErasureEntry:
+    """Record the erasure (queued for this region), or answer the player's standing one. A lifted
+    erasure is asked anew."""
+    token = erasure_token(request.user_id)
+    for _ in range(3):
+        known = await erasures.get(token)
+        if known is None:
+            if await erasures.request(token, request.user_id, request.reason, region, now):
+                break
+        elif known.lifted_at is None:
+            return known
+        elif await erasures.renew(known, request.user_id, request.reason, region, now):
+            break
+    entry = await erasures.get(token)
+    if entry is None:
+        raise ActionRefused("unavailable", "the erasure could not be recorded; retry")
+    return entry
+
+
+async def lift_erasure(erasures: CassandraErasures, user_id: str, *, region: str, now: datetime) -> ErasureEntry:
+    """Lift the player's erasure: the intakes take their awards again, and the processors, told by
+    this region's lifecycle worker, apply them."""
+    token = erasure_token(user_id)
+    known = await erasures.get(token)
+    if known is None:
+        raise ActionRefused("unknown", f"userId: {user_id!r} has no erasure to lift")
+    if known.lifted_at is None and not await erasures.lift(token, region, now):
+        raise ActionRefused("unavailable", "the lift could not be recorded; retry")
+    entry = await erasures.get(token)
+    return entry or known

@@ -1,0 +1,121 @@
+"""The lifecycle worker carrying out the erasures (and lifts) asked in its region
+(``regions.core.erasure``), one step per pass, each resumable after a crash.
+
+Erasure records go into every partition of this region's awards topic; every region's projection
+positions (read from its Redis: this one's, and the others' through ``settings.regions``) tell when
+its processor and projector passed them; then the player's Cassandra rows go (``erase_rows``); then
+the erasure is DONE. A lift is one record per partition too, written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from aiokafka import AIOKafkaProducer
+
+from regions.core.erasure import (
+    AWARDS_STEP,
+    DONE,
+    PENDING,
+    AwaitRegions,
+    EraseRows,
+    ErasureStep,
+    Finish,
+    WriteRecords,
+    next_step,
+    projection_step,
+)
+from regions.runtime.settings import Settings
+from regions.stores.cassandra.base import ms
+from regions.stores.cassandra.erasures import CassandraErasures, ErasureEntry
+from regions.stores.redis.projection import RedisProjection, connect_redis
+from schema.erasure import ErasureRecord, encode_erasure, erasure_key
+
+log = logging.getLogger(__name__)
+RowEraser = Callable[[str, datetime], Awaitable[list[ErasureStep]]]  # (user id, now) -> a step per store
+
+
+class ErasureWorker:
+    def __init__(self, settings: Settings, projection: RedisProjection, erase_rows: RowEraser) -> None:
+        self._settings, self._region = settings, settings.region
+        self._projections = {self._region: projection}
+        self._erase_rows = erase_rows
+
+    def _projection(self, region: str) -> RedisProjection | None:
+        known = self._projections.get(region)
+        endpoint = self._settings.regions.get(region)
+        if known is None and endpoint is not None and endpoint.redis_url:
+            redis = self._settings.redis.model_copy(update={"url": endpoint.redis_url})
+            known = self._projections[region] = RedisProjection(connect_redis(redis), redis.key_prefix)
+        return known
+
+    async def tick(self, erasures: CassandraErasures, producer: AIOKafkaProducer, partitions: list[int]) -> None:
+        for token in await erasures.queued(self._region):
+            entry = await erasures.get(token)
+            if entry is None:
+                continue
+            if entry.lifted_at is not None:
+                await self._lift(erasures, entry, producer, partitions)
+            else:
+                await self._step(erasures, entry, producer, partitions)
+
+    async def _write(self, entry: ErasureEntry, user_id: str, producer: AIOKafkaProducer, partitions: list[int],
+                     *, lifted: bool) -> dict[int, int]:  # fmt: skip
+        record = ErasureRecord(user_id=user_id, token=entry.token, region=self._region,
+                               requested_at_ms=ms(entry.requested_at) or 0, lifted=lifted)  # fmt: skip
+        topic, value = self._settings.kafka.topic("awards"), encode_erasure(record)
+        sent = await asyncio.gather(*(
+            producer.send_and_wait(topic, value, key=erasure_key(entry.token), partition=p) for p in partitions
+        ))  # fmt: skip
+        return {p: s.offset for p, s in zip(partitions, sent, strict=True)}
+
+    async def _step(
+        self, erasures: CassandraErasures, entry: ErasureEntry, producer: AIOKafkaProducer, partitions: list[int]
+    ) -> None:
+        user_id = entry.user_id
+        if user_id is None:  # DONE, still queued (a crash before the dequeue)
+            await erasures.record_done(entry, entry.completed_at or datetime.now(UTC))
+            return
+        reached = {r: await self._reached(r) for r in self._settings.region_names()}
+        step = next_step(entry.written, reached, entry.steps)
+        if isinstance(step, WriteRecords):
+            written = await self._write(entry, user_id, producer, partitions, lifted=False)
+            await erasures.record_written(entry.token, written)
+            await erasures.record_step(entry.token, AWARDS_STEP, DONE,
+                                       f"erasure records in {len(written)} partitions of this region's awards")  # fmt: skip
+            log.info("erasure %s: records written to %d partitions", entry.token, len(written))
+        elif isinstance(step, AwaitRegions):
+            for region in reached:
+                status, detail = (PENDING, step.waiting[region]) if region in step.waiting else (
+                    DONE, "processor state, totals changelog (tombstones) and projection")  # fmt: skip
+                if entry.steps.get(projection_step(region)) != (status, detail):
+                    await erasures.record_step(entry.token, projection_step(region), status, detail)
+        elif isinstance(step, EraseRows):
+            for region in reached:
+                await erasures.record_step(entry.token, projection_step(region), DONE,
+                                           "processor state, totals changelog (tombstones) and projection")  # fmt: skip
+            for done in await self._erase_rows(user_id, datetime.now(UTC)):
+                await erasures.record_step(entry.token, done.store, done.status, done.detail)
+        elif isinstance(step, Finish):
+            await erasures.record_done(entry, datetime.now(UTC))
+            log.info("erasure %s: done", entry.token)
+
+    async def _reached(self, region: str) -> dict[int, int]:
+        """How far ``region``'s projection is in this region's awards, per partition (empty: unknown)."""
+        projection = self._projection(region)
+        if projection is None:
+            return {}
+        offsets = (await projection.positions()).offsets
+        return {p: o for (r, p), o in offsets.items() if r == self._region}
+
+    async def _lift(
+        self, erasures: CassandraErasures, entry: ErasureEntry, producer: AIOKafkaProducer, partitions: list[int]
+    ) -> None:
+        written: dict[int, int] = {}
+        if entry.written is not None and entry.lift_written is None:  # the processors were told: tell them again
+            written = await self._write(entry, entry.user_id or "", producer, partitions, lifted=True)
+        await erasures.record_lift_written(entry.token, self._region, written)
+        log.info("erasure %s: lifted", entry.token)

@@ -1,0 +1,114 @@
+"""Erasures of players in Cassandra (``player_erasures``, ``erasure_queue``): what was asked, how far it
+is carried out, and the erasure list the intakes refuse awards by.
+
+A player's erasure is one row keyed by the player's token (``schema.erasure.erasure_token``); it is
+recorded once (``IF NOT EXISTS``: asking again answers the first), queued for the lifecycle worker of
+the region it was asked in, and dequeued when carried out. The user id is cleared when it is DONE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar
+
+from regions.stores.cassandra.base import CassandraTable, Row, Statements
+
+_COLUMNS = "player_token, user_id, reason, region, requested_at, completed_at, written, steps, lifted_at, lift_written"
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureEntry:
+    token: str
+    user_id: str | None  # None once DONE
+    reason: str
+    region: str
+    requested_at: datetime
+    completed_at: datetime | None = None
+    written: Mapping[int, int] | None = None  # partition -> offset of its erasure record
+    steps: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # store -> (status, detail)
+    lifted_at: datetime | None = None
+    lift_written: Mapping[int, int] | None = None
+
+
+def _entry(row: Row) -> ErasureEntry:
+    return ErasureEntry(
+        token=row.player_token, user_id=row.user_id, reason=row.reason or "", region=row.region or "",
+        requested_at=row.requested_at, completed_at=row.completed_at,
+        written=None if row.written is None else dict(row.written),
+        steps={k: tuple(v) for k, v in (row.steps or {}).items()},
+        lifted_at=row.lifted_at, lift_written=None if row.lift_written is None else dict(row.lift_written),
+    )  # fmt: skip
+
+
+class CassandraErasures(CassandraTable):
+    statements: ClassVar[Statements] = {
+        "request": (
+            "INSERT INTO player_erasures (player_token, user_id, reason, region, requested_at) VALUES (?, ?, ?, ?, ?) "
+            "IF NOT EXISTS"
+        ),
+        "renew": (
+            "UPDATE player_erasures SET user_id = ?, reason = ?, region = ?, requested_at = ?, completed_at = null, "
+            "written = null, steps = null, lifted_at = null, lift_written = null WHERE player_token = ? IF lifted_at = ?"
+        ),
+        "get": f"SELECT {_COLUMNS} FROM player_erasures WHERE player_token = ?",
+        "queue": "INSERT INTO erasure_queue (region, player_token) VALUES (?, ?)",
+        "queued": "SELECT player_token FROM erasure_queue WHERE region = ?",
+        "dequeue": "DELETE FROM erasure_queue WHERE region = ? AND player_token = ?",
+        "written": "UPDATE player_erasures SET written = ? WHERE player_token = ?",
+        "step": "UPDATE player_erasures SET steps[?] = ? WHERE player_token = ?",
+        "done": "UPDATE player_erasures SET completed_at = ?, user_id = null WHERE player_token = ?",
+        "lift": "UPDATE player_erasures SET lifted_at = ?, lift_written = null WHERE player_token = ? IF EXISTS",
+        "lift_written": "UPDATE player_erasures SET lift_written = ? WHERE player_token = ?",
+    }
+
+    async def request(self, token: str, user_id: str, reason: str, region: str, at: datetime) -> bool:
+        """Record the erasure and queue it for ``region``; False when the player's erasure exists."""
+        if not await self._applied("request", (token, user_id, reason, region, at)):
+            return False
+        await self._execute("queue", (region, token))
+        return True
+
+    async def renew(self, entry: ErasureEntry, user_id: str, reason: str, region: str, at: datetime) -> bool:
+        """Erase a player again whose erasure ``entry`` was lifted; False when it changed meanwhile."""
+        if entry.lifted_at is None or not await self._applied(
+            "renew", (user_id, reason, region, at, entry.token, entry.lifted_at)
+        ):
+            return False
+        await self._execute("queue", (region, entry.token))
+        return True
+
+    async def get(self, token: str) -> ErasureEntry | None:
+        return await self._one("get", (token,), _entry)
+
+    async def queued(self, region: str) -> list[str]:
+        """The tokens of the erasures and lifts ``region`` has still to carry out."""
+        return await self._rows("queued", (region,), lambda row: str(row.player_token))
+
+    async def record_written(self, token: str, written: Mapping[int, int]) -> None:
+        await self._execute("written", (dict(written), token))
+
+    async def record_step(self, token: str, store: str, status: str, detail: str) -> None:
+        await self._execute("step", (store, (status, detail), token))
+
+    async def record_done(self, entry: ErasureEntry, at: datetime) -> None:
+        """DONE: the user id goes, and the region's queue forgets it."""
+        await self._execute("done", (at, entry.token))
+        await self._execute("dequeue", (entry.region, entry.token))
+
+    async def lift(self, token: str, region: str, at: datetime) -> bool:
+        """Lift the player's erasure (queued for ``region`` to tell the processors); False: none."""
+        if not await self._applied("lift", (at, token)):
+            return False
+        await self._execute("queue", (region, token))
+        return True
+
+    async def record_lift_written(self, token: str, region: str, written: Mapping[int, int]) -> None:
+        await self._execute("lift_written", (dict(written), token))
+        await self._execute("dequeue", (region, token))
+
+    async def erased_tokens(self) -> frozenset[str]:
+        """The erasure list: every erased player's token, lifted ones left out (a scan of the table)."""
+        rows = await self._query("SELECT player_token, lifted_at FROM player_erasures")
+        return frozenset(row.player_token for row in rows if row.lifted_at is None)
