@@ -21,12 +21,14 @@ from regions.runtime.worker import process_settings, run_process
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.session import CassandraConnection
 from regions.stores.kafka.clients import AcceptanceUnavailable, AwardPublisher, make_producer
+from regions.stores.kafka.home import HomePublishers
 
 
 def build(settings: Settings) -> Starlette:
     """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
     Cassandra is connected in the background, so the intake starts during a Cassandra outage and
-    serves every board it can resolve. Redis is connected only for a ``?wait=applied``."""
+    serves every board it can resolve. Redis is connected only for a ``?wait=applied``, another
+    region's Kafka only for the first award of a board HOME_ROUTED there."""
     catalog = CassandraConnection.to(settings.cassandra, CassandraCatalog)
     publisher: AwardPublisher | None = None
 
@@ -44,7 +46,8 @@ def build(settings: Settings) -> Starlette:
         advisory={"cassandra": catalog.reachable},
     )
     waits = ProjectionWaits(settings)
-    app = create_app(settings, boards, publish, health, waits)
+    homes = HomePublishers(settings)
+    app = create_app(settings, boards, publish, health, waits, homes.publish)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -68,6 +71,7 @@ def build(settings: Settings) -> Starlette:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await producer.stop()
+            await homes.close()
             await catalog.close()
             await waits.close()
 
