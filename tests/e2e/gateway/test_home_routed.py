@@ -19,16 +19,12 @@ from typing import Any
 import httpx
 import pytest
 from aiokafka import ConsumerRecord, TopicPartition
-from cassandra.cluster import Session
 
 from regions.core.boards import Board, Consistency
-from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import replay
 from schema.records import Codec
-from tests.clusters import RegionServerPool, replicator_processes
-from tests.conftest import isolated
 from tests.harness import Region, points
-from tests.multi_region import Deployment, Oracle, deployments
+from tests.multi_region import Deployment, Oracle, module_deployment
 
 WITHIN_S = 60.0  # every region converges within it (replication included)
 DELIVERY_TIMEOUT_S = 2  # intake.home_delivery_timeout_s of these regions
@@ -37,23 +33,12 @@ TOP = """query($b: ID!) { leaderboard(id: $b) { consistency
 
 
 @pytest.fixture(scope="module")
-async def regions(
-    base_settings: Settings,
-    session_tag: str,
-    region_servers: RegionServerPool,
-    cassandra_session: Session,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> AsyncIterator[Deployment]:
-    logs = tmp_path_factory.mktemp("home-routed")
-    settings = isolated(base_settings, session_tag, logs)
-    async with (
-        replicator_processes(logs) as replicators,
-        deployments(settings, region_servers, replicators, cassandra_session, logs) as deploy,
-    ):
-        deployment = await deploy(
-            ["eu", "us"], services=("processor", "projector", "intake"), gateways_in=["us"],
-            env={"LB_INTAKE__HOME_DELIVERY_TIMEOUT_S": str(DELIVERY_TIMEOUT_S)},
-        )  # fmt: skip
+async def regions(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    async with module_deployment(
+        request, "home-routed", ["eu", "us"],
+        services=("processor", "projector", "intake"), gateways_in=["us"],
+        env={"LB_INTAKE__HOME_DELIVERY_TIMEOUT_S": str(DELIVERY_TIMEOUT_S)},
+    ) as deployment:  # fmt: skip
         try:
             yield deployment
         finally:

@@ -24,17 +24,13 @@ from typing import Any
 
 import httpx
 import pytest
-from cassandra.cluster import Session
 from websockets.asyncio.client import ClientConnection, connect
 
 from regions.core.boards import Aggregation, Board, TiePolicy
-from regions.runtime.settings import Settings
-from tests.clusters import RegionServerPool, replicator_processes
-from tests.conftest import isolated
 from tests.e2e.gateway.conftest import GatewayProcess
 from tests.harness import Region
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
-from tests.multi_region import Deployment, Oracle, deployments
+from tests.multi_region import Deployment, Oracle, module_deployment
 
 WITHIN_S = 60.0  # every region converges within it (replication included)
 SCOPES = ("HOME", "REGIONAL")
@@ -61,23 +57,13 @@ FOLLOW = """subscription($b: ID!, $users: [ID!], $scope: Scope) {
 
 
 @pytest.fixture(scope="module")
-async def regions(
-    base_settings: Settings,
-    session_tag: str,
-    region_servers: RegionServerPool,
-    cassandra_session: Session,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> AsyncIterator[Deployment]:
+async def regions(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
     """eu and us with what reads need (no audit sink: nothing here reads the history), a gateway each."""
-    logs = tmp_path_factory.mktemp("reads-two-regions")
-    settings = isolated(base_settings, session_tag, logs)
-    async with (
-        replicator_processes(logs) as replicators,
-        deployments(settings, region_servers, replicators, cassandra_session, logs) as deploy,
-    ):
-        yield await deploy(
-            ["eu", "us"], services=("processor", "projector", "intake"), gateways_in=["eu", "us"]
-        )
+    async with module_deployment(
+        request, "reads-two-regions", ["eu", "us"],
+        services=("processor", "projector", "intake"), gateways_in=["eu", "us"],
+    ) as deployment:  # fmt: skip
+        yield deployment
 
 
 async def _board(d: Deployment, **rules: Any) -> Board:
