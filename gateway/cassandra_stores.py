@@ -1,5 +1,5 @@
-"""The gateway's Cassandra stores (board catalog, profiles, archived results, board lifecycle and
-corrections), built on one session that :class:`regions.stores.cassandra.session.CassandraConnection` opens in
+"""The gateway's Cassandra stores (board catalog, profiles, archived results, board lifecycle,
+corrections, moderation), built on one session that :class:`regions.stores.cassandra.session.CassandraConnection` opens in
 the background: the gateway starts and serves Redis reads while Cassandra is down, its stores answer
 ``CassandraUnavailable`` until the first connection, and the driver reconnects after an outage.
 """
@@ -13,6 +13,7 @@ from cassandra.cluster import Session
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.corrections import CassandraCorrections
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.moderation import CassandraModeration
 from regions.stores.cassandra.periods import CassandraPeriods
 from regions.stores.cassandra.profiles import CassandraProfiles
 from regions.stores.cassandra.results import CassandraResults
@@ -26,9 +27,11 @@ class Stores:
     lifecycle: CassandraLifecycle
     corrections: CassandraCorrections
     periods: CassandraPeriods
+    moderation: CassandraModeration
 
 
 def open_stores(session: Session) -> Stores:
     """Prepare every statement; blocks, so it runs in a worker thread."""
     return Stores(CassandraCatalog(session), CassandraProfiles(session), CassandraResults(session),
-                  CassandraLifecycle(session), CassandraCorrections(session), CassandraPeriods(session))  # fmt: skip
+                  CassandraLifecycle(session), CassandraCorrections(session), CassandraPeriods(session),
+                  CassandraModeration(session))  # fmt: skip

@@ -15,6 +15,7 @@ import msgspec.msgpack
 from schema.lifecycle import CUTOFF_PREFIX as CUTOFF_PREFIX  # a control key of the awards topic
 from schema.lifecycle import CorrectionsHeld as CorrectionsHeld  # a record of the totals topic
 from schema.lifecycle import CutoffReached as CutoffReached  # a record of the totals topic
+from schema.moderation import Moderated as Moderated  # a record of the totals topic
 from schema.windows import EXPIRY_PREFIX as EXPIRY_PREFIX  # a control key of the awards topic
 from schema.windows import ExpiryMarker as ExpiryMarker  # a control record of the awards topic
 from schema.windows import ExpiryReached as ExpiryReached  # a record of the totals topic
@@ -131,6 +132,7 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     # (``regions.core.aggregation.PlayerState.notes``)
     metadata: str = ""
     notes: tuple[tuple[str, str], ...] = ()
+    hidden: bool = False  # hidden by moderation (``schema.moderation``): off the board, still counting
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):
@@ -187,7 +189,7 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_region: str = ""
 
 
-TotalsRecord = PlayerTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached
+TotalsRecord = PlayerTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated
 
 CONTROL_PREFIX = b"\x00"
 """Keys of control records start with a zero byte; no award key (``boardId|userId``) does. A consumer

@@ -26,7 +26,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -39,14 +38,7 @@ from regions.runtime.settings import RegionEndpoint, Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.redis.projection import RedisProjection, connect_redis
 from regions.stores.redis.reads import RankReader
-from tests.clusters import (
-    RegionServerPool,
-    RegionServers,
-    ReplicatorProcess,
-    Replicators,
-    bootstrap_topics,
-    replicator_processes,
-)
+from tests.clusters import RegionServerPool, RegionServers, ReplicatorProcess, Replicators, bootstrap_topics
 from tests.e2e.gateway.conftest import GatewayProcess, start_gateway
 from tests.harness import SERVICES, Region, delete_topics, points, with_free_ports
 from tests.proxy import TcpProxy
@@ -250,24 +242,6 @@ async def deployments(
             async for key in client.scan_iter(match=f"{settings.redis.key_prefix}:*", count=1000):
                 await client.delete(key)
             await client.aclose()
-
-
-@contextlib.asynccontextmanager
-async def module_deployment(
-    request: pytest.FixtureRequest, name: str, names: Sequence[str], **options: Any
-) -> AsyncIterator[Deployment]:
-    """Regions ``names`` started once for a module's tests (``deployments``' ``options``), on topics and
-    keys of their own, logs under a folder ``name``, with their replicators; all stop at the end."""
-    from tests.conftest import isolated  # the conftest imports this module's fixture
-
-    logs = request.getfixturevalue("tmp_path_factory").mktemp(name)
-    settings = isolated(request.getfixturevalue("base_settings"), request.getfixturevalue("session_tag"), logs)
-    servers, session = request.getfixturevalue("region_servers"), request.getfixturevalue("cassandra_session")
-    async with (
-        replicator_processes(logs) as replicators,
-        deployments(settings, servers, replicators, session, logs) as deploy,
-    ):
-        yield await deploy(names, **options)
 
 
 @pytest.fixture

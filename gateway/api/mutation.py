@@ -9,14 +9,15 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.api import fields, ids
+from gateway.api.admin import admin_services
 from gateway.api.context import Context
 from gateway.api.corrections import Correction, PublishCorrectionInput
-from gateway.api.errors import AlreadyExists, InvalidInput, NotAuthorized, NotFound, StoreUnavailable
+from gateway.api.errors import AlreadyExists, InvalidInput, NotFound, StoreUnavailable
 from gateway.api.leaderboard import Leaderboard
-from gateway.core.auth import is_admin
-from gateway.services import Services
-from regions.actions.close import CloseRefused, begin_close
-from regions.actions.correct import CorrectionRefused, record_correction
+from gateway.api.moderation import ModerationMutation
+from regions.actions.close import begin_close
+from regions.actions.correct import record_correction
+from regions.actions.home import ActionRefused
 from regions.core import boards
 from regions.core.boards import Aggregation, Consistency, SortOrder, TiePolicy
 from regions.core.periods import DEFAULT_TIME_ZONE, InvalidWindow, Period, Weekday, WindowSpec
@@ -72,17 +73,6 @@ class CreateLeaderboardInput:
     )
 
 
-def admin_services(info: Info[Context, None]) -> Services:
-    """The services an admin operation acts with; UNAUTHORIZED without the admin token. Its answer
-    is never cached."""
-    info.context.cacheable = False
-    services = info.context.services
-    tokens = services.settings.gateway.admin_tokens()
-    if not is_admin(info.context.request.headers.get("authorization"), tokens):
-        raise NotAuthorized("this operation needs Authorization: Bearer <admin token>")
-    return services
-
-
 def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[str]) -> boards.Board:
     """The board asked for; its home region must be one of the deployment's ``regions``."""
     home = data.home_region or serving_region
@@ -108,7 +98,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[st
 
 
 @strawberry.type
-class Mutation:
+class Mutation(ModerationMutation):
     @fields.mutation("Create an open board (admin).")
     async def create_leaderboard(
         self, info: Info[Context, None], input: CreateLeaderboardInput
@@ -132,7 +122,7 @@ class Mutation:
         try:
             record = await begin_close(services.cassandra.adapter.lifecycle, board_id, reason,
                                        region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
-        except CloseRefused as refused:
+        except ActionRefused as refused:
             raise (NotFound if refused.kind == "unknown" else InvalidInput)(str(refused)) from refused
         # This process's later reads answer CLOSING at once: its board cache and its whole answers.
         services.boards.learned(record.board)
@@ -156,7 +146,7 @@ class Mutation:
                 stores.lifecycle, stores.corrections, services.projection, services.settings.redis.key_prefix,
                 request, region=services.settings.region, now=datetime.now(UTC),
             )  # fmt: skip
-        except CorrectionRefused as refused:
+        except ActionRefused as refused:
             error = {"unknown": NotFound, "conflict": AlreadyExists, "unavailable": StoreUnavailable}
             raise error.get(refused.kind, InvalidInput)(str(refused)) from refused
         return Correction.of(entry)

@@ -8,11 +8,12 @@ from strawberry.types import Info
 from gateway.api import fields, ids
 from gateway.api.context import Context
 from gateway.api.leaderboard import Leaderboard
+from gateway.api.moderation import ModerationQuery
 from regions.core.boards import BoardStatus
 
 
 @strawberry.type
-class Query:
+class Query(ModerationQuery):
     @fields.field("A board by id; null when there is none.")
     async def leaderboard(self, info: Info[Context, None], id: strawberry.ID) -> Leaderboard | None:
         board_id = ids.board_id("id", str(id))

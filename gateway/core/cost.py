@@ -16,13 +16,15 @@ Costs (a unit is about one small object resolved and serialized):
 | ``LeaderboardPeriod.top``, ``player``, ``context``, ``entries`` | 2; ``playerCount`` 1; ``result`` 5 (as the board's) |
 | ``Leaderboard.players``, ``LeaderboardPeriod.players`` | 4 (a Redis round trip, two on a sharded board) |
 | ``Query.leaderboards`` | 10 (a catalog scan) |
+| ``Query.moderation`` | 5 (a Cassandra read) |
 
 A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
 sizes its ``entries`` by ``k`` (default 10), a page ``entries(first | last)`` like a top of the same
 size (default 100), ``context(range)`` sizes ``above`` and ``below`` by ``range`` (default 4),
 ``players(userIds)`` sizes its ``entries`` by the ids listed (a variable:
 ``gateway.max_listed_players``), ``BoardResult.entries(first)`` is itself a list of ``first`` (default 100)
-players, ``Leaderboard.periods(first)`` a list of ``first`` (default 10) periods (the same for a
+players, ``moderation(first)`` a list of ``first`` (default 50) actions, ``Leaderboard.periods(first)`` a list
+of ``first`` (default 10) periods (the same for a
 period's ``top`` and ``context``), and ``leaderboards`` is sized by the configured bound on the number
 of boards. So ``top(k: 100) { entries { profile { displayName } } }`` costs 2 + 1 + 100 * 5 = 503. A list
 size given by a variable counts at its cap (the cost is decided before variables are known, so
@@ -53,6 +55,8 @@ from graphql import (
 )
 from graphql.type.definition import GraphQLInterfaceType, GraphQLObjectType
 
+from regions.core.moderation import MAX_PAGE as MODERATION_PAGE
+
 FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("Leaderboard", "playerCount"): 1,
     ("Leaderboard", "top"): 2,
@@ -73,6 +77,7 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("Leaderboard", "players"): 4,
     ("LeaderboardPeriod", "players"): 4,
     ("Query", "leaderboards"): 10,
+    ("Query", "moderation"): 5,
 }
 RANKED = ("Leaderboard", "LeaderboardPeriod")  # types with top(k) and context(range)
 
@@ -108,6 +113,8 @@ class CostModel:
             return SlicedList("userIds", 1, self.max_listed_players, ("entries",))
         if (parent, name) == ("BoardResult", "entries"):
             return SlicedList("first", 100, self.max_top_k, ())
+        if (parent, name) == ("Query", "moderation"):
+            return SlicedList("first", 50, MODERATION_PAGE, ())
         if (parent, name) == ("Leaderboard", "periods"):
             return SlicedList("first", 10, self.max_top_k, ())
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from regions.actions.home import ActionRefused, home_record
 from regions.core.boards import BoardStatus
 from regions.core.corrections import CorrectionRequest, next_result_version, not_in_result
 from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
@@ -19,19 +20,9 @@ from regions.stores.redis.projection import RedisProjection
 ATTEMPTS = 5  # versions claimed by concurrent corrections of one board before giving up
 
 
-class CorrectionRefused(Exception):
-    """The correction is not recorded; ``kind`` is ``unknown`` (no such board), ``not_home``,
-    ``not_closed``, ``not_in_result``, ``conflict`` (the id holds other content) or ``unavailable``
-    (retry later)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
 def _same(entry: CorrectionEntry, request: CorrectionRequest, at: str) -> CorrectionEntry:
     if entry.digest != request.digest:
-        raise CorrectionRefused(
+        raise ActionRefused(
             "conflict",
             f"{at}correctionId: {request.correction_id!r} is correction version {entry.result_version} of "
             f"{request.board_id!r} with another reason or other adjustments; use a new id for a new correction",
@@ -46,7 +37,7 @@ async def _check_players(
     players as every result version (corrections change scores, not who is in it)."""
     positions = await projection.positions()
     if positions.epoch is None or positions.rebuilding:
-        raise CorrectionRefused(
+        raise ActionRefused(
             "unavailable",
             "the board's projection is being rebuilt here, so its players cannot be checked; retry",
         )
@@ -58,7 +49,7 @@ async def _check_players(
             f"{at}adjustments[{i}].userId: {users[i]!r} is not in the result of {request.board_id!r}"
             for i in missing
         )
-        raise CorrectionRefused(
+        raise ActionRefused(
             "not_in_result", f"{named} (a correction changes the score of a player in it)"
         )
 
@@ -74,25 +65,17 @@ async def record_correction(
     now: datetime,
     at: str = "input.",
 ) -> CorrectionEntry:
-    """Record ``request`` as the board's next result version (or answer the one its id recorded)."""
-    record = await lifecycle.record(request.board_id)
-    if record is None:
-        raise CorrectionRefused(
-            "unknown", f"{at}leaderboardId: leaderboard {request.board_id!r} does not exist"
-        )
-    home = record.board.home_region
-    if home != region:
-        raise CorrectionRefused(
-            "not_home",
-            f"{at}leaderboardId: leaderboard {request.board_id!r} is corrected in its home region {home!r}, "
-            f"not {region!r}: send the correction to that region",
-        )
+    """Record ``request`` as the board's next result version (or answer the one its id recorded).
+    ``ActionRefused``: ``unknown`` (no such board), ``not_home``, ``not_closed``, ``not_in_result``,
+    ``conflict`` (the id holds other content) or ``unavailable`` (retry later)."""
+    record = await home_record(lifecycle, request.board_id, region=region, done="corrected in",
+                               action="correction", field=f"{at}leaderboardId: ")  # fmt: skip
     known = await corrections.get(request.board_id, request.correction_id)
     if known is not None:
         return _same(known, request, at)
     status = record.board.status
     if status is not BoardStatus.CLOSED:
-        raise CorrectionRefused(
+        raise ActionRefused(
             "not_closed",
             f"{at}leaderboardId: leaderboard {request.board_id!r} is {status}; only a CLOSED board takes "
             "corrections (close it, and wait until it is CLOSED)",
@@ -107,7 +90,7 @@ async def record_correction(
             return _same(known, request, at)
     entry = await corrections.get(request.board_id, request.correction_id)
     if entry is None:
-        raise CorrectionRefused(
+        raise ActionRefused(
             "unavailable", f"corrections of {request.board_id!r} are being recorded concurrently; retry"
         )
     return _same(entry, request, at)

@@ -13,9 +13,8 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from regions.actions.close import CloseRefused
-from regions.actions.correct import CorrectionRefused
-from regions.cli import awards, boards, bootstrap, lifecycle, projection, reconciliation
+from regions.actions.home import ActionRefused
+from regions.cli import awards, boards, bootstrap, lifecycle, moderation, projection, reconciliation
 from regions.cli.command import Command, CommandError, Commands
 from regions.core.redaction import redact
 from regions.runtime.settings import UnknownSettingsError, describe_refusal, load_settings
@@ -29,6 +28,7 @@ GROUPS: tuple[Callable[[Commands], None], ...] = (
     projection.register,
     reconciliation.register,
     lifecycle.register,
+    moderation.register,
     awards.register,
 )
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     run: Command = args.run
     try:
         return asyncio.run(run(settings, args))
-    except (TopicMissing, CassandraUnavailable, CommandError, CloseRefused, CorrectionRefused) as exc:
+    except (TopicMissing, CassandraUnavailable, CommandError, ActionRefused) as exc:
         print(f"error: {redact(str(exc), settings.secret_values())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

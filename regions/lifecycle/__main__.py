@@ -15,6 +15,7 @@ from regions.runtime.settings import load_settings
 from regions.runtime.worker import run_process, run_until_stopped
 from regions.stores.cassandra.corrections import CassandraCorrections
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
+from regions.stores.cassandra.moderation import CassandraModeration
 from regions.stores.cassandra.periods import CassandraPeriods
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.cassandra.session import CASSANDRA_ERRORS, CassandraConnection
@@ -23,7 +24,7 @@ from regions.stores.redis.projection import connect_redis
 
 def _adapters(session: Session) -> LifecycleStores:
     return LifecycleStores(CassandraLifecycle(session), CassandraResults(session), CassandraCorrections(session),
-                           CassandraPeriods(session))  # fmt: skip
+                           CassandraPeriods(session), CassandraModeration(session))  # fmt: skip
 
 
 async def amain() -> None:

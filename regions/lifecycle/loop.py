@@ -35,11 +35,13 @@ from regions.core.lifecycle import Archive, CloseProgress, WriteMarkers, next_st
 from regions.lifecycle import metrics, windows
 from regions.lifecycle.announce import StatusAnnouncer
 from regions.lifecycle.archive import archive_projection
+from regions.lifecycle.moderation import write_moderation
 from regions.lifecycle.publish import CorrectionPublisher
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.corrections import CassandraCorrections
 from regions.stores.cassandra.lifecycle import CassandraLifecycle, CloseRecord
+from regions.stores.cassandra.moderation import CassandraModeration
 from regions.stores.cassandra.periods import CassandraPeriods
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.cassandra.session import CassandraConnection
@@ -59,6 +61,7 @@ class LifecycleStores:
     results: CassandraResults
     corrections: CassandraCorrections
     periods: CassandraPeriods
+    moderation: CassandraModeration
 
 
 class Closes(Protocol):
@@ -146,12 +149,15 @@ class LifecycleWorker:
                                  board.id, exc)  # fmt: skip
         await self._announcer.announce(records)
         await self.guarded("time windows", windows.tick(self, stores.periods, producer, partitions, required))
+        await self.guarded("moderation", write_moderation(stores.lifecycle, stores.moderation, producer,
+                                                          topic=self.awards_topic, partitions=partitions,
+                                                          region=self._region))  # fmt: skip
 
     async def guarded(self, what: str, step: Coroutine[Any, Any, None]) -> None:
         try:
             await step
         except Exception as exc:  # one board's trouble (e.g. a timeout) must not stop the others
-            self._errors.log(logging.WARNING, what, "closing %s: %r; trying again", what, exc)
+            self._errors.log(logging.WARNING, what, "%s: %r; trying again", what, exc)
 
     def _correction_due(self, record: CloseRecord, assigned: int | None) -> bool:
         """A CLOSED board homed here has a recorded correction not yet published."""

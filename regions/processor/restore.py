@@ -18,6 +18,7 @@ import msgspec
 from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.core.aggregation import PlayerState
+from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.processor import metrics
 from regions.runtime.settings import KafkaSettings
@@ -31,6 +32,7 @@ from schema.records import (
     CorrectionsHeld,
     CutoffReached,
     ExpiryReached,
+    Moderated,
     PlayerTotal,
     Watermark,
 )
@@ -138,6 +140,8 @@ class _Loader:
                 batch.cutoffs.setdefault((value.board_id, value.region), value.source_offset)
             elif isinstance(value, CorrectionsHeld):
                 batch.held[value.board_id] = tuple(value.corrections)
+            elif isinstance(value, Moderated):
+                batch.moderation[(value.board_id, value.user_id)] = Moderation(value.sequence, value.hidden)
 
     @staticmethod
     def _dedupe_records(batch: StoreBatch, records: list[ConsumerRecord]) -> None:

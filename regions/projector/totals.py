@@ -20,7 +20,7 @@ from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
 from regions.stores.redis.projection import BoardTotals, ProjectedTotal
-from schema.records import CorrectionsHeld, CutoffReached, ExpiryReached, Watermark
+from schema.records import CorrectionsHeld, CutoffReached, ExpiryReached, Moderated, Watermark
 from schema.scoped import split_board_id
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
@@ -40,6 +40,12 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     shards: Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)] = 1
     removed: bool = False  # a ROLLING board's player with no points left in the window
     metadata: str = ""  # of the award that holds the total (JSON text); empty: none
+    hidden: bool = False  # hidden by moderation: no entry, the version still recorded
+
+    @property
+    def absent(self) -> bool:
+        """The player has no entry on the board (the version is still recorded)."""
+        return self.removed or self.hidden
 
 
 def of_board(found: str, board_id: str) -> bool:
@@ -49,7 +55,7 @@ def of_board(found: str, board_id: str) -> bool:
 
 
 decode_totals_record = msgspec.msgpack.Decoder(
-    ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached
+    ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated
 ).decode
 
 
@@ -100,7 +106,7 @@ class TotalsBatch:
                 where = position_name(value.region, value.source_partition)
                 self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
-            if isinstance(value, CorrectionsHeld | ExpiryReached):
+            if isinstance(value, CorrectionsHeld | ExpiryReached | Moderated):
                 continue  # the processor's own state: what it changes reaches the projection as totals
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)
@@ -131,10 +137,10 @@ class TotalsBatch:
         shards: dict[str, int] = {}
         for t in self.latest.values():
             score, member = encode(t.sort_order, t.tie_policy, t.user_id, t.total, t.reached)
-            if t.removed:  # leaves the board: no member, the version is still recorded
+            if t.absent:  # leaves the board: no member, the version is still recorded
                 score, member = 0.0, ""
             boards.setdefault(t.board_id, []).append(
-                ProjectedTotal(t.user_id, t.version, t.total, score, member, "" if t.removed else t.metadata)
+                ProjectedTotal(t.user_id, t.version, t.total, score, member, "" if t.absent else t.metadata)
             )
             shards[t.board_id] = max(shards.get(t.board_id, 1), t.shards)
         return [BoardTotals(b, shards[b], totals) for b, totals in boards.items()]

@@ -8,7 +8,9 @@ costs what is forgotten, not the whole memory; ``s`` + region ->
 source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed);
 ``e`` + board -> the newest expired day of a ROLLING board (4 bytes); ``x`` + ``board|`` + day (4 bytes)
 + user -> nothing: the day index an expiry walks, so it visits the players with points that day and
-no other; ``h`` + board -> the correction records held for the board (absent: none); ``m`` + name ->
+no other; ``h`` + board -> the correction records held for the board (absent: none); ``o`` + ``board|user``
+-> the player's last moderation action (sequence, hidden), also kept in memory (moderated players are
+few, and every award asks); ``m`` + name ->
 metadata (identity, format, changelog offsets, completeness bound). A player value is msgpack
 (total, version, tie key, ROLLING day buckets, MAX/MIN contributions), trailing defaults left out.
 
@@ -31,6 +33,7 @@ import msgspec
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager, WriteOptions
 
 from regions.core.aggregation import PlayerState, Seen
+from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.stores.task_state import STORE_FORMAT, CutoffKey, DayEntry, StateKey, StoreBatch, StoreIdentity
 from schema.lifecycle import HeldCorrection
@@ -54,6 +57,10 @@ def _cutoff_key(key: CutoffKey) -> bytes:
 
 def _player_key(key: StateKey) -> bytes:
     return b"p" + f"{key[0]}|{key[1]}".encode()
+
+
+def _moderation_key(key: StateKey) -> bytes:
+    return b"o" + f"{key[0]}|{key[1]}".encode()
 
 
 def _day_prefix(board: str, day: int) -> bytes:
@@ -98,6 +105,14 @@ class RocksStore:
         self._bulk = WriteOptions()  # a restore's: no write-ahead log (the changelog is one), then flush
         self._bulk.disable_wal = True  # type: ignore[method-assign,assignment]  # (a property; its stub says method)
         self._held = msgspec.msgpack.Decoder(tuple[HeldCorrection, ...]).decode
+        self._moderation = self._moderated()
+
+    def _moderated(self) -> dict[StateKey, Moderation]:
+        decode, found = msgspec.msgpack.Decoder(tuple[int, bool]).decode, {}
+        for key, value in self._scan(b"o"):
+            board, _, user = key[1:].decode().partition("|")
+            found[(board, user)] = Moderation(*decode(value))
+        return found
 
     def _get(self, key: bytes) -> bytes | None:
         return cast(bytes | None, self._db.get(key))
@@ -117,6 +132,7 @@ class RocksStore:
         batch.put(_FORMAT, STORE_FORMAT.to_bytes(4, "big"))
         self._db.write(batch)
         self._db.compact_range(None, None)
+        self._moderation = {}
 
     def changelog_positions(self) -> dict[str, int]:
         raw = self._get(_CHANGELOG)
@@ -174,6 +190,9 @@ class RocksStore:
         raw = self._get(b"h" + board_id.encode())
         return () if raw is None else self._held(raw)
 
+    def moderation(self, key: StateKey) -> Moderation | None:
+        return self._moderation.get(key)
+
     def complete_since_ms(self) -> int | None:
         raw = self._get(_COMPLETE)
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
@@ -203,8 +222,11 @@ class RocksStore:
                 out.delete(b"h" + board_id.encode())
         if batch.changelog:
             out.put(_CHANGELOG, self._encode(self.changelog_positions() | batch.changelog))
+        for key, moderation in batch.moderation.items():
+            out.put(_moderation_key(key), self._encode((moderation.sequence, moderation.hidden)))
         self._put_complete_since(out, batch.complete_since_ms)
         self._db.write(out, self._bulk if bulk else self._normal)
+        self._moderation.update(batch.moderation)
 
     def _items(self, batch: StoreBatch) -> Iterator[tuple[bytes, bytes]]:
         """The players', their days' and the dedupe memory's keys and values. A replaced copy

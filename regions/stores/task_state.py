@@ -5,7 +5,8 @@ A task's state is players ((board, user) -> total, version, tie order), the dedu
 cutoffs met ((board, accepting region) -> offset of the board's first cutoff marker), the
 corrections it holds per board until the board's fold is final in its partition, for ROLLING boards
 the newest expired day and an index of which players have points on which day (so an expiry visits
-exactly those players), and the changelog offsets the store reflects. The compacted changelogs in
+exactly those players), each moderated player's last moderation action per board (few: a store keeps them in memory
+too), and the changelog offsets the store reflects. The compacted changelogs in
 Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from regions.core.aggregation import PlayerState, Seen
+from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from schema.lifecycle import HeldCorrection
 from schema.records import unpack_seen
@@ -54,6 +56,7 @@ class StoreBatch:
     days_added: set[DayEntry] = field(default_factory=set)
     days_removed: set[DayEntry] = field(default_factory=set)
     held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)  # board -> all it holds now
+    moderation: dict[StateKey, Moderation] = field(default_factory=dict)  # (board, user) -> last action
     changelog: dict[str, int] = field(default_factory=dict)
     complete_since_ms: int | None = None  # raise the dedupe memory's completeness bound to this
     # Remembered copies to forget, before the other changes: the event id's 16 bytes -> the time of
@@ -63,7 +66,7 @@ class StoreBatch:
     def __bool__(self) -> bool:
         return bool(self.players or self.seen or self.packed_seen or self.sources or self.cutoffs or self.held
                     or self.changelog or self.expired or self.days_added or self.days_removed
-                    or self.forgotten or self.complete_since_ms is not None)  # fmt: skip
+                    or self.forgotten or self.moderation or self.complete_since_ms is not None)  # fmt: skip
 
 
 class TaskStore(Protocol):
@@ -89,6 +92,9 @@ class TaskStore(Protocol):
 
     def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
         """The board's correction records this task holds, in the order they were met."""
+
+    def moderation(self, key: StateKey) -> Moderation | None:
+        """The player's last moderation action applied on the board (None: none)."""
 
     def complete_since_ms(self) -> int | None:
         """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
@@ -134,6 +140,7 @@ class MemoryStore:
         self._expired: dict[str, int] = {}
         self._days: dict[str, set[tuple[int, str]]] = {}  # board -> (day, user)
         self._held: dict[str, tuple[HeldCorrection, ...]] = {}
+        self._moderation: dict[StateKey, Moderation] = {}
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
 
@@ -160,6 +167,9 @@ class MemoryStore:
 
     def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
         return self._held.get(board_id, ())
+
+    def moderation(self, key: StateKey) -> Moderation | None:
+        return self._moderation.get(key)
 
     def complete_since_ms(self) -> int | None:
         return self._complete_since
@@ -196,6 +206,7 @@ class MemoryStore:
                 self._held[board_id] = held
             else:
                 self._held.pop(board_id, None)
+        self._moderation.update(batch.moderation)
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from regions.core.aggregation import PlayerState, Seen
+from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.processor.restore import stale_reason
 from regions.stores.rocksdb import RocksStore, store_options
@@ -157,6 +158,15 @@ class TaskStoreContract:
         store.reset(IDENTITY)
         assert store.held("c") == ()
 
+    def test_moderation_reads_back_per_board_and_player_and_reset_forgets_it(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        store.write(StoreBatch(moderation={("b", "u|x"): Moderation(1, True), ("c", "u|x"): Moderation(2, True)}))
+        store.write(StoreBatch(moderation={("b", "u|x"): Moderation(3, False)}))
+        assert store.moderation(("b", "u|x")) == Moderation(3, False)
+        assert store.moderation(("c", "u|x")) == Moderation(2, True) and store.moderation(("b", "v")) is None
+        store.reset(IDENTITY)
+        assert store.moderation(("c", "u|x")) is None
+
     def test_the_completeness_bound_only_rises(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
         store.write(StoreBatch(complete_since_ms=10))
@@ -214,13 +224,13 @@ class TestRocksStore(TaskStoreContract):
         store = RocksStore(tmp_path / "p3", OPTIONS)
         store.reset(IDENTITY)
         store.write(StoreBatch(players={("b", "u"): PlayerState(1, 1, "r")}, changelog={"t": 3},
-                               held={"b": (HELD_1,)}))  # fmt: skip
+                               held={"b": (HELD_1,)}, moderation={("b", "u"): Moderation(4, True)}))  # fmt: skip
         store.close()
         again = RocksStore(tmp_path / "p3", OPTIONS)
         try:
             assert again.identity() == IDENTITY and again.changelog_positions() == {"t": 3}
             assert again.player(("b", "u")) == PlayerState(1, 1, "r")
-            assert again.held("b") == (HELD_1,)
+            assert again.held("b") == (HELD_1,) and again.moderation(("b", "u")) == Moderation(4, True)
         finally:
             again.close()
 

@@ -124,7 +124,7 @@ class Awards:
             tie_policy=award.tie_policy, source_partition=state.partition, source_offset=offset,
             event_id=award.event_id, source_region=region, buckets=outcome.state.buckets,
             shards=award.shards, contributions=outcome.state.contributions,
-            metadata=outcome.state.metadata, notes=outcome.state.notes,
+            metadata=outcome.state.metadata, notes=outcome.state.notes, hidden=state.hidden(*key),
         )  # fmt: skip
         state.send("totals", totals_key(*key), total)
         state.remember(award.event_id, outcome.seen)

@@ -101,7 +101,7 @@ class Corrections:
                 version=outcome.state.version, reached=outcome.state.reached, sort_order=record.sort_order,
                 tie_policy=record.tie_policy, source_partition=state.partition, source_offset=held.source_offset,
                 event_id=event_id, source_region=record.region, metadata=outcome.state.metadata,
-                notes=outcome.state.notes,
+                notes=outcome.state.notes, hidden=state.hidden(*state_key),
             )  # fmt: skip
             state.send("totals", totals_key(*state_key), total)
             state.counts["corrected"] += 1

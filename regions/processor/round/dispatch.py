@@ -1,7 +1,8 @@
 """The round: each source record handed to the handler of its kind, by its key.
 
 Records whose key starts with a zero byte are control records: heartbeats and replication gaps
-(``positions``), cutoff and expiry markers (``markers``), correction records (``corrections``); any
+(``positions``), cutoff and expiry markers (``markers``), correction records (``corrections``),
+moderation records (``moderation``); any
 other control record is ignored (counted), never an award. Every other record is an award
 (``awards``). A record that cannot be processed goes to reconciliation with a reason, and the round
 goes on.
@@ -18,11 +19,13 @@ from regions.processor.round.awards import Awards
 from regions.processor.round.corrections import Corrections
 from regions.processor.round.forgetting import forget
 from regions.processor.round.markers import CutoffMarkers, ExpiryMarkers
+from regions.processor.round.moderation import Moderations
 from regions.processor.round.positions import SourcePositions
 from regions.processor.round.state import Output, RoundState, Source, Unprocessable
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import StoreBatch, TaskStore
 from schema.lifecycle import CORRECTION_PREFIX
+from schema.moderation import MODERATION_PREFIX
 from schema.records import (
     CONTROL_PREFIX,
     CUTOFF_PREFIX,
@@ -64,6 +67,7 @@ class Round:
             (CUTOFF_PREFIX, CutoffMarkers(state, corrections).add),
             (EXPIRY_PREFIX, ExpiryMarkers(state).add),
             (CORRECTION_PREFIX, corrections.add),
+            (MODERATION_PREFIX, Moderations(state).add),
         )
 
     @property

@@ -102,7 +102,7 @@ class ExpiryMarkers:
             reached=changed.reached, sort_order=marker.sort_order, tie_policy=marker.tie_policy,
             source_partition=state.partition, source_offset=offset, event_id="", source_region=region,
             buckets=changed.buckets, removed=not changed.buckets, shards=marker.shards,
-            metadata=changed.metadata, notes=changed.notes,
+            metadata=changed.metadata, notes=changed.notes, hidden=state.hidden(*key),
         )  # fmt: skip
         state.send("totals", totals_key(*key), total)
         state.counts["expired_players"] += 1

@@ -17,11 +17,13 @@ import msgspec
 from aiokafka import TopicPartition
 
 from regions.core.aggregation import DedupeMemory, PlayerState, Seen
+from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import CutoffKey, DayEntry, StateKey, StoreBatch, TaskStore
 from schema.lifecycle import HeldCorrection
 from schema.records import AwardEvent, Codec, Reconciliation, dedupe_key, pack_seen
+from schema.scoped import split_board_id
 
 Output = tuple[str, bytes, bytes | None]  # (topic, key, value; None: a tombstone)
 T = TypeVar("T")
@@ -99,6 +101,7 @@ class RoundState:
     # The boards whose held corrections changed, and all each holds now.
     held: dict[str, tuple[HeldCorrection, ...]] = field(default_factory=dict)
     forgotten: dict[bytes, int | None] = field(default_factory=dict)  # remembered copies this round forgets
+    moderated: dict[StateKey, Moderation] = field(default_factory=dict)  # (board, user): actions applied here
     complete_since_ms: int | None = None  # the memory's completeness bound, when raised here
     # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
     # the end of the round: one position update per region instead of one per award.
@@ -128,6 +131,16 @@ class RoundState:
     def player(self, key: StateKey) -> PlayerState | None:
         known = self.players.get(key)
         return known if known is not None else self.store.player(key)
+
+    def moderation(self, key: StateKey) -> Moderation | None:
+        """The player's last moderation action on the board (``key``: the board's id, not a period's)."""
+        known = self.moderated.get(key)
+        return known if known is not None else self.store.moderation(key)
+
+    def hidden(self, board_id: str, user_id: str) -> bool:
+        """The player is hidden on the board ``board_id`` (or on the board of the period it names)."""
+        moderation = self.moderation((split_board_id(board_id)[0], user_id))
+        return moderation is not None and moderation.hidden
 
     def seen_of(self, event_id: str) -> Seen | None:
         """The copy of ``event_id`` the dedupe memory holds, unless this round forgets it."""
@@ -178,4 +191,4 @@ class RoundState:
         return StoreBatch(players=self.players, seen=self.seen, sources=self.positions, cutoffs=self.cutoffs,
                           held=self.held, expired=self.expired, days_added=self.days.added - self.days.removed,
                           days_removed=self.days.removed, changelog=changelog, forgotten=self.forgotten,
-                          complete_since_ms=self.complete_since_ms)  # fmt: skip
+                          moderation=self.moderated, complete_since_ms=self.complete_since_ms)  # fmt: skip

@@ -13,18 +13,17 @@ awards topic. Every wait is for a condition (asOf covering a position, the regio
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.core.boards import Board, Consistency
 from regions.stores.kafka.clients import replay
 from schema.records import Codec
+from tests.e2e.gateway.two_regions import module_regions
 from tests.harness import Region, points
-from tests.multi_region import Deployment, Oracle, module_deployment
+from tests.multi_region import Deployment, Oracle
 
 WITHIN_S = 60.0  # every region converges within it (replication included)
 DELIVERY_TIMEOUT_S = 2  # intake.home_delivery_timeout_s of these regions
@@ -32,17 +31,10 @@ TOP = """query($b: ID!) { leaderboard(id: $b) { consistency
   top(k: 10, scope: HOME) { entries { userId score } asOf { region positions { region partition offset } } } } }"""
 
 
-@pytest.fixture(scope="module")
-async def regions(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
-    async with module_deployment(
-        request, "home-routed", ["eu", "us"],
-        services=("processor", "projector", "intake"), gateways_in=["us"],
-        env={"LB_INTAKE__HOME_DELIVERY_TIMEOUT_S": str(DELIVERY_TIMEOUT_S)},
-    ) as deployment:  # fmt: skip
-        try:
-            yield deployment
-        finally:
-            deployment.heal()
+regions = module_regions(
+    "home-routed", services=("processor", "projector", "intake"),
+    env={"LB_INTAKE__HOME_DELIVERY_TIMEOUT_S": str(DELIVERY_TIMEOUT_S)},
+)  # fmt: skip
 
 
 async def _board(d: Deployment, consistency: Consistency) -> Board:

@@ -28,9 +28,10 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from regions.core.boards import Aggregation, Board, TiePolicy
 from tests.e2e.gateway.conftest import GatewayProcess
+from tests.e2e.gateway.two_regions import module_regions
 from tests.harness import Region
 from tests.integration.gateway.test_subscriptions import TRANSPORT_WS
-from tests.multi_region import Deployment, Oracle, module_deployment
+from tests.multi_region import Deployment, Oracle
 
 WITHIN_S = 60.0  # every region converges within it (replication included)
 SCOPES = ("HOME", "REGIONAL")
@@ -56,14 +57,8 @@ FOLLOW = """subscription($b: ID!, $users: [ID!], $scope: Scope) {
     ... on Resync { reason } } }"""
 
 
-@pytest.fixture(scope="module")
-async def regions(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
-    """eu and us with what reads need (no audit sink: nothing here reads the history), a gateway each."""
-    async with module_deployment(
-        request, "reads-two-regions", ["eu", "us"],
-        services=("processor", "projector", "intake"), gateways_in=["eu", "us"],
-    ) as deployment:  # fmt: skip
-        yield deployment
+# eu and us with what reads need (no audit sink: nothing here reads the history), a gateway each.
+regions = module_regions("reads-two-regions", services=("processor", "projector", "intake"))
 
 
 async def _board(d: Deployment, **rules: Any) -> Board:

@@ -5,14 +5,11 @@ matters."""
 
 from __future__ import annotations
 
-from aiokafka import ConsumerRecord
 from hypothesis import given
 from hypothesis import strategies as st
 
 from regions.cli.reconciliation import board_and_user
 from regions.processor.round import Round, Source
-from regions.runtime.settings import KafkaSettings
-from regions.stores.task_state import MemoryStore
 from schema.event_id import correction_event_id, event_id, payload_digest
 from schema.lifecycle import (
     CorrectionRecord,
@@ -22,13 +19,10 @@ from schema.lifecycle import (
     correction_key,
     cutoff_marker_key,
 )
-from schema.records import AwardEvent, Codec, PlayerTotal, totals_key
+from schema.records import AwardEvent, totals_key
+from tests.unit.regions.processor.rounds import CODEC, EU, US, Record, Streams, totals_of
 
-CODEC, LIFECYCLE = Codec(), LifecycleCodec()
-KAFKA = KafkaSettings(topic_prefix="t")
-EU = Source("t.awards.v1", "eu", replicated=False)
-US = Source("t.awards.from-us.v1", "us", replicated=False)  # offsets as its own, for the test
-Record = tuple[Source, bytes, bytes]
+LIFECYCLE = LifecycleCodec()
 
 
 def _award(source: Source, match: str, amount: int, user: str = "ann") -> Record:
@@ -58,29 +52,6 @@ def _correction(
     return (EU, correction_key("b", user), LIFECYCLE.encode(record))
 
 
-class Streams:
-    """A task's store and the next offset of each source, folded round by round."""
-
-    def __init__(self) -> None:
-        self.store = MemoryStore()
-        self.next = {EU.topic: 0, US.topic: 0}
-
-    def fold(self, records: list[Record]) -> Round:
-        fold = Round(KAFKA, CODEC, self.store, 0, 86_400_000)
-        for source, key, value in records:
-            offset = self.next[source.topic]
-            self.next[source.topic] += 1
-            fold.add(source, ConsumerRecord(source.topic, 0, offset, 0, 0, key, value, None, 0, 0, []))
-        self.store.write(fold.store_batch({}))
-        return fold
-
-
-def _totals(fold: Round) -> list[PlayerTotal]:
-    return [
-        v for t, _, raw in fold.out if t == "t.totals.v1" and isinstance(v := CODEC.totals(raw), PlayerTotal)
-    ]
-
-
 def _held(fold: Round) -> list[CorrectionsHeld]:
     return [
         v
@@ -100,10 +71,10 @@ def test_a_correction_sets_the_total_as_the_next_version_once() -> None:
         [_correction(42, 2, regions=("eu",))]
     )  # the home region wrote its records again (a restart)
 
-    totals = _totals(fold)
+    totals = totals_of(fold)
     assert [(t.total, t.version, t.reached, t.source_offset) for t in totals] == [(42, 3, reached.reached, 3)]
     assert totals[0].event_id == correction_event_id("b", "c1", "ann")
-    assert fold.counts["correction_repeat"] == 1 and _totals(again) == []
+    assert fold.counts["correction_repeat"] == 1 and totals_of(again) == []
     assert streams.store.player(("b", "ann")) == type(reached)(42, 3, reached.reached)
 
 
@@ -111,13 +82,13 @@ def test_a_correction_before_every_cutoff_waits_and_then_applies_in_version_orde
     streams = Streams()
     streams.fold([_award(EU, "m1", 5), _marker(EU)])
     early = streams.fold([_correction(42, 2), _correction(10, 3, "c2"), _correction(42, 2)])
-    assert _totals(early) == [] and early.counts["correction_held"] == 2
+    assert totals_of(early) == [] and early.counts["correction_held"] == 2
     assert [len(h.corrections) for h in _held(early)] == [1, 2]
     assert [h.correction.result_version for h in streams.store.held("b")] == [2, 3]
 
     late = streams.fold([_award(US, "m2", 7), _marker(US)])  # us's awards before its cutoff count first
 
-    assert [(t.total, t.version) for t in _totals(late)] == [(12, 2), (42, 3), (10, 4)]
+    assert [(t.total, t.version) for t in totals_of(late)] == [(12, 2), (42, 3), (10, 4)]
     assert streams.store.player(("b", "ann")) is not None and streams.store.held("b") == ()
     assert _held(late)[-1].corrections == []  # the changelog says nothing is held any more
 
@@ -132,7 +103,7 @@ def test_a_correction_of_a_player_without_a_total_and_a_wrong_key_are_reconciled
 
     reasons = [CODEC.reconciliation(v).reason for t, _, v in fold.out if t == "t.reconciliation.v1"]
     assert reasons == ["correction_unknown_player", "unprocessable_control"]
-    assert _totals(fold) == [] and streams.store.player(("b", "zed")) is None
+    assert totals_of(fold) == [] and streams.store.player(("b", "zed")) is None
 
 
 @given(
