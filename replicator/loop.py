@@ -59,7 +59,7 @@ class Replicator:
         self._pair = pair
         self._cfg = settings.replicator
         self._local = settings.kafka
-        self._source = settings.kafka.model_copy(update={"bootstrap_servers": pair.source_bootstrap_servers})
+        self._source = settings.region_kafka(pair.source)
         self._health = health
         self.source_topic = settings.kafka.topic("awards")
         self.ready = asyncio.Event()

@@ -10,7 +10,7 @@ from gateway.api import periods as period_reads
 from gateway.api.context import Context
 from gateway.api.periods import LeaderboardPeriod
 from gateway.api.types import BoardWindow
-from regions.core.boards import Aggregation, Board, BoardStatus, SortOrder, TiePolicy
+from regions.core.boards import Aggregation, Board, BoardStatus, Consistency, SortOrder, TiePolicy
 
 
 @strawberry.type
@@ -47,6 +47,13 @@ class Leaderboard(board_reads.RankedBoard):
     @strawberry.field
     def tie_policy(self) -> TiePolicy:
         return self.board.tie_policy
+
+    @fields.field(
+        "Where the board's awards are accepted: REGIONAL, by the region that received them; HOME_ROUTED, "
+        "by the home region only."
+    )
+    def consistency(self) -> Consistency:
+        return self.board.consistency
 
     @fields.field("How many shards the board's players are spread over (1: one sorted set).")
     def shards(self) -> int:

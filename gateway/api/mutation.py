@@ -20,7 +20,7 @@ from regions.actions.close import begin_close
 from regions.actions.correct import record_correction
 from regions.actions.home import ActionRefused
 from regions.core import boards
-from regions.core.boards import Aggregation, SortOrder, TiePolicy
+from regions.core.boards import Aggregation, Consistency, SortOrder, TiePolicy
 from regions.core.periods import DEFAULT_TIME_ZONE, InvalidWindow, Period, Weekday, WindowSpec
 from regions.core.windows import encode_window
 
@@ -66,6 +66,12 @@ class CreateLeaderboardInput:
         description=f"Spread the board's players over this many shards of the projection (1..{boards.MAX_SHARDS}), "
         "for a board hotter or larger than one Redis node serves well.",
     )
+    consistency: Consistency | None = strawberry.field(
+        default=Consistency.REGIONAL,
+        description="REGIONAL: awards are accepted by the region that received them; HOME_ROUTED: by the "
+        "home region only (read-your-write in HOME reads from any region, one more round trip per award "
+        "sent outside the home).",
+    )
 
 
 def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[str]) -> boards.Board:
@@ -86,6 +92,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[st
             tie_policy=data.tie_policy or TiePolicy.USER_ID,
             shards=1 if data.shards is None else data.shards,
             window=window,
+            consistency=data.consistency or Consistency.REGIONAL,
         )
     except boards.InvalidBoardError as exc:
         raise InvalidInput(str(exc)) from exc

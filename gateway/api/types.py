@@ -14,7 +14,7 @@ from gateway.api.errors import InvalidInput, LimitExceeded
 from gateway.api.scalars import JSON, Long
 from gateway.profiles import UNAVAILABLE
 from regions.core import freshness, reads
-from regions.core.boards import Aggregation, BoardStatus, SortOrder, TiePolicy
+from regions.core.boards import Aggregation, BoardStatus, Consistency, SortOrder, TiePolicy
 from regions.core.periods import Period, Weekday, WindowSpec
 from regions.core.reads import Scope, top_percent
 from regions.core.results import ResultEntry, page, page_chunks, page_shared_ranks
@@ -32,6 +32,12 @@ strawberry.enum(
 )
 strawberry.enum(
     TiePolicy, description="USER_ID: equal scores by user id; FIRST_REACHED: by who reached it first."
+)
+strawberry.enum(
+    Consistency,
+    description="REGIONAL: each region accepts the board's awards itself; HOME_ROUTED: every region's "
+    "intake routes them to the home region and answers only once it acknowledged, so an acknowledged "
+    "award is in every HOME read whose asOf covers it (the home unreachable: 503 home_unavailable).",
 )
 
 

@@ -1,5 +1,5 @@
-"""``ops/lb create-board``, ``ops/lb boards`` and ``ops/lb put-profile``: the board catalog and the
-players' profiles, in Cassandra."""
+"""``ops/lb create-board``, ``ops/lb set-consistency``, ``ops/lb boards`` and ``ops/lb put-profile``:
+the board catalog and the players' profiles, in Cassandra."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import argparse
 import sys
 
 from regions.cli.command import Commands, add_command, cassandra_session
-from regions.core.boards import MAX_SHARDS, Aggregation, Board, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.boards import (
+    MAX_SHARDS,
+    Aggregation,
+    Board,
+    Consistency,
+    InvalidBoardError,
+    SortOrder,
+    TiePolicy,
+)
 from regions.core.ids import board_id_error
 from regions.core.periods import InvalidWindow, Period, Weekday, WindowSpec
 from regions.core.profiles import InvalidProfileError, Profile
@@ -44,7 +52,7 @@ async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
             tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative, window=_window(args),
-            shards=args.shards,
+            shards=args.shards, consistency=Consistency(args.consistency),
         )  # fmt: skip
     except InvalidBoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -69,6 +77,7 @@ BOARD_COLUMNS = (
     "WINDOW",
     "NEGATIVE",
     "SHARDS",
+    "CONSISTENCY",
     "CREATED",
 )
 
@@ -78,7 +87,7 @@ def board_row(entry: CatalogEntry) -> tuple[str, ...]:
     return (
         b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, describe_window(b.window_spec),
         ("allowed" if b.allow_negative else "refused") if b.aggregation is Aggregation.SUM else "-",
-        str(b.shards),
+        str(b.shards), b.consistency,
         created.strftime("%Y-%m-%d %H:%M:%SZ") if created is not None else "-",
     )  # fmt: skip
 
@@ -101,6 +110,17 @@ async def _boards(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
+async def _set_consistency(settings: Settings, args: argparse.Namespace) -> int:
+    async with cassandra_session(settings) as session:
+        found = await CassandraCatalog(session).set_consistency(args.id, Consistency(args.consistency))
+    if not found:
+        print(f"error: board {args.id!r} does not exist; see 'ops/lb boards'", file=sys.stderr)
+        return 2
+    print(f"board {args.id} is {args.consistency}: every intake routes its new awards so within "
+          f"{settings.intake.catalog_ttl_s:g} s (its catalog cache); awards accepted before stay counted")  # fmt: skip
+    return 0
+
+
 async def _put_profile(settings: Settings, args: argparse.Namespace) -> int:
     try:
         profile = Profile(args.user, args.name, args.country, args.avatar_url)
@@ -115,6 +135,11 @@ async def _put_profile(settings: Settings, args: argparse.Namespace) -> int:
 
 def register(commands: Commands) -> None:
     _add_create_board(commands)
+    switch = add_command(
+        commands, "set-consistency", _set_consistency, "change where a board's new awards are accepted"
+    )
+    switch.add_argument("id")
+    switch.add_argument("consistency", choices=[c.value for c in Consistency])
     add_command(commands, "boards", _boards, "list the board catalog with every board's settings")
     profile = add_command(commands, "put-profile", _put_profile, "create or replace a player's profile")
     profile.add_argument("user")
@@ -151,3 +176,7 @@ def _add_create_board(commands: Commands) -> None:
         default=1,
         help=f"spread the board's players over N shards (1..{MAX_SHARDS}, default 1)",
     )
+    create.add_argument(
+        "--consistency", choices=[c.value for c in Consistency], default="REGIONAL",
+        help="REGIONAL: awards accepted by the region that received them; HOME_ROUTED: by the home region only",
+    )  # fmt: skip

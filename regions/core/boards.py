@@ -32,6 +32,15 @@ class TiePolicy(StrEnum):
     FIRST_REACHED = "FIRST_REACHED"
 
 
+class Consistency(StrEnum):
+    """Where a board's awards are accepted. REGIONAL: by the region that received them; HOME_ROUTED:
+    always by the board's home region (an intake elsewhere produces them there and answers only once
+    the home acknowledged), so an acknowledged award is in every HOME read whose asOf covers it."""
+
+    REGIONAL = "REGIONAL"
+    HOME_ROUTED = "HOME_ROUTED"
+
+
 class BoardStatus(StrEnum):
     OPEN = "OPEN"
     CLOSING = "CLOSING"
@@ -54,6 +63,7 @@ class Board:
     status: BoardStatus = BoardStatus.OPEN
     allow_negative: bool = False  # SUM boards only: whether an award may lower a total
     shards: int = 1  # players are spread over this many shards of the projection (1: one sorted set)
+    consistency: Consistency = Consistency.REGIONAL
     # A CLOSED board's cutoffs, recorded when it closed: (``<region>:<partition>``, offset), sorted.
     cutoffs: tuple[tuple[str, int], ...] = ()
 
@@ -95,6 +105,13 @@ class Board:
         """The board an award happening at ``event_at_ms`` counts in (see ``counted_board_id``)."""
         board_id = counted_board_id(self.id, self.window_spec, event_at_ms)
         return self if board_id == self.id else replace(self, id=board_id)
+
+    def accepting_region(self, serving_region: str) -> str:
+        """The region whose awards topic takes this board's awards received by ``serving_region``:
+        the home region for a HOME_ROUTED board, else the region that received them."""
+        if self.consistency is Consistency.HOME_ROUTED:
+            return self.home_region
+        return serving_region
 
     @property
     def amount_field(self) -> str:

@@ -47,6 +47,12 @@ REFUSALS: dict[str, Refusal] = {
     "store_unavailable": Refusal(503, "the board catalog cannot be read now", retry_after=True),
     "unsupported_window": Refusal(503, "the board has a time window this intake's release does not know"),
     "kafka_unavailable": Refusal(503, "Kafka did not acknowledge the awards in time (retry the same awards)", True),
+    "home_unavailable": Refusal(
+        503,
+        "a HOME_ROUTED board's home region did not acknowledge its awards within "
+        "intake.home_delivery_timeout_s (no other region accepts them; retry the same awards)",
+        retry_after=True,
+    ),
 }
 """Every refusal of ``POST /internal/awards`` by its code; nothing is written when one is answered."""
 
@@ -187,7 +193,8 @@ def openapi_document(version: str, max_batch: int, max_body_bytes: int) -> dict[
                                                "required": ["eventId", "region", "partition", "offset"],
                                                "properties": {
                         "eventId": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
-                        "region": {"type": "string"},
+                        "region": {"type": "string", "description": "The region whose awards topic accepted "
+                                   "the award: this one, or a HOME_ROUTED board's home region."},
                         "partition": {"type": "integer", "minimum": 0},
                         "offset": {"type": "integer", "minimum": 0},
                         "applied": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Applied"}],

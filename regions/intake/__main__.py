@@ -25,6 +25,7 @@ from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.erasures import CassandraErasures
 from regions.stores.cassandra.session import CassandraConnection
 from regions.stores.kafka.clients import AcceptanceUnavailable, AwardPublisher, make_producer
+from regions.stores.kafka.home import HomePublishers
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,8 @@ async def _after(ready: asyncio.Event, work: Callable[[], Awaitable[None]]) -> N
 def build(settings: Settings) -> Starlette:
     """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
     Cassandra is connected in the background, so the intake starts during a Cassandra outage and
-    serves every board it can resolve. Redis is connected only for a ``?wait=applied``."""
+    serves every board it can resolve. Redis is connected only for a ``?wait=applied``, another
+    region's Kafka only for the first award of a board HOME_ROUTED there."""
     catalog = CassandraConnection.to(settings.cassandra, IntakeStores.of)
     erased = ErasureList(lambda: catalog.adapter.erasures.erased_tokens(), settings.intake.erasure_refresh_s)
     publisher: AwardPublisher | None = None
@@ -64,7 +66,8 @@ def build(settings: Settings) -> Starlette:
         advisory={"cassandra": catalog.reachable},
     )
     waits = ProjectionWaits(settings)
-    app = create_app(settings, boards, publish, health, waits, erased)
+    homes = HomePublishers(settings)
+    app = create_app(settings, boards, publish, health, waits, homes.publish, erased)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -89,6 +92,7 @@ def build(settings: Settings) -> Starlette:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await producer.stop()
+            await homes.close()
             await catalog.close()
             await waits.close()
 

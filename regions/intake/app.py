@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
 import msgspec
 from starlette.applications import Starlette
@@ -34,6 +33,7 @@ from regions.core.validation import (
 from regions.core.waits import AppliedWait, parse_wait
 from regions.intake.erasures import ErasureList
 from regions.intake.openapi import document
+from regions.intake.routing import AwardRouter, HomePublish, Publish
 from regions.intake.waits import PendingWait, ProjectionWaits
 from regions.runtime.health import Health, health_routes
 from regions.runtime.logs import ThrottledLog
@@ -41,9 +41,10 @@ from regions.runtime.metrics import INTAKE_REQUESTS, INTAKE_SECONDS, count_accep
 from regions.runtime.settings import Settings
 from regions.stores.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.stores.kafka.clients import AcceptanceUnavailable
+from regions.stores.kafka.home import HomeUnavailable
 from schema.erasure import erasure_token
 from schema.event_id import event_id, payload_digest
-from schema.records import AwardEvent, totals_key
+from schema.records import AwardEvent
 
 log = logging.getLogger(__name__)
 AUTH_HEADERS = ("X-Award-Key-Id", "X-Award-Timestamp", "X-Award-Signature")
@@ -53,7 +54,6 @@ _AUTH_HEADER_AT_FAULT = {
     AuthFailure.UNKNOWN_KEY: "X-Award-Key-Id",
     AuthFailure.BAD_SIGNATURE: "X-Award-Signature",
 }
-Publish = Callable[[list[tuple[bytes, bytes]]], Awaitable[list[tuple[int, int]]]]
 
 
 class Rejection(Exception):
@@ -81,9 +81,14 @@ class Rejection(Exception):
 
 class Intake:
     def __init__(
-        self, settings: Settings, boards: BoardLookup, publish: Publish, waits: ProjectionWaits,
+        self,
+        settings: Settings,
+        boards: BoardLookup,
+        publish: Publish,
+        waits: ProjectionWaits,
+        home: HomePublish | None = None,
         erased: ErasureList | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._settings = settings
         self._erased = erased
         self._waits = waits
@@ -96,7 +101,7 @@ class Intake:
             self._catalog_failed,
             max_stale_s=intake.catalog_max_stale_s,
         )
-        self._publish = publish
+        self._produce = AwardRouter(settings.region, publish, home).produce
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
         workers = settings.intake.workers  # each process holds its share of every key's rate
         self._buckets = TokenBuckets(
@@ -203,7 +208,7 @@ class Intake:
             award_type=award.award_type,
             amount=award.amount,
             occurred_at_ms=award.occurred_at_ms,
-            region=self._settings.region,
+            region=board.accepting_region(self._settings.region),
             accepted_at_ms=now_ms,
             aggregation=board.aggregation.value,
             sort_order=board.sort_order.value,
@@ -244,9 +249,17 @@ class Intake:
                             (FieldError("X-Award-Key-Id", "is over its award rate"),), retry_after=wait)  # fmt: skip
         events = [self._event(a, boards[a.leaderboard_id], now_ms) for a in parsed.awards]
         pending = None if waiting is None else await self._prepare(waiting, events, boards)
-        encode = msgspec.msgpack.encode
         try:
-            positions = await self._publish([(totals_key(e.board_id, e.user_id), encode(e)) for e in events])
+            positions = await self._produce(events, boards)
+        except HomeUnavailable as exc:
+            self._errors.log(logging.WARNING, "home", "awards not acknowledged by their home: %s", exc)
+            raise Rejection(
+                503, "home_unavailable", f"leaderboard awards routed to home region {exc.home} were not "
+                "acknowledged there in time (the board is HOME_ROUTED: no other region accepts them); retry "
+                "with the same awards (a repeat is counted once)",
+                (FieldError("leaderboardId", f"is HOME_ROUTED to {exc.home}, which is unreachable now"),),
+                retry_after=self._settings.intake.home_delivery_timeout_s,
+            ) from exc  # fmt: skip
         except AcceptanceUnavailable as exc:
             self._errors.log(logging.WARNING, "kafka", "awards not acknowledged: %s", exc)
             raise Rejection(
@@ -258,7 +271,8 @@ class Intake:
             for e, (p, o) in zip(events, positions, strict=True)
         ]
         if pending is not None:
-            for item, applied in zip(accepted, await self._waits.applied(pending, positions), strict=True):
+            answers = await self._waits.applied(pending, positions, [e.region for e in events])
+            for item, applied in zip(accepted, answers, strict=True):
                 item["applied"] = None if applied is None else applied.encoded()
         count_accepted(a.leaderboard_id for a in parsed.awards)
         return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
@@ -316,12 +330,14 @@ def create_app(
     publish: Publish,
     health: Health,
     waits: ProjectionWaits | None = None,
+    home: HomePublish | None = None,
     erased: ErasureList | None = None,
 ) -> Starlette:
     """The intake's app; ``waits`` (by default one that connects to the projection on its first
-    wait) answers ``?wait=applied``, and whoever passes it closes it; ``erased`` is the erasure list
-    (none: no player is refused as erased)."""
-    intake = Intake(settings, boards, publish, waits or ProjectionWaits(settings), erased)
+    wait) answers ``?wait=applied``, and whoever passes it closes it. ``home`` produces HOME_ROUTED
+    boards' awards into their home region (none: such awards received here get 503 home_unavailable);
+    ``erased`` is the erasure list (none: no player is refused as erased)."""
+    intake = Intake(settings, boards, publish, waits or ProjectionWaits(settings), home, erased)
 
     accepted = INTAKE_REQUESTS.labels("accepted")
 

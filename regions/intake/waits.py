@@ -43,7 +43,7 @@ Player = tuple[Board, str]  # the board an award counts in (its period's, for a 
 @dataclass(eq=False, slots=True)
 class _Waiter:
     player: Player
-    key: SourceKey  # (this region, the award's partition)
+    key: SourceKey  # (the accepting region, the award's partition)
     offset: int
     done: asyncio.Future[RankedEntry | None]
 
@@ -118,17 +118,18 @@ class ProjectionWaits:
         return PendingWait(deadline, players, before)
 
     async def applied(
-        self, pending: PendingWait, positions: Sequence[tuple[int, int]]
+        self, pending: PendingWait, positions: Sequence[tuple[int, int]], regions: Sequence[str]
     ) -> list[Applied | None]:
-        """Each award's ``applied`` once this region's projection covers it (acknowledged at
-        ``positions``: partition, offset), or None for those the deadline passed first."""
+        """Each award's ``applied`` once this region's projection covers it (acknowledged by
+        ``regions`` at ``positions``: partition, offset; another region for a HOME_ROUTED board's award
+        routed to its home, covered here once replicated), or None for those the deadline passed first."""
         if pending.before is None:
             INTAKE_APPLIED.labels("unreadable").inc(len(positions))
             return [None for _ in positions]
         loop = asyncio.get_running_loop()
         waiters = [
-            _Waiter(player, (self._region, p), o, loop.create_future())
-            for player, (p, o) in zip(pending.players, positions, strict=True)
+            _Waiter(player, (region, p), o, loop.create_future())
+            for player, (p, o), region in zip(pending.players, positions, regions, strict=True)
         ]
         self._waiting.add(waiters)
         self._live += len(waiters)

@@ -30,6 +30,17 @@ INTAKE_APPLIED = Counter(
     "the answer's applied is null; unreadable: the projection could not be read, applied is null)",
     ["outcome"],
 )
+INTAKE_HOME_PRODUCE_REQUESTS = Counter(
+    "lb_intake_home_produce_requests",
+    "Produce requests sent to another region's cluster with HOME_ROUTED boards' awards, by home region "
+    "(each one network round trip to that cluster, carrying every award ready for it)",
+    ["home"],
+)
+INTAKE_HOME_AWARDS = Counter(
+    "lb_intake_home_routed_awards",
+    "Awards of HOME_ROUTED boards acknowledged by their home region's cluster for this intake, by home region",
+    ["home"],
+)
 
 AUDIT_BACKLOG = Gauge(
     "lb_audit_backlog_records",

@@ -69,3 +69,12 @@ class IntakeSettings(BaseModel):
         "how often each intake process reads the projection's positions: one read per interval whatever "
         "the number of awards waiting, and none while none waits.",
     )
+    home_delivery_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        le=60,
+        description="Awards of a HOME_ROUTED board received outside its home region are produced into the "
+        "home region's awards topic (acks=all, idempotent): the longest wait for the home's "
+        "acknowledgement (also that producer's request timeout), after which the request gets 503 "
+        "home_unavailable with Retry-After and nothing is accepted here.",
+    )

@@ -16,8 +16,9 @@ class LifecycleSettings(BaseModel):
         None,
         ge=0,
         description="How long after a board began closing this region writes its cutoff markers; null: "
-        "the intake catalog TTL plus the Kafka delivery timeout, so every award an intake accepted "
-        "before it saw CLOSING has landed before the markers.",
+        "the intake catalog TTL plus the Kafka delivery timeout (or the intake's home delivery timeout, "
+        "when longer), so every award an intake accepted before it saw CLOSING, here or routed here to a "
+        "HOME_ROUTED board's home, has landed before the markers.",
     )
     chunk_size: int = Field(
         10_000, ge=1, le=100_000, description="Ranked entries per archived result chunk (one Cassandra row)."

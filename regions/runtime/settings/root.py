@@ -54,8 +54,9 @@ class Settings(BaseSettings):
     def marker_delay_ms(self) -> int:
         """How long a region waits after CLOSING before it writes its cutoff markers."""
         delay = self.lifecycle.marker_delay_s
-        if delay is None:
-            delay = self.intake.catalog_ttl_s + self.kafka.delivery_timeout_s
+        if delay is None:  # the last award let in before the close, acknowledged here or at its home
+            ack = max(self.kafka.delivery_timeout_s, self.intake.home_delivery_timeout_s)
+            delay = self.intake.catalog_ttl_s + ack
         return int(delay * 1000)
 
     def region_names(self) -> list[str]:
@@ -65,6 +66,11 @@ class Settings(BaseSettings):
     def remote_regions(self) -> list[str]:
         """The other regions of the deployment, by name: those whose awards are replicated here."""
         return sorted(name for name in self.regions if name != self.region)
+
+    def region_kafka(self, name: str) -> KafkaSettings:
+        """How this region's clients reach region ``name``'s brokers (``regions``' endpoint) with this
+        region's own TLS/SASL settings: the replicator reading a source, an intake producing to a home."""
+        return self.kafka.model_copy(update={"bootstrap_servers": self.regions[name].kafka_bootstrap_servers})
 
     def secret_values(self) -> set[str]:
         """Every secret these settings hold (secret fields, each admin token, the passwords in Redis

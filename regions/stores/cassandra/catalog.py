@@ -8,11 +8,22 @@ from typing import ClassVar
 
 from cassandra import ConsistencyLevel
 
-from regions.core.boards import Aggregation, Board, BoardStatus, InvalidBoardError, SortOrder, TiePolicy
+from regions.core.boards import (
+    Aggregation,
+    Board,
+    BoardStatus,
+    Consistency,
+    InvalidBoardError,
+    SortOrder,
+    TiePolicy,
+)
 from regions.core.ids import board_id_error
 from regions.stores.cassandra.base import CassandraTable, Cql, Row, Statements
 
-_COLUMNS = "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative, shards"
+_COLUMNS = (
+    "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative, "
+    "shards, consistency"
+)
 READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
 
 
@@ -29,6 +40,7 @@ def board_of(row: Row) -> Board:
         status=BoardStatus(row.status),
         allow_negative=bool(row.allow_negative),
         shards=row.shards or 1,
+        consistency=Consistency(row.consistency or Consistency.REGIONAL),  # older rows hold none
         cutoffs=tuple(sorted((row.cutoffs or {}).items())),
     )
 
@@ -50,11 +62,12 @@ class CassandraCatalog(CassandraTable):
     statements: ClassVar[Statements] = {
         "get": f"SELECT {READ_COLUMNS} FROM boards WHERE board_id = ?",
         "create": Cql(
-            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
+            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
             "IF NOT EXISTS",
             serial_consistency=ConsistencyLevel.SERIAL,
         ),
         "set_shards": "UPDATE boards SET shards = ? WHERE board_id = ?",
+        "set_consistency": "UPDATE boards SET consistency = ? WHERE board_id = ? IF EXISTS",
     }
 
     async def get(self, board_id: str) -> Board | None:
@@ -79,12 +92,18 @@ class CassandraCatalog(CassandraTable):
                 board.status.value,
                 board.allow_negative,
                 board.shards,
+                board.consistency.value,
             ),
         )
 
     async def set_shards(self, board_id: str, shards: int) -> None:
         """Record the board's shard count: awards accepted from then on carry it to the projections."""
         await self._execute("set_shards", (shards, board_id))
+
+    async def set_consistency(self, board_id: str, consistency: Consistency) -> bool:
+        """Record where the board's awards are accepted from now on (False: no such board). Awards
+        accepted before stay where they were accepted; every intake follows within its catalog TTL."""
+        return await self._applied("set_consistency", (consistency.value, board_id))
 
     async def all(self) -> list[Board]:
         return [entry.board for entry in await self.entries()]

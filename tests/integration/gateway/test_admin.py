@@ -7,13 +7,13 @@ import uuid
 import pytest
 from cassandra.cluster import Session
 
-from regions.core.boards import Aggregation, SortOrder, TiePolicy
+from regions.core.boards import Aggregation, Consistency, SortOrder, TiePolicy
 from regions.stores.cassandra.catalog import CassandraCatalog
 from tests.integration.gateway.conftest import Gateway
 
 CREATE = """mutation($input: CreateLeaderboardInput!) {
   createLeaderboard(input: $input) {
-    id name homeRegion status sortOrder aggregation tiePolicy window { period days }
+    id name homeRegion status sortOrder aggregation tiePolicy consistency window { period days }
   }
 }"""
 ADMIN = {"Authorization": "Bearer dev-admin-token"}
@@ -41,23 +41,25 @@ async def test_without_or_with_a_wrong_token_is_an_authorization_error(
 async def test_admin_creates_a_board_with_its_rules(gateway: Gateway, cassandra_session: Session) -> None:
     board_id = new_id()
     variables = {"input": {"id": board_id, "name": "Sprint", "sortOrder": "ASC", "aggregation": "MIN",
-                           "tiePolicy": "FIRST_REACHED"}}  # fmt: skip
+                           "tiePolicy": "FIRST_REACHED", "consistency": "HOME_ROUTED"}}  # fmt: skip
 
     body = await gateway.query(CREATE, variables, headers=ADMIN)
 
     assert body["data"]["createLeaderboard"] == {
         "id": board_id, "name": "Sprint", "homeRegion": "local", "status": "OPEN", "sortOrder": "ASC",
-        "aggregation": "MIN", "tiePolicy": "FIRST_REACHED", "window": None,
+        "aggregation": "MIN", "tiePolicy": "FIRST_REACHED", "consistency": "HOME_ROUTED", "window": None,
     }  # fmt: skip
     stored = await CassandraCatalog(cassandra_session).get(board_id)
     assert stored is not None
-    assert (stored.sort_order, stored.aggregation, stored.tie_policy, stored.window) == (
-        SortOrder.ASC, Aggregation.MIN, TiePolicy.FIRST_REACHED, None,
+    assert (stored.sort_order, stored.aggregation, stored.tie_policy, stored.window, stored.consistency) == (
+        SortOrder.ASC, Aggregation.MIN, TiePolicy.FIRST_REACHED, None, Consistency.HOME_ROUTED,
     )  # fmt: skip
     read = await gateway.query(
-        "query($id: ID!) { leaderboard(id: $id) { name window { period } } }", {"id": board_id}
+        "query($id: ID!) { leaderboard(id: $id) { name consistency window { period } } }", {"id": board_id}
     )
-    assert read["data"]["leaderboard"] == {"name": "Sprint", "window": None}
+    assert read["data"]["leaderboard"] == {"name": "Sprint", "consistency": "HOME_ROUTED", "window": None}
+    plain = await gateway.query(CREATE, {"input": {"id": new_id(), "name": "Plain"}}, headers=ADMIN)
+    assert plain["data"]["createLeaderboard"]["consistency"] == "REGIONAL"  # the default
 
 
 WINDOWED = """mutation($input: CreateLeaderboardInput!) {

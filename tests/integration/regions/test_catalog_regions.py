@@ -8,7 +8,7 @@ import uuid
 
 from cassandra.cluster import Session
 
-from regions.core.boards import Board
+from regions.core.boards import Board, Consistency
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.session import connect
@@ -35,3 +35,20 @@ async def test_the_same_id_created_at_once_in_two_regions_yields_one_board(
                 assert stored is not None and stored.home_region == winner and stored.name == f"From {winner}"
     finally:
         cluster.shutdown()
+
+
+async def test_consistency_is_stored_with_the_board_and_older_rows_read_regional(
+    cassandra_session: Session,
+) -> None:
+    catalog = CassandraCatalog(cassandra_session)
+    routed, older = (f"consistency-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    assert await catalog.create(Board(routed, "Routed", "eu", consistency=Consistency.HOME_ROUTED))
+    assert await catalog.create(Board(older, "Older", "eu"))
+    # A row written by a release before the column: no consistency at all.
+    cassandra_session.execute("UPDATE boards SET consistency = null WHERE board_id = %s", (older,))
+    found = {b.id: b.consistency for b in await catalog.all() if b.id in (routed, older)}
+    assert found == {routed: Consistency.HOME_ROUTED, older: Consistency.REGIONAL}
+    assert await catalog.set_consistency(older, Consistency.HOME_ROUTED)
+    switched = await catalog.get(older)
+    assert switched is not None and switched.consistency is Consistency.HOME_ROUTED
+    assert not await catalog.set_consistency(f"missing-{uuid.uuid4().hex[:8]}", Consistency.REGIONAL)

@@ -31,7 +31,8 @@ async def lb(settings: Settings, *args: str) -> tuple[int, str, str]:
 async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_session: Session) -> None:
     board = f"cli-{uuid.uuid4().hex[:8]}"
     created = await lb(topics, "create-board", board, "--name", "Cli", "--tie-policy", "FIRST_REACHED",
-                       "--sort-order", "ASC", "--allow-negative", "--shards", "4")  # fmt: skip
+                       "--sort-order", "ASC", "--allow-negative", "--shards", "4", "--consistency",
+                       "HOME_ROUTED")  # fmt: skip
     refused = await lb(topics, "create-board", "x", "--aggregation", "MAX", "--allow-negative")
     too_many = await lb(topics, "create-board", "y", "--shards", "65")
     weekly = f"cli-{uuid.uuid4().hex[:8]}"
@@ -41,6 +42,8 @@ async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_s
     scoped = await lb(topics, "create-board", "z@2026-11-30")
     latest = f"cli-{uuid.uuid4().hex[:8]}"
     keep_latest = await lb(topics, "create-board", latest, "--aggregation", "LATEST")
+    switched = await lb(topics, "set-consistency", latest, "HOME_ROUTED")
+    unknown = await lb(topics, "set-consistency", f"cli-{uuid.uuid4().hex[:8]}", "REGIONAL")
 
     code, out, err = await lb(topics, "boards")
 
@@ -50,14 +53,17 @@ async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_s
     assert scoped[0] == 2 and "must be 1..128 of letters" in scoped[2]
     header, *rows = out.splitlines()
     assert header.split() == ["ID", "STATUS", "HOME", "AGGREGATION", "ORDER", "TIE", "POLICY", "WINDOW",
-                              "NEGATIVE", "SHARDS", "CREATED"]  # fmt: skip
+                              "NEGATIVE", "SHARDS", "CONSISTENCY", "CREATED"]  # fmt: skip
     row = next(r for r in rows if r.startswith(board + " "))
-    assert row.split()[1:9] == ["OPEN", "local", "SUM", "ASC", "FIRST_REACHED", "none", "allowed", "4"]
-    assert row.split()[9].startswith("20") and code == 0 and err == ""
+    assert row.split()[1:10] == ["OPEN", "local", "SUM", "ASC", "FIRST_REACHED", "none", "allowed", "4",
+                                 "HOME_ROUTED"]  # fmt: skip
+    assert row.split()[10].startswith("20") and code == 0 and err == ""
     row = next(r for r in rows if r.startswith(weekly + " "))
     assert row.split()[6] == "WEEKLY:SUNDAY@America/New_York"
     row = next(r for r in rows if r.startswith(latest + " "))
     assert keep_latest[0] == 0 and row.split()[3] == "LATEST" and row.split()[7] == "-"  # takes no deltas
+    assert switched[0] == 0 and row.split()[9] == "HOME_ROUTED" and "accepted before stay counted" in switched[1]
+    assert unknown[0] == 2 and "does not exist" in unknown[2]
 
 
 async def test_put_profile_stores_what_the_gateway_shows_and_refuses_bad_values(
