@@ -17,9 +17,9 @@ Archives are immutable except for this. Per board (or period) whose archives hol
 
 Finding the archives: the index on ``archived_players.user_id`` names them without reading a chunk;
 versions archived before that index (header ``players_indexed`` null) are read whole once, by the
-first erasure that meets them, and indexed. Cost per erasure: one indexed lookup, a scan of the
-result headers (one row per version), and for each board holding the player every chunk of each of
-its versions read and, from the player's chunk on, written again.
+first erasure or export after it, and indexed (``index_older``). Cost per erasure: one indexed
+lookup, a scan of the result headers (one row per version), and for each board holding the player
+every chunk of each of its versions read and written again.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ class ArchiveStores:
 
 async def erase_from_archives(stores: ArchiveStores, user_id: str, *, now: datetime) -> str:
     """Erase the player from every archive; what was touched, as a line."""
-    found = await stores.results.archives_of(user_id)
-    boards = {w.board_id for w in found} | await _scan_unindexed(stores.results, user_id)
+    await index_older(stores.results)
+    boards = {w.board_id for w in await stores.results.archives_of(user_id)}
     published, rewritten, corrections = 0, 0, 0
     for board_id in sorted(boards):
         published += await _publish_without(stores, board_id, user_id, now)
@@ -61,7 +61,6 @@ async def erase_from_archives(stores: ArchiveStores, user_id: str, *, now: datet
             if needs_rewrite(entries, user_id):
                 await stores.results.rewrite(header, closed_up(entries, user_id))
                 rewritten += 1
-    # found again: indexing an older version just recorded the player in it
     await stores.results.forget(user_id, await stores.results.archives_of(user_id))
     return (
         f"{len(boards)} boards: {published} versions published without the player, {rewritten} rewritten, "
@@ -69,16 +68,13 @@ async def erase_from_archives(stores: ArchiveStores, user_id: str, *, now: datet
     )
 
 
-async def _scan_unindexed(results: CassandraResults, user_id: str) -> set[str]:
-    """Boards among the versions archived before their players were indexed that hold the player;
-    each version read is indexed, so it is read this way once."""
-    boards = set()
-    for header in await results.unindexed():
-        entries = await results.all_entries(header)
-        if any(e.user_id == user_id for e in entries):
-            boards.add(header.board_id)
-        await results.mark_indexed(header, entries)
-    return boards
+async def index_older(results: CassandraResults) -> int:
+    """Index the players of every version archived before archives were indexed (each is read whole
+    once: afterwards its header says it is indexed); how many versions were."""
+    older = await results.unindexed()
+    for header in older:
+        await results.mark_indexed(header, await results.all_entries(header))
+    return len(older)
 
 
 async def _published(stores: ArchiveStores, board_id: str) -> int | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from regions.actions.home import ActionRefused
-from regions.cli import awards, boards, bootstrap, lifecycle, moderation, projection, reconciliation
+from regions.cli import awards, boards, bootstrap, lifecycle, moderation, players, projection, reconciliation
 from regions.cli.command import Command, CommandError, Commands
 from regions.core.redaction import redact
 from regions.runtime.settings import UnknownSettingsError, describe_refusal, load_settings
@@ -29,6 +29,7 @@ GROUPS: tuple[Callable[[Commands], None], ...] = (
     reconciliation.register,
     lifecycle.register,
     moderation.register,
+    players.register,
     awards.register,
 )
 
