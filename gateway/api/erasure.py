@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 
@@ -12,11 +13,14 @@ from gateway.api import fields, ids
 from gateway.api.admin import admin_services
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, StoreUnavailable
+from gateway.api.scalars import JSON
 from gateway.services import Services
 from regions.actions.erase import request_erasure
+from regions.actions.export import export_player
 from regions.actions.home import ActionRefused
 from regions.core.erasure import parse_erasure, step_list
 from regions.stores.cassandra.erasures import ErasureEntry
+from regions.stores.redis.reads import RankReader
 from schema.erasure import erasure_token
 
 
@@ -94,3 +98,16 @@ class ErasureQuery:
         user = ids.user_id("userId", str(user_id))
         entry = await services.cassandra.adapter.erasures.get(erasure_token(user))
         return None if entry is None else Erasure.of(entry, user, services)
+
+    @fields.field(
+        "Everything this region holds about a player (admin), as one JSON document: every board's total, "
+        "rank and metadata, their audit history, their entries in archived results, their profile "
+        "(ops/lb export-player writes the same document)."
+    )
+    async def player_export(self, info: Info[Context, None], user_id: strawberry.ID) -> JSON:
+        services = admin_services(info)
+        user = ids.user_id("userId", str(user_id))
+        stores = services.cassandra.adapter
+        reader = RankReader(services.projection, services.settings.redis.key_prefix, services.settings.region)
+        document = await export_player(stores.players, stores.catalog, reader, user, now=datetime.now(UTC))
+        return JSON(json.dumps(document, separators=(",", ":"), default=str))

@@ -17,6 +17,7 @@ Costs (a unit is about one small object resolved and serialized):
 | ``Leaderboard.players``, ``LeaderboardPeriod.players`` | 4 (a Redis round trip, two on a sharded board) |
 | ``Query.leaderboards`` | 10 (a catalog scan) |
 | ``Query.moderation``, ``Query.erasure`` | 5 (a Cassandra read) |
+| ``Query.playerExport`` | 50 (reads of every board and the player's rows) |
 
 A list field counts once, and what it selects as many times as the list may be long: ``top(k)``
 sizes its ``entries`` by ``k`` (default 10), a page ``entries(first | last)`` like a top of the same
@@ -79,6 +80,7 @@ FIELD_COSTS: Mapping[tuple[str, str], int] = {
     ("Query", "leaderboards"): 10,
     ("Query", "moderation"): 5,
     ("Query", "erasure"): 5,
+    ("Query", "playerExport"): 50,
 }
 RANKED = ("Leaderboard", "LeaderboardPeriod")  # types with top(k) and context(range)
 

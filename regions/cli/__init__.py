@@ -14,7 +14,17 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from regions.actions.home import ActionRefused
-from regions.cli import awards, boards, bootstrap, erasure, lifecycle, moderation, projection, reconciliation
+from regions.cli import (
+    awards,
+    boards,
+    bootstrap,
+    erasure,
+    lifecycle,
+    moderation,
+    players,
+    projection,
+    reconciliation,
+)
 from regions.cli.command import Command, CommandError, Commands
 from regions.core.redaction import redact
 from regions.runtime.settings import UnknownSettingsError, describe_refusal, load_settings
@@ -30,6 +40,7 @@ GROUPS: tuple[Callable[[Commands], None], ...] = (
     lifecycle.register,
     moderation.register,
     erasure.register,
+    players.register,
     awards.register,
 )
 

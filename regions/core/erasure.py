@@ -14,25 +14,48 @@
   reconciliation) keep the player's awards until their retention passes (``raw_records_until``); no
   replay brings them back, as every processor drops an erased player's records. Tombstones of the
   compacted topics remove the player's earlier records there within the topics' compaction bound.
+
+Erasing the rows of archived results (``regions.actions.erase_archives``):
+
+- ``closed_up``: a result without the player, ranks closed up. It also drops a repeated player, so
+  a version whose chunks were rewritten only in part (a crash mid-rewrite leaves one entry in two
+  adjacent chunks) comes out right when erased again: the rewrite is safe to repeat.
+- An erasure publishes its result version through ``board_corrections`` like a correction, under
+  ``erasure_id``: a one-way digest, so that table never holds the user id, yet an interrupted
+  erasure finds the version it claimed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from regions.core.ids import text_error, user_id_error
 from regions.core.lifecycle import MAX_REASON
+from regions.core.results import ResultEntry
 from regions.core.validation import FieldError
 
-PENDING, DONE, FAILED = "PENDING", "DONE", "FAILED"
+ERASURE_PREFIX = "erasure:"
+ERASURE_REASON = "erasure"
+
+
+class ErasureStatus(StrEnum):
+    PENDING = "PENDING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+
+PENDING, DONE, FAILED = ErasureStatus.PENDING, ErasureStatus.DONE, ErasureStatus.FAILED
 AWARDS_STEP = "awards"
-ROW_STEPS = ("award_history", "profiles", "archives")
+ERASED_STORES = ("award_history", "profiles", "archives")  # the Cassandra steps, after every region's
 
 
 @dataclass(frozen=True, slots=True)
 class ErasureStep:
-    """How far one store is: ``status`` PENDING, DONE or FAILED, with what was done or went wrong."""
+    """How far one store is: ``status`` PENDING, DONE or FAILED (an ErasureStatus), with what was
+    touched, or the error and what to do next. Erasing again after DONE touches nothing and is DONE."""
 
     store: str
     status: str
@@ -107,7 +130,7 @@ def next_step(
             waiting[region] = f"partitions {late} have not passed the erasure yet"
     if waiting:
         return AwaitRegions(waiting)
-    if any(steps.get(store, ("", ""))[0] != DONE for store in ROW_STEPS):
+    if any(steps.get(store, ("", ""))[0] != DONE for store in ERASED_STORES):
         return EraseRows()
     return Finish()
 
@@ -119,5 +142,37 @@ def raw_records_until(requested_at_ms: int, retention_ms: int) -> int:
 
 def step_list(steps: Mapping[str, tuple[str, str]], regions: Sequence[str]) -> list[ErasureStep]:
     """Every step of an erasure in the order they are carried out, PENDING where none is recorded."""
-    names = [AWARDS_STEP, *(projection_step(r) for r in regions), *ROW_STEPS]
+    names = [AWARDS_STEP, *(projection_step(r) for r in regions), *ERASED_STORES]
     return [ErasureStep(n, *steps.get(n, (PENDING, ""))) for n in names]
+
+
+def erasure_id(board_id: str, user_id: str, base_version: int) -> str:
+    """The correction id of the version that erases ``user_id`` from ``base_version`` of the board."""
+    digest = hashlib.sha256(f"{board_id}\x00{base_version}\x00{user_id}".encode()).hexdigest()[:32]
+    return f"{ERASURE_PREFIX}{digest}"
+
+
+def is_erasure(correction_id: str) -> bool:
+    """Whether a correction's version is an erasure's (published by the erasure, not the worker)."""
+    return correction_id.startswith(ERASURE_PREFIX)
+
+
+def closed_up(entries: Iterable[ResultEntry], user_id: str) -> list[ResultEntry]:
+    """The entries in rank order without ``user_id`` and without a player seen already."""
+    seen: set[str] = set()
+    kept = []
+    for entry in entries:
+        if entry.user_id != user_id and entry.user_id not in seen:
+            seen.add(entry.user_id)
+            kept.append(entry)
+    return kept
+
+
+def needs_rewrite(entries: list[ResultEntry], user_id: str) -> bool:
+    """Whether a version's entries hold the player, or a player twice (an interrupted rewrite)."""
+    return len(closed_up(entries, user_id)) != len(entries)
+
+
+def in_chunks(entries: list[ResultEntry], size: int) -> list[tuple[int, list[ResultEntry]]]:
+    """(chunk number, entries) of a result: chunk ``i`` holds ranks ``i*size+1 .. (i+1)*size``."""
+    return [(i // size, entries[i : i + size]) for i in range(0, len(entries), size)]

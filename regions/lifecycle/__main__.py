@@ -9,11 +9,13 @@ from aiokafka.errors import KafkaError
 from cassandra.cluster import Session
 from redis.exceptions import RedisError
 
+from regions.actions.erase_rows import PlayerStores
 from regions.lifecycle.loop import LifecycleStores, LifecycleWorker
 from regions.runtime.health import Health, serve_health
 from regions.runtime.settings import load_settings
 from regions.runtime.worker import run_process, run_until_stopped
 from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.erasures import CassandraErasures
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from regions.stores.cassandra.moderation import CassandraModeration
 from regions.stores.cassandra.periods import CassandraPeriods
@@ -24,7 +26,8 @@ from regions.stores.redis.projection import connect_redis
 
 def _adapters(session: Session) -> LifecycleStores:
     return LifecycleStores(CassandraLifecycle(session), CassandraResults(session), CassandraCorrections(session),
-                           CassandraPeriods(session), CassandraModeration(session))  # fmt: skip
+                           CassandraPeriods(session), CassandraModeration(session), CassandraErasures(session),
+                           PlayerStores.on(session))  # fmt: skip
 
 
 async def amain() -> None:

@@ -3,7 +3,8 @@
 
 Erasure records go into every partition of this region's awards topic; every region's projection
 positions (read from its Redis: this one's, and the others' through ``settings.regions``) tell when
-its processor and projector passed them; then the player's Cassandra rows go (``erase_rows``); then
+its processor and projector passed them; then the player's Cassandra rows go
+(``regions.actions.erase_rows``); then
 the erasure is DONE. A lift is one record per partition too, written once.
 """
 
@@ -11,18 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from aiokafka import AIOKafkaProducer
 
+from regions.actions.erase_rows import PlayerStores, erase_player_rows
 from regions.core.erasure import (
     AWARDS_STEP,
     DONE,
     PENDING,
     AwaitRegions,
     EraseRows,
-    ErasureStep,
     Finish,
     WriteRecords,
     next_step,
@@ -35,14 +35,10 @@ from regions.stores.redis.projection import RedisProjection, connect_redis
 from schema.erasure import ErasureRecord, encode_erasure, erasure_key
 
 log = logging.getLogger(__name__)
-RowEraser = Callable[[str, datetime], Awaitable[list[ErasureStep]]]  # (user id, now) -> a step per store
-
-
 class ErasureWorker:
-    def __init__(self, settings: Settings, projection: RedisProjection, erase_rows: RowEraser) -> None:
+    def __init__(self, settings: Settings, projection: RedisProjection) -> None:
         self._settings, self._region = settings, settings.region
         self._projections = {self._region: projection}
-        self._erase_rows = erase_rows
 
     def _projection(self, region: str) -> RedisProjection | None:
         known = self._projections.get(region)
@@ -52,7 +48,10 @@ class ErasureWorker:
             known = self._projections[region] = RedisProjection(connect_redis(redis), redis.key_prefix)
         return known
 
-    async def tick(self, erasures: CassandraErasures, producer: AIOKafkaProducer, partitions: list[int]) -> None:
+    async def tick(
+        self, erasures: CassandraErasures, players: PlayerStores, producer: AIOKafkaProducer, partitions: list[int]
+    ) -> None:
+        """One step of each erasure and lift queued for this region."""
         for token in await erasures.queued(self._region):
             entry = await erasures.get(token)
             if entry is None:
@@ -60,7 +59,7 @@ class ErasureWorker:
             if entry.lifted_at is not None:
                 await self._lift(erasures, entry, producer, partitions)
             else:
-                await self._step(erasures, entry, producer, partitions)
+                await self._step(erasures, players, entry, producer, partitions)
 
     async def _write(self, entry: ErasureEntry, user_id: str, producer: AIOKafkaProducer, partitions: list[int],
                      *, lifted: bool) -> dict[int, int]:  # fmt: skip
@@ -73,8 +72,9 @@ class ErasureWorker:
         return {p: s.offset for p, s in zip(partitions, sent, strict=True)}
 
     async def _step(
-        self, erasures: CassandraErasures, entry: ErasureEntry, producer: AIOKafkaProducer, partitions: list[int]
-    ) -> None:
+        self, erasures: CassandraErasures, players: PlayerStores, entry: ErasureEntry, producer: AIOKafkaProducer,
+        partitions: list[int],
+    ) -> None:  # fmt: skip
         user_id = entry.user_id
         if user_id is None:  # DONE, still queued (a crash before the dequeue)
             await erasures.record_done(entry, entry.completed_at or datetime.now(UTC))
@@ -97,7 +97,7 @@ class ErasureWorker:
             for region in reached:
                 await erasures.record_step(entry.token, projection_step(region), DONE,
                                            "processor state, totals changelog (tombstones) and projection")  # fmt: skip
-            for done in await self._erase_rows(user_id, datetime.now(UTC)):
+            for done in await erase_player_rows(players, user_id, now=datetime.now(UTC)):
                 await erasures.record_step(entry.token, done.store, done.status, done.detail)
         elif isinstance(step, Finish):
             await erasures.record_done(entry, datetime.now(UTC))

@@ -29,17 +29,20 @@ from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
 
+from regions.actions.erase_rows import PlayerStores
 from regions.core.boards import BoardStatus
 from regions.core.corrections import FIRST_RESULT_VERSION
 from regions.core.lifecycle import Archive, CloseProgress, WriteMarkers, next_step, required_cutoffs
 from regions.lifecycle import metrics, windows
 from regions.lifecycle.announce import StatusAnnouncer
 from regions.lifecycle.archive import archive_projection
+from regions.lifecycle.erasure import ErasureWorker
 from regions.lifecycle.moderation import write_moderation
 from regions.lifecycle.publish import CorrectionPublisher
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.corrections import CassandraCorrections
+from regions.stores.cassandra.erasures import CassandraErasures
 from regions.stores.cassandra.lifecycle import CassandraLifecycle, CloseRecord
 from regions.stores.cassandra.moderation import CassandraModeration
 from regions.stores.cassandra.periods import CassandraPeriods
@@ -62,6 +65,8 @@ class LifecycleStores:
     corrections: CassandraCorrections
     periods: CassandraPeriods
     moderation: CassandraModeration
+    erasures: CassandraErasures
+    players: PlayerStores
 
 
 class Closes(Protocol):
@@ -88,6 +93,7 @@ class LifecycleWorker:
         self._errors = ThrottledLog(log, interval_s=30)
         self._projection = RedisProjection(redis, settings.redis.key_prefix)
         self._announcer = StatusAnnouncer(self._projection, settings.redis.key_prefix)
+        self._erasures = ErasureWorker(settings, self._projection)
         self._clock = clock
         self.running = asyncio.Event()
 
@@ -152,6 +158,7 @@ class LifecycleWorker:
         await self.guarded("moderation", write_moderation(stores.lifecycle, stores.moderation, producer,
                                                           topic=self.awards_topic, partitions=partitions,
                                                           region=self._region))  # fmt: skip
+        await self.guarded("erasures", self._erasures.tick(stores.erasures, stores.players, producer, partitions))
 
     async def guarded(self, what: str, step: Coroutine[Any, Any, None]) -> None:
         try:

@@ -8,7 +8,8 @@ The steps (``regions.core.corrections.correction_step``), each resumable after a
    the corrected score (the processors applied them, the projector projected them);
 3. archive the projection as version n+1 (chunked; a crash mid-archive writes it again), record it
    as the board's newest result, and mark the correction published.
-Corrections of one board are published one at a time, in version order.
+Corrections of one board are published one at a time, in version order. A version claimed by an
+erasure (``regions.core.erasure.is_erasure``) is published by the erasure itself, from the archive.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from regions.core.corrections import (
     WriteRecords,
     correction_step,
 )
+from regions.core.erasure import is_erasure
 from regions.core.lifecycle import parse_position_name, position_name
 from regions.lifecycle.archive import archive_projection
 from regions.runtime.logs import ThrottledLog
@@ -65,6 +67,11 @@ class CorrectionPublisher:
         )
         if entry is None:
             raise RuntimeError(f"{board.id}: result version {version} is assigned but no correction holds it")
+        if is_erasure(entry.correction_id):  # published by the erasure (regions.actions.erase_archives)
+            self._errors.log(logging.INFO, f"erasure:{board.id}",
+                             "%s: version %d is an erasure's; it waits for the erasure to publish it",
+                             board.id, version)  # fmt: skip
+            return
         positions = await self._projection.positions()
         reached = {position_name(r, p): mark.offset for (r, p), mark in positions.marks.items()}
         users = [a.user_id for a in entry.adjustments]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from regions.core.corrections import Adjustment, CorrectionRequest
+from regions.core.corrections import Adjustment, CorrectionRequest, content_digest
 from regions.stores.cassandra.base import CassandraTable, Row, Statements
 
 _COLUMNS = (
@@ -62,6 +62,9 @@ class CassandraCorrections(CassandraTable):
         ),
         "written": "UPDATE board_corrections SET written = ? WHERE board_id = ? AND correction_id = ?",
         "published": "UPDATE board_corrections SET published_at = ? WHERE board_id = ? AND correction_id = ?",
+        "rewrite": (
+            "UPDATE board_corrections SET adjustments = ?, digest = ? WHERE board_id = ? AND correction_id = ?"
+        ),
     }
 
     async def get(self, board_id: str, correction_id: str) -> CorrectionEntry | None:
@@ -96,3 +99,19 @@ class CassandraCorrections(CassandraTable):
 
     async def record_published(self, board_id: str, correction_id: str, at: datetime) -> None:
         await self._execute("published", (at, board_id, correction_id))
+
+    async def erase_player(self, board_id: str, user_id: str) -> int:
+        """Take the player out of the adjustments of the board's published corrections (an erased
+        player; their digest follows); how many corrections changed."""
+        changed = [e for e in await self.of_board(board_id) if e.published and _adjusts(e, user_id)]
+        params = []
+        for entry in changed:
+            kept = [a for a in entry.adjustments if a.user_id != user_id]
+            digest = content_digest(entry.reason, kept)
+            params.append(([(a.user_id, a.score) for a in kept], digest, board_id, entry.correction_id))
+        await self._every("rewrite", params)
+        return len(changed)
+
+
+def _adjusts(entry: CorrectionEntry, user_id: str) -> bool:
+    return any(a.user_id == user_id for a in entry.adjustments)

@@ -90,6 +90,10 @@ class CassandraPeriods(ClosingTable):
         ),
         "expired": "UPDATE boards SET expired_through = ? WHERE board_id = ?",
         "created": "SELECT created_at FROM boards WHERE board_id = ?",
+        "publish": (
+            "UPDATE board_periods SET result_version = ? WHERE board_id = ? AND period = ? "
+            "IF status = 'CLOSED' AND result_version = ?"
+        ),
     }
 
     async def windowed(self) -> list[WindowedBoard]:
@@ -121,3 +125,8 @@ class CassandraPeriods(ClosingTable):
     async def record_expiry(self, board_id: str, expired_through: int) -> None:
         """The home region wrote the expiry markers of every day up to ``expired_through``."""
         await self._execute("expired", (expired_through, board_id))
+
+    async def publish_version(self, period_board_id: str, version: int) -> bool:
+        """A CLOSED period's newest result becomes ``version`` (from ``version - 1``); False when it was
+        not at the version before (another worker published it first)."""
+        return await self._applied("publish", (version, *_split(period_board_id), version - 1))

@@ -27,6 +27,7 @@ class CassandraProfiles(CassandraTable):
     statements: ClassVar[Statements] = {
         "select": "SELECT user_id, display_name, country, avatar_url FROM profiles WHERE user_id IN ?",
         "insert": "INSERT INTO profiles (user_id, display_name, country, avatar_url) VALUES (?, ?, ?, ?)",
+        "delete": "DELETE FROM profiles WHERE user_id = ?",
     }
 
     def __init__(self, session: Session) -> None:
@@ -47,3 +48,8 @@ class CassandraProfiles(CassandraTable):
         self.round_trips += 1
         values = (profile.user_id, profile.display_name, profile.country, profile.avatar_url)
         await self._execute("insert", values)
+
+    async def delete(self, user_id: str) -> None:
+        """Remove the player's profile (nothing happens when there is none)."""
+        self.round_trips += 1
+        await self._execute("delete", (user_id,))
