@@ -8,7 +8,7 @@
   topic (``awards``); wait until every region's projection positions pass those records
   (``projection:<region>``: its processor removed the player's states, with tombstones in its totals
   topic, and its projector removed the player from Redis); then remove the player's rows from
-  Cassandra (``award_history``, ``profiles``, ``archives``); then the erasure is DONE and its row
+  Cassandra (``award_history``, ``profiles``, ``archives``, ``moderation``); then the erasure is DONE and its row
   forgets the user id.
 - **What stays, and until when.** Records of the raw topics (awards, replicated awards, applied,
   reconciliation) keep the player's awards until their retention passes (``raw_records_until``); no
@@ -32,10 +32,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from regions.core.ids import text_error, user_id_error
 from regions.core.lifecycle import MAX_REASON
 from regions.core.results import ResultEntry
-from regions.core.validation import FieldError
+from regions.core.validation import FieldError, player_action_errors
 
 ERASURE_PREFIX = "erasure:"
 ERASURE_REASON = "erasure"
@@ -49,7 +48,7 @@ class ErasureStatus(StrEnum):
 
 PENDING, DONE, FAILED = ErasureStatus.PENDING, ErasureStatus.DONE, ErasureStatus.FAILED
 AWARDS_STEP = "awards"
-ERASED_STORES = ("award_history", "profiles", "archives")  # the Cassandra steps, after every region's
+ERASED_STORES = ("award_history", "profiles", "archives", "moderation")  # the Cassandra steps, after every region's
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +68,7 @@ class ErasureRequest:
 
 
 def parse_erasure(user_id: str, reason: str) -> ErasureRequest | list[FieldError]:
-    errors = []
-    problem = user_id_error(user_id)
-    if problem is not None:
-        errors.append(FieldError("userId", problem))
-    problem = text_error(reason, MAX_REASON)
-    if problem is not None:
-        errors.append(FieldError("reason", problem))
-    return errors or ErasureRequest(user_id, reason)
+    return player_action_errors(user_id, reason, MAX_REASON) or ErasureRequest(user_id, reason)
 
 
 def projection_step(region: str) -> str:

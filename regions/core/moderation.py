@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from regions.core.ids import text_error, user_id_error
 from regions.core.lifecycle import MAX_REASON
 from regions.core.periods import WindowSpec, period_of, previous_period
-from regions.core.validation import FieldError
+from regions.core.validation import FieldError, player_action_errors
 from schema.scoped import period_board_id
 
 HIDE, RESTORE = "HIDE", "RESTORE"
@@ -55,14 +54,7 @@ def parse_moderation(
     board_id: str, user_id: str, reason: str, *, hidden: bool
 ) -> ModerationRequest | list[FieldError]:
     """The request, or every field error in it (the board id is checked by the caller, as every id)."""
-    errors = []
-    problem = user_id_error(user_id)
-    if problem is not None:
-        errors.append(FieldError("userId", problem))
-    problem = text_error(reason, MAX_REASON)
-    if problem is not None:
-        errors.append(FieldError("reason", problem))
-    return errors or ModerationRequest(board_id, user_id, hidden, reason)
+    return player_action_errors(user_id, reason, MAX_REASON) or ModerationRequest(board_id, user_id, hidden, reason)
 
 
 def is_newer(current: Moderation | None, sequence: int) -> bool:

@@ -31,6 +31,19 @@ class FieldError:
     rule: str
 
 
+def player_action_errors(user_id: str, reason: str, max_reason: int) -> list[FieldError]:
+    """The field errors of an admin action on a player: ``userId`` (as every id) and ``reason``
+    (1..``max_reason`` printable characters)."""
+    errors = []
+    problem = user_id_error(user_id)
+    if problem is not None:
+        errors.append(FieldError("userId", problem))
+    problem = text_error(reason, max_reason)
+    if problem is not None:
+        errors.append(FieldError("reason", problem))
+    return errors
+
+
 @dataclass(frozen=True, slots=True)
 class AwardInput:
     leaderboard_id: str

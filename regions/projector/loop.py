@@ -225,7 +225,8 @@ class Projector:
         offsets = {key: mark.offset for key, mark in batch.marks.items()}
         for board_id, result in zip(boards, results, strict=True):
             if result.sequence:
-                changed = [batch.latest[(board_id, u)] for u in result.users]
+                # (an erased player's removal names nobody: a hint's readers learn the board changed)
+                changed = [batch.latest[key] for u in result.users if (key := (board_id, u)) in batch.latest]
                 hints.append((board_id, changes_hint(board_id, base + result.sequence, offsets, changed)))
         await self._projection.publish_hints(hints)
 

@@ -62,6 +62,7 @@ class CassandraModeration(CassandraTable):
         "after": f"SELECT {_COLUMNS} FROM board_moderation WHERE board_id = ? AND sequence > ? LIMIT ?",
         "all": f"SELECT {_COLUMNS} FROM board_moderation WHERE board_id = ?",
         "written": "UPDATE board_moderation SET written_through = ? WHERE board_id = ?",
+        "delete": "DELETE FROM board_moderation WHERE board_id = ? AND sequence = ?",
     }
 
     async def last_sequence(self, board_id: str) -> int | None:
@@ -93,6 +94,15 @@ class CassandraModeration(CassandraTable):
         rows = await self._query("SELECT DISTINCT board_id, last_sequence, written_through FROM board_moderation")
         return [ModerationProgress(row.board_id, row.last_sequence, row.written_through or 0)
                 for row in rows if row.last_sequence is not None]  # fmt: skip
+
+    async def erase_user(self, user_id: str) -> int:
+        """Delete the player's actions from every board's log (an erasure); how many there were."""
+        found = []
+        for progress in await self.progress():
+            entries = await self._rows("all", (progress.board_id,), _entry)
+            found += [(e.board_id, e.sequence) for e in entries if e is not None and e.user_id == user_id]
+        await self._every("delete", found)
+        return len(found)
 
     async def record_written(self, board_id: str, through: int) -> None:
         """Every action of the board through ``through`` is in the awards topic."""

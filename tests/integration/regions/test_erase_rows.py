@@ -129,7 +129,7 @@ async def test_erased_player_is_in_no_row_and_others_keep_theirs(
     steps = await erase_player_rows(stores, gone, now=NOW)
 
     assert [(s.store, s.status) for s in steps] == [
-        ("award_history", "DONE"), ("profiles", "DONE"), ("archives", "DONE")
+        ("award_history", "DONE"), ("profiles", "DONE"), ("archives", "DONE"), ("moderation", "DONE")
     ], steps
     assert steps[0].detail == "3 rows deleted" and steps[1].detail == "1 row deleted"
     assert steps[2].detail.startswith("3 boards: 3 versions published without the player, 4 rewritten, 1 ")
@@ -154,6 +154,7 @@ async def test_erased_player_is_in_no_row_and_others_keep_theirs(
         ("archives", ErasureStatus.DONE,
          "0 boards: 0 versions published without the player, 0 rewritten, 0 corrections' adjustments of "
          "the player removed"),
+        ("moderation", ErasureStatus.DONE, "0 actions deleted"),
     ]  # fmt: skip
     assert sorted(_every_row(cassandra_session)) == sorted(rows)
 

@@ -8,7 +8,8 @@ from aiokafka import ConsumerRecord
 from regions.processor.round import Round, Source
 from regions.runtime.settings import KafkaSettings
 from regions.stores.task_state import MemoryStore
-from schema.records import Codec, PlayerTotal
+from schema.event_id import event_id, payload_digest
+from schema.records import AwardEvent, Codec, PlayerTotal, totals_key
 
 CODEC = Codec()
 KAFKA = KafkaSettings(topic_prefix="t")
@@ -39,3 +40,13 @@ def totals_of(fold: Round) -> list[PlayerTotal]:
     return [
         v for t, _, raw in fold.out if t == "t.totals.v1" and raw and isinstance(v := CODEC.totals(raw), PlayerTotal)
     ]
+
+
+def award(source: Source, match: str, amount: int, user: str = "ann", board: str = "b") -> Record:
+    """A SUM award of ``amount`` for ``user`` on ``board``, accepted by ``source``'s region."""
+    event = AwardEvent(
+        event_id=event_id(board, match, user, "kill"), digest=payload_digest(amount, None), board_id=board,
+        match_id=match, user_id=user, award_type="kill", amount=amount, occurred_at_ms=None,
+        region=source.region, accepted_at_ms=1_000, aggregation="SUM", sort_order="DESC", tie_policy="USER_ID",
+    )  # fmt: skip
+    return (source, totals_key(board, user), CODEC.encode(event))

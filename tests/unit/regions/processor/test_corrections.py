@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from regions.cli.reconciliation import board_and_user
 from regions.processor.round import Round, Source
-from schema.event_id import correction_event_id, event_id, payload_digest
+from schema.event_id import correction_event_id
 from schema.lifecycle import (
     CorrectionRecord,
     CorrectionsHeld,
@@ -19,19 +19,9 @@ from schema.lifecycle import (
     correction_key,
     cutoff_marker_key,
 )
-from schema.records import AwardEvent, totals_key
-from tests.unit.regions.processor.rounds import CODEC, EU, US, Record, Streams, totals_of
+from tests.unit.regions.processor.rounds import CODEC, EU, US, Record, Streams, award, totals_of
 
 LIFECYCLE = LifecycleCodec()
-
-
-def _award(source: Source, match: str, amount: int, user: str = "ann") -> Record:
-    event = AwardEvent(
-        event_id=event_id("b", match, user, "kill"), digest=payload_digest(amount, None), board_id="b",
-        match_id=match, user_id=user, award_type="kill", amount=amount, occurred_at_ms=None,
-        region=source.region, accepted_at_ms=1_000, aggregation="SUM", sort_order="DESC", tie_policy="USER_ID",
-    )  # fmt: skip
-    return (source, totals_key("b", user), CODEC.encode(event))
 
 
 def _marker(source: Source) -> Record:
@@ -62,7 +52,7 @@ def _held(fold: Round) -> list[CorrectionsHeld]:
 
 def test_a_correction_sets_the_total_as_the_next_version_once() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5), _award(EU, "m2", 3), _marker(EU)])
+    streams.fold([award(EU, "m1", 5), award(EU, "m2", 3), _marker(EU)])
     reached = streams.store.player(("b", "ann"))
     assert reached is not None
 
@@ -80,13 +70,13 @@ def test_a_correction_sets_the_total_as_the_next_version_once() -> None:
 
 def test_a_correction_before_every_cutoff_waits_and_then_applies_in_version_order() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5), _marker(EU)])
+    streams.fold([award(EU, "m1", 5), _marker(EU)])
     early = streams.fold([_correction(42, 2), _correction(10, 3, "c2"), _correction(42, 2)])
     assert totals_of(early) == [] and early.counts["correction_held"] == 2
     assert [len(h.corrections) for h in _held(early)] == [1, 2]
     assert [h.correction.result_version for h in streams.store.held("b")] == [2, 3]
 
-    late = streams.fold([_award(US, "m2", 7), _marker(US)])  # us's awards before its cutoff count first
+    late = streams.fold([award(US, "m2", 7), _marker(US)])  # us's awards before its cutoff count first
 
     assert [(t.total, t.version) for t in totals_of(late)] == [(12, 2), (42, 3), (10, 4)]
     assert streams.store.player(("b", "ann")) is not None and streams.store.held("b") == ()
@@ -95,7 +85,7 @@ def test_a_correction_before_every_cutoff_waits_and_then_applies_in_version_orde
 
 def test_a_correction_of_a_player_without_a_total_and_a_wrong_key_are_reconciled() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5), _marker(EU)])
+    streams.fold([award(EU, "m1", 5), _marker(EU)])
     source, _, value = _correction(42, 2, user="zed", regions=("eu",))
     wrong = (source, correction_key("b", "ann"), value)  # zed's correction under ann's key
 
@@ -118,9 +108,9 @@ def test_any_interleaving_of_the_streams_ends_at_the_corrected_score(
     """Each stream keeps its order (awards, its marker, then eu's corrections); how the two streams
     interleave and where rounds end changes nothing: the last correction's score, one version per
     award and correction."""
-    eu_stream = [_award(EU, f"e{i}", a) for i, a in enumerate(eu)] + [_marker(EU)]
+    eu_stream = [award(EU, f"e{i}", a) for i, a in enumerate(eu)] + [_marker(EU)]
     eu_stream += [_correction(99, 2), _correction(-7, 3, "c2"), _correction(99, 2)]
-    us_stream = [_award(US, f"u{i}", a) for i, a in enumerate(us)] + [_marker(US)]
+    us_stream = [award(US, f"u{i}", a) for i, a in enumerate(us)] + [_marker(US)]
     merged, streams = [], Streams()
     while eu_stream or us_stream:
         pick = eu_stream if not us_stream or (eu_stream and order.random() < 0.5) else us_stream  # type: ignore[attr-defined]
@@ -135,7 +125,7 @@ def test_any_interleaving_of_the_streams_ends_at_the_corrected_score(
 
 def test_a_reconciled_correction_is_found_by_its_board() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5), _marker(EU)])
+    streams.fold([award(EU, "m1", 5), _marker(EU)])
     fold = streams.fold([_correction(42, 2, user="zed", regions=("eu",))])
     [(key, value)] = [(k, v) for t, k, v in fold.out if t == "t.reconciliation.v1"]
     assert board_and_user(key, CODEC.reconciliation(value)) == ("b", "zed")

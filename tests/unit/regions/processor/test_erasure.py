@@ -12,19 +12,9 @@ from aiokafka import ConsumerRecord
 from regions.processor.restore import _Loader
 from regions.stores.task_state import MemoryStore, StoreIdentity
 from schema.erasure import Erased, ErasureRecord, encode_erasure, erased_key, erasure_key, erasure_token
-from schema.event_id import event_id, payload_digest
 from schema.moderation import ModerationRecord, encode_moderation, moderated_key, moderation_key
-from schema.records import AwardEvent, totals_key
-from tests.unit.regions.processor.rounds import CODEC, EU, US, Record, Source, Streams, totals_of
-
-
-def _award(source: Source, match: str, amount: int, user: str = "ann", board: str = "b") -> Record:
-    event = AwardEvent(
-        event_id=event_id(board, match, user, "kill"), digest=payload_digest(amount, None), board_id=board,
-        match_id=match, user_id=user, award_type="kill", amount=amount, occurred_at_ms=None,
-        region=source.region, accepted_at_ms=1_000, aggregation="SUM", sort_order="DESC", tie_policy="USER_ID",
-    )  # fmt: skip
-    return (source, totals_key(board, user), CODEC.encode(event))
+from schema.records import totals_key
+from tests.unit.regions.processor.rounds import CODEC, EU, US, Record, Source, Streams, award, totals_of
 
 
 def _erasure(user: str = "ann", lifted: bool = False, source: Source = US) -> Record:
@@ -45,10 +35,10 @@ def _out(fold: object) -> list[tuple[str, bytes, bytes | None]]:
 
 def test_every_state_goes_with_a_tombstone_and_later_records_of_the_player_are_dropped() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5), _award(EU, "m2", 3, board="c@2026-12-01"), _award(EU, "m3", 4, user="bob"),
+    streams.fold([award(EU, "m1", 5), award(EU, "m2", 3, board="c@2026-12-01"), award(EU, "m3", 4, user="bob"),
                   _hide()])  # fmt: skip
 
-    fold = streams.fold([_award(EU, "m4", 1, board="d"), _erasure(), _award(EU, "m5", 7), _hide()])
+    fold = streams.fold([award(EU, "m4", 1, board="d"), _erasure(), award(EU, "m5", 7), _hide()])
 
     tombstones = [k for t, k, v in _out(fold) if t == "t.totals.v1" and v is None]
     assert sorted(tombstones) == sorted([totals_key("b", "ann"), totals_key("c@2026-12-01", "ann"),
@@ -61,16 +51,16 @@ def test_every_state_goes_with_a_tombstone_and_later_records_of_the_player_are_d
     assert store.states_of("ann") == [] and store.player(("b", "ann")) is None and store.moderation(("b", "ann")) is None
     assert store.erased(erasure_token("ann")) and store.player(("b", "bob")) is not None
 
-    later = streams.fold([_award(US, "m6", 2), _erasure()])  # a replicated copy of the erasure: nothing left
+    later = streams.fold([award(US, "m6", 2), _erasure()])  # a replicated copy of the erasure: nothing left
     assert totals_of(later) == [] and later.counts["dropped"] == 1 and later.counts["erasure_repeat"] == 1
     assert not any(t == "t.reconciliation.v1" for t, _, _ in _out(later))
 
 
 def test_a_lift_takes_the_player_back() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5), _erasure()])
+    streams.fold([award(EU, "m1", 5), _erasure()])
 
-    fold = streams.fold([_erasure(lifted=True), _award(EU, "m2", 3)])
+    fold = streams.fold([_erasure(lifted=True), award(EU, "m2", 3)])
 
     assert [(t.total, t.version) for t in totals_of(fold)] == [(3, 1)]
     assert not streams.store.erased(erasure_token("ann"))
@@ -81,7 +71,7 @@ def test_a_restore_drops_erased_states_and_keeps_the_erasure_list() -> None:
     store.reset(StoreIdentity("c", ("t.totals.v1", "t.dedupe.v1"), 0))
     loader = _Loader(store, "t.totals.v1")
     streams = Streams()
-    first = streams.fold([_award(EU, "m1", 5), _award(EU, "m2", 4, user="bob"), _hide()])
+    first = streams.fold([award(EU, "m1", 5), award(EU, "m2", 4, user="bob"), _hide()])
     second = streams.fold([_erasure()])
     records = [ConsumerRecord("t.totals.v1", 0, i, 0, 0, k, v, None, 0, 0, [])
                for i, (t, k, v) in enumerate(_out(first) + _out(second)) if t == "t.totals.v1"]  # fmt: skip

@@ -13,21 +13,10 @@ from hypothesis import strategies as st
 
 from regions.core.moderation import Moderation
 from regions.processor.restore import _Loader
-from regions.processor.round import Round, Source
+from regions.processor.round import Round
 from regions.stores.task_state import MemoryStore, StoreIdentity
-from schema.event_id import event_id, payload_digest
 from schema.moderation import Moderated, ModerationRecord, encode_moderation, moderated_key, moderation_key
-from schema.records import AwardEvent, totals_key
-from tests.unit.regions.processor.rounds import CODEC, EU, US, Record, Streams, totals_of
-
-
-def _award(source: Source, match: str, amount: int, user: str = "ann", board: str = "b") -> Record:
-    event = AwardEvent(
-        event_id=event_id(board, match, user, "kill"), digest=payload_digest(amount, None), board_id=board,
-        match_id=match, user_id=user, award_type="kill", amount=amount, occurred_at_ms=None,
-        region=source.region, accepted_at_ms=1_000, aggregation="SUM", sort_order="DESC", tie_policy="USER_ID",
-    )  # fmt: skip
-    return (source, totals_key(board, user), CODEC.encode(event))
+from tests.unit.regions.processor.rounds import CODEC, EU, US, Record, Streams, award, totals_of
 
 
 def _action(sequence: int, hidden: bool, user: str = "ann", boards: tuple[str, ...] = ("b",)) -> Record:
@@ -44,9 +33,9 @@ def _moderated(fold: Round) -> list[tuple[bytes, Moderated]]:
 
 def test_hiding_keeps_the_total_in_a_new_version_and_awards_keep_counting_hidden() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5)])
+    streams.fold([award(EU, "m1", 5)])
 
-    hidden = streams.fold([_action(1, True), _award(US, "u1", 3)])
+    hidden = streams.fold([_action(1, True), award(US, "u1", 3)])
     shown = streams.fold([_action(2, False)])
 
     assert [(t.total, t.version, t.hidden) for t in totals_of(hidden)] == [(5, 2, True), (8, 3, True)]
@@ -59,7 +48,7 @@ def test_hiding_keeps_the_total_in_a_new_version_and_awards_keep_counting_hidden
 
 def test_a_repeated_or_older_action_changes_nothing() -> None:
     streams = Streams()
-    streams.fold([_award(EU, "m1", 5), _action(1, True), _action(2, False)])
+    streams.fold([award(EU, "m1", 5), _action(1, True), _action(2, False)])
 
     again = streams.fold([_action(2, False), _action(1, True)])  # written again; replayed from the start
 
@@ -71,7 +60,7 @@ def test_a_repeated_or_older_action_changes_nothing() -> None:
 def test_a_player_hidden_before_any_award_here_is_hidden_when_their_awards_arrive() -> None:
     streams = Streams()
     early = streams.fold([_action(1, True)])
-    late = streams.fold([_award(US, "u1", 4)])
+    late = streams.fold([award(US, "u1", 4)])
 
     assert totals_of(early) == [] and len(_moderated(early)) == 1
     assert [(t.total, t.version, t.hidden) for t in totals_of(late)] == [(4, 1, True)]
@@ -80,10 +69,10 @@ def test_a_player_hidden_before_any_award_here_is_hidden_when_their_awards_arriv
 def test_the_periods_named_change_and_later_periods_find_the_action_by_the_board() -> None:
     streams = Streams()
     period = "b@2026-12-01"
-    streams.fold([_award(EU, "m1", 5, board=period)])  # as the processor keys a period's state
+    streams.fold([award(EU, "m1", 5, board=period)])  # as the processor keys a period's state
 
     fold = streams.fold([_action(1, True, boards=("b@2026-11-30", period))])
-    later = streams.fold([_award(EU, "m2", 2, board="b@2026-12-02")])
+    later = streams.fold([award(EU, "m2", 2, board="b@2026-12-02")])
 
     assert [(t.board_id, t.version, t.hidden) for t in totals_of(fold)] == [(period, 2, True)]
     assert [(t.board_id, t.hidden) for t in totals_of(later)] == [("b@2026-12-02", True)]
@@ -128,9 +117,9 @@ def test_any_interleaving_of_the_streams_ends_in_the_last_actions_state(
     """The home's stream (its awards and actions, in order) and another region's awards interleave
     in any way, with rounds ending anywhere: the player ends with every award counted and hidden
     exactly when the last action hid them."""
-    eu_stream = [_award(EU, f"e{i}", a) for i, a in enumerate(eu)]
+    eu_stream = [award(EU, f"e{i}", a) for i, a in enumerate(eu)]
     eu_stream += [_action(i + 1, hidden) for i, hidden in enumerate(actions)]
-    us_stream = [_award(US, f"u{i}", a) for i, a in enumerate(us)]
+    us_stream = [award(US, f"u{i}", a) for i, a in enumerate(us)]
     merged, streams, last = [], Streams(), None
     while eu_stream or us_stream:
         pick = eu_stream if not us_stream or (eu_stream and order.random() < 0.5) else us_stream  # type: ignore[attr-defined]
