@@ -47,7 +47,7 @@ async def _moderate(
         raise InvalidInput("; ".join(f"{e.field}: {e.rule}" for e in parsed))
     stores = services.cassandra.adapter
     try:
-        entry = await record_moderation(stores.lifecycle, stores.moderation, parsed,
+        entry = await record_moderation(stores.lifecycle, stores.moderation, stores.corrections, parsed,
                                         region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
     except ActionRefused as refused:
         error = {"unknown": NotFound, "unavailable": StoreUnavailable}
@@ -58,10 +58,11 @@ async def _moderate(
 @strawberry.type
 class ModerationMutation:
     @fields.mutation(
-        "Hide a player's entry on an OPEN board in every region (admin, in the board's home region): ranks "
-        "close up around it; the player's awards keep counting, hidden. Recorded at once; every region "
-        "applies it at the same place of the home region's stream. Hiding a hidden player answers their "
-        "last action."
+        "Hide a player's entry on a board in every region (admin, in the board's home region): ranks close "
+        "up around it; the player's awards keep counting, hidden. Recorded at once; every region applies it "
+        "at the same place of the home region's stream. On a CLOSED board it publishes the next result "
+        "version, without the player (a CLOSING board refuses it until CLOSED). Hiding a hidden player "
+        "answers their last action."
     )
     async def hide_player(
         self, info: Info[Context, None], leaderboard_id: strawberry.ID, user_id: strawberry.ID, reason: str
@@ -69,8 +70,9 @@ class ModerationMutation:
         return await _moderate(info, leaderboard_id, user_id, reason, hidden=True)
 
     @fields.mutation(
-        "Show a hidden entry again (admin, in the board's home region), with every award applied meanwhile. "
-        "Restoring a shown player answers their last action; one never hidden is BAD_USER_INPUT."
+        "Show a hidden entry again (admin, in the board's home region), with every award applied meanwhile; "
+        "on a CLOSED board, in the next result version. Restoring a shown player answers their last action; "
+        "one never hidden is BAD_USER_INPUT."
     )
     async def restore_player(
         self, info: Info[Context, None], leaderboard_id: strawberry.ID, user_id: strawberry.ID, reason: str

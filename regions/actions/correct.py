@@ -81,16 +81,24 @@ async def record_correction(
             "corrections (close it, and wait until it is CLOSED)",
         )
     await _check_players(projection, prefix, request, at)
+    return _same(await claim_version(corrections, request, now), request, at)
+
+
+async def claim_version(
+    corrections: CassandraCorrections, request: CorrectionRequest, now: datetime
+) -> CorrectionEntry:
+    """Record ``request`` as the board's next result version, or answer the entry its id holds
+    (recorded before, or concurrently); ``unavailable`` when other corrections keep winning the race."""
     for _ in range(ATTEMPTS):
+        known = await corrections.get(request.board_id, request.correction_id)
+        if known is not None:
+            return known
         last = await corrections.last_version(request.board_id)
         if await corrections.record(request, next_result_version(last), last, now):
             break
-        known = await corrections.get(request.board_id, request.correction_id)
-        if known is not None:  # the same id, recorded concurrently
-            return _same(known, request, at)
     entry = await corrections.get(request.board_id, request.correction_id)
     if entry is None:
         raise ActionRefused(
             "unavailable", f"corrections of {request.board_id!r} are being recorded concurrently; retry"
         )
-    return _same(entry, request, at)
+    return entry

@@ -1,18 +1,25 @@
 """Recording a moderation action (a player hidden on a board, or shown again), for every caller (the
 gateway's hidePlayer and restorePlayer, ``ops/lb hide`` and ``ops/lb restore``). Its home region's
-lifecycle worker then writes it into the awards topic (``regions.lifecycle.moderation``).
+lifecycle worker then writes it into the awards topic (``regions.lifecycle.moderation``). On a
+CLOSED board the action also claims the board's next result version, which the worker archives once
+the projection shows the player gone (or back), as it publishes a correction.
 
 Checked here, each refusal naming the field: the board exists, this is its home region, and it is
-OPEN; asking for what the player already is answers their last action (nothing new is recorded).
+OPEN or CLOSED (not CLOSING: its first result is not archived yet); asking for what the player
+already is answers their last action (nothing new is recorded).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from regions.actions.correct import claim_version
 from regions.actions.home import ActionRefused, home_record
 from regions.core.boards import BoardStatus
+from regions.core.corrections import CorrectionRequest
 from regions.core.moderation import ModerationRequest, already
+from regions.stores.cassandra.base import ms
+from regions.stores.cassandra.corrections import CassandraCorrections
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from regions.stores.cassandra.moderation import CassandraModeration, ModerationEntry
 
@@ -22,6 +29,7 @@ ATTEMPTS = 5  # sequences claimed by concurrent actions on one board before givi
 async def record_moderation(
     lifecycle: CassandraLifecycle,
     moderation: CassandraModeration,
+    corrections: CassandraCorrections,
     request: ModerationRequest,
     *,
     region: str,
@@ -32,12 +40,28 @@ async def record_moderation(
     message) or ``unavailable`` (retry later)."""
     record = await home_record(lifecycle, request.board_id, region=region, done="moderated in",
                                action="action", field="leaderboardId: ")  # fmt: skip
-    if record.board.status is not BoardStatus.OPEN:
+    status = record.board.status
+    if status is BoardStatus.CLOSING:
         raise ActionRefused(
             "not_open",
-            f"leaderboardId: leaderboard {request.board_id!r} is {record.board.status}; players are hidden on "
-            "an OPEN board (a closed board's result changes by publishCorrection)",
+            f"leaderboardId: leaderboard {request.board_id!r} is CLOSING; wait until it is CLOSED (its result "
+            "archived), then the action publishes the next result version",
         )
+    entry = await _recorded(moderation, request, now)
+    # An action of the closed board (one recorded before, whose version a crash may have left unclaimed,
+    # included), never one of its open days: those are in the close's result already.
+    if status is BoardStatus.CLOSED and (ms(entry.at) or 0) >= (record.closing_at_ms or 0):
+        await claim_version(corrections, version_of(entry), now)
+    return entry
+
+
+def version_of(entry: ModerationEntry) -> CorrectionRequest:
+    """The result version a CLOSED board's action publishes: no adjustments, the player named."""
+    return CorrectionRequest(entry.board_id, f"moderation:{entry.sequence}", entry.reason, (),
+                             ((entry.user_id, entry.hidden),))  # fmt: skip
+
+
+async def _recorded(moderation: CassandraModeration, request: ModerationRequest, now: datetime) -> ModerationEntry:
     for _ in range(ATTEMPTS):
         last = await moderation.last_of(request.board_id, request.user_id)
         same = already(None if last is None else last.hidden, request)

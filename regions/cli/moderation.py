@@ -14,6 +14,7 @@ from regions.cli.command import Command, CommandError, Commands, add_command, ca
 from regions.core.ids import board_id_error
 from regions.core.moderation import MAX_PAGE, parse_moderation
 from regions.runtime.settings import Settings
+from regions.stores.cassandra.corrections import CassandraCorrections
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from regions.stores.cassandra.moderation import CassandraModeration, ModerationEntry
 
@@ -32,7 +33,8 @@ async def moderate_command(
     request = parse_moderation(board_id, user_id, reason, hidden=hidden)
     if isinstance(request, list):
         raise CommandError("; ".join(f"{e.field}: {e.rule}" for e in request))
-    entry = await record_moderation(CassandraLifecycle(session), CassandraModeration(session), request,
+    entry = await record_moderation(CassandraLifecycle(session), CassandraModeration(session),
+                                    CassandraCorrections(session), request,
                                     region=settings.region, now=datetime.now(UTC))  # fmt: skip
     say(f"{board_id}: {describe(entry)}")
     say("  recorded; the home lifecycle worker writes it into the awards topic and every region applies it "
@@ -68,7 +70,7 @@ async def _log(settings: Settings, args: argparse.Namespace) -> int:
 
 def register(commands: Commands) -> None:
     for name, hidden, summary in (
-        ("hide", True, "hide a player's entry on an open board in every region (in its home region)"),
+        ("hide", True, "hide a player's entry on a board in every region (in its home region)"),
         ("restore", False, "show a hidden player's entry again, with every award applied meanwhile"),
     ):
         command = add_command(commands, name, _moderate(hidden), summary)

@@ -18,6 +18,9 @@ as the next version (n+1); earlier versions stay as they were. The rules kept he
 - **Publishing.** The home region archives version n+1 once its projection's positions reach every
   correction record it wrote and every adjusted player holds the corrected score; version n+1 is then
   version n with exactly the adjustments, ranked again.
+- **Moderation.** Hiding a player of a CLOSED board (or showing them again) is a version with no
+  adjustments that names the player (``moderated``): the moderation record, applied by every region,
+  takes them out of (or back into) the projection, and the version is archived once it did.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ class CorrectionRequest:
     correction_id: str
     reason: str
     adjustments: tuple[Adjustment, ...]
+    # A moderation action's version: the players it hides (True) or shows again (False)
+    moderated: tuple[tuple[str, bool], ...] = ()
 
     @property
     def digest(self) -> str:
@@ -208,14 +213,18 @@ def correction_step(
     positions: Mapping[str, int],
     adjustments: Iterable[Adjustment],
     totals: Mapping[str, int | None],
+    moderated: Iterable[tuple[str, bool]] = (),
 ) -> CorrectionStep:
     """What the home lifecycle worker does next for a correction: ``written`` is where its records
     landed (position name -> offset of the last one there; None: not written yet), ``positions`` the
-    home projection's positions, ``totals`` the projection's totals of the adjusted players."""
-    if written is None:
+    home projection's positions, ``totals`` the projection's totals of the adjusted players and of
+    those a moderation action hides (absent: None) or shows again (``moderated``)."""
+    adjustments = tuple(adjustments)
+    if written is None and adjustments:  # (a moderation action's version has no records of its own)
         return WriteRecords()
-    missing = frozenset(where for where, offset in written.items() if positions.get(where, -1) < offset)
+    missing = frozenset(where for where, offset in (written or {}).items() if positions.get(where, -1) < offset)
     behind = tuple(a.user_id for a in adjustments if totals.get(a.user_id) != a.score)
+    behind += tuple(user for user, hidden in moderated if (totals.get(user) is None) != hidden)
     if missing or behind:
         return AwaitProjection(missing, behind)
     return ArchiveVersion()

@@ -74,9 +74,9 @@ class CorrectionPublisher:
             return
         positions = await self._projection.positions()
         reached = {position_name(r, p): mark.offset for (r, p), mark in positions.marks.items()}
-        users = [a.user_id for a in entry.adjustments]
+        users = [a.user_id for a in entry.adjustments] + [user for user, _ in entry.moderated]
         totals = await self._projection.totals_of(board.id, users, board.sort_order)
-        step = correction_step(entry.written, reached, entry.adjustments, totals)
+        step = correction_step(entry.written, reached, entry.adjustments, totals, entry.moderated)
         if isinstance(step, WriteRecords):
             await self._write(record, entry, producer, partitions)
         elif isinstance(step, AwaitProjection):

@@ -17,7 +17,8 @@ from regions.core.corrections import Adjustment, CorrectionRequest, content_dige
 from regions.stores.cassandra.base import CassandraTable, Row, Statements
 
 _COLUMNS = (
-    "board_id, correction_id, result_version, reason, adjustments, digest, created_at, written, published_at"
+    "board_id, correction_id, result_version, reason, adjustments, digest, created_at, written, published_at, "
+    "moderated"
 )
 
 
@@ -32,6 +33,7 @@ class CorrectionEntry:
     created_at: datetime | None
     written: Mapping[str, int] | None = field(default=None)  # None: its records are not written yet
     published_at: datetime | None = None
+    moderated: tuple[tuple[str, bool], ...] = ()  # a moderation action's: user -> hidden
 
     @property
     def published(self) -> bool:
@@ -47,6 +49,7 @@ def _entry(row: Row) -> CorrectionEntry | None:
         reason=row.reason, adjustments=tuple(Adjustment(u, s) for u, s in row.adjustments or ()),
         digest=row.digest, created_at=row.created_at,
         written=None if row.written is None else dict(row.written), published_at=row.published_at,
+        moderated=tuple(sorted((row.moderated or {}).items())),
     )  # fmt: skip
 
 
@@ -57,7 +60,7 @@ class CassandraCorrections(CassandraTable):
         "last": "SELECT last_version FROM board_corrections WHERE board_id = ? LIMIT 1",
         "record": (
             "UPDATE board_corrections SET last_version = ?, result_version = ?, reason = ?, adjustments = ?, "
-            "digest = ?, created_at = ? WHERE board_id = ? AND correction_id = ? "
+            "digest = ?, created_at = ?, moderated = ? WHERE board_id = ? AND correction_id = ? "
             "IF last_version = ? AND result_version = null"
         ),
         "written": "UPDATE board_corrections SET written = ? WHERE board_id = ? AND correction_id = ?",
@@ -89,7 +92,7 @@ class CassandraCorrections(CassandraTable):
         ``after`` and the id is new; False otherwise (nothing was written)."""
         adjustments = [(a.user_id, a.score) for a in request.adjustments]
         return await self._applied("record", (
-            version, version, request.reason, adjustments, request.digest, at,
+            version, version, request.reason, adjustments, request.digest, at, dict(request.moderated) or None,
             request.board_id, request.correction_id, after,
         ))  # fmt: skip
 

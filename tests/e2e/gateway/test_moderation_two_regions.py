@@ -40,13 +40,14 @@ HIDE = """mutation($b: ID!, $u: ID!, $r: String!) { hidePlayer(leaderboardId: $b
   leaderboardId userId action reason at sequence } }"""
 RESTORE = """mutation($b: ID!, $u: ID!, $r: String!) { restorePlayer(leaderboardId: $b, userId: $u, reason: $r) {
   userId action sequence } }"""
+RESULT = """query($b: ID!) { leaderboard(id: $b) { status result { version entries { rank userId } } } }"""
 LOG = """query($b: ID!, $first: Int, $after: String) { moderation(leaderboardId: $b, first: $first, after: $after) {
   userId action reason sequence } }"""
 
 
 # eu and us with what moderation needs (the home lifecycle worker writes the actions), a gateway each.
 regions = module_regions("moderation-two-regions", services=("processor", "projector", "intake", "lifecycle"),
-                         env={"LB_LIFECYCLE__POLL_INTERVAL_S": "0.2"})
+                         env={"LB_LIFECYCLE__POLL_INTERVAL_S": "0.2", "LB_LIFECYCLE__MARKER_DELAY_S": "0"})
 
 
 async def _gql(gateway: GatewayProcess, query: str, admin: bool = True, **variables: Any) -> dict[str, Any]:
@@ -147,6 +148,41 @@ async def test_hiding_on_a_sharded_board_and_on_a_board_with_periods(regions: De
     await _everywhere(d, sharded, _without_bob, "bob hidden on the sharded board", u="bob", n="dan")
     await _everywhere(d, daily, lambda r: [e["userId"] for e in r["period"]["top"]["entries"]] == ["ann", "cat", "dan"],
                       "bob hidden in the current period", PERIOD)  # fmt: skip
+
+
+async def test_hiding_on_a_closed_board_publishes_the_next_result_version_without_the_player(
+    regions: Deployment,
+) -> None:
+    d, oracle = regions, Oracle()
+    board = Board(f"mod-c-{uuid.uuid4().hex[:8]}", "Closed", "eu")
+    await d.regions["eu"].create_board(board)
+    for region, user, amount in ((d.regions["eu"], "ann", 50), (d.regions["us"], "bob", 40), (d.regions["eu"], "cat", 30)):
+        await oracle.send(region, board.id, user, f"m-{user}", amount)
+    await Region.wait_until(lambda: _covered(d, oracle), WITHIN_S, "every award projected")
+    await _data(d.gateways["eu"], """mutation($b: ID!) { closeLeaderboard(id: $b) { status } }""", b=board.id)
+
+    async def result() -> dict[str, Any] | None:
+        read = (await _data(d.gateways["us"], RESULT, b=board.id))["leaderboard"]
+        return read["result"] if read["status"] == "CLOSED" else None
+
+    await Region.wait_until(lambda: _is_version(result, 1), WITHIN_S, "the board CLOSED")
+
+    await _data(d.gateways["eu"], HIDE, b=board.id, u="bob", r="cheated in the final")
+
+    await Region.wait_until(lambda: _is_version(result, 2), WITHIN_S, "result version 2")
+    published = await result()
+    assert published is not None
+    assert [(e["rank"], e["userId"]) for e in published["entries"]] == [(1, "ann"), (2, "cat")]
+    await _data(d.gateways["eu"], RESTORE, b=board.id, u="bob", r="appeal upheld")
+    await Region.wait_until(lambda: _is_version(result, 3), WITHIN_S, "result version 3")
+    published = await result()
+    assert published is not None
+    assert [(e["rank"], e["userId"]) for e in published["entries"]] == [(1, "ann"), (2, "bob"), (3, "cat")]
+
+
+async def _is_version(result: Any, version: int) -> bool:
+    read = await result()
+    return read is not None and read["version"] == version
 
 
 async def test_moderation_is_refused_with_the_field_and_the_rule(regions: Deployment) -> None:
