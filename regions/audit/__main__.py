@@ -9,10 +9,12 @@ import os
 from aiokafka.errors import KafkaError
 
 from regions.audit.loop import AuditSink
+from regions.runtime.erasure_list import ErasureList, after
 from regions.runtime.health import Health, serve_health
 from regions.runtime.settings import load_settings
 from regions.runtime.worker import run_process, run_until_stopped
 from regions.stores.cassandra.audit import CassandraAudit
+from regions.stores.cassandra.erasures import CassandraErasures
 from regions.stores.cassandra.session import CassandraConnection
 
 
@@ -24,17 +26,22 @@ async def amain() -> None:
     audit = CassandraConnection.to(
         settings.cassandra, lambda session: CassandraAudit(session, settings.audit.batch_rows)
     )
-    connecting = asyncio.create_task(audit.run())
-    sink = AuditSink(settings, audit, health)
+    erasures = CassandraConnection.to(settings.cassandra, CassandraErasures)
+    erased = ErasureList(lambda: erasures.adapter.erased_tokens(), settings.intake.erasure_refresh_s)
+    connecting = [asyncio.create_task(audit.run()), asyncio.create_task(erasures.run()),
+                  asyncio.create_task(after(erasures.connected, erased.run))]  # fmt: skip
+    sink = AuditSink(settings, audit, health, erased)
     health.checks["cassandra"] = lambda: audit.reachable() and sink.cassandra_ok
     await serve_health(health, settings.intake.host, settings.audit.health_port)
     try:
         await run_until_stopped("audit", sink.run, (KafkaError,))
     finally:
-        connecting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await connecting
+        for task in connecting:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await audit.close()
+        await erasures.close()
 
 
 def main() -> None:

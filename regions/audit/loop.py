@@ -17,7 +17,9 @@ neither stops the audit nor disappears.
 
 With several regions, every region applies every award, but a board's history is written by its
 home region's sink alone (the award names the home region it was accepted for): one row per distinct
-award, wherever it was accepted, and no region writes into another's data center.
+award, wherever it was accepted, and no region writes into another's data center. An erased
+player's awards (the erasure list, ``regions.runtime.erasure_list``) are not written: an erasure
+removes the player's rows only after every sink has read the list, so none comes back.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from cassandra import InvalidRequest
 
 from regions.core.audit_progress import intent_metadata, unsure_before
 from regions.core.rate_limit import TokenBuckets
+from regions.runtime.erasure_list import ErasureList
 from regions.runtime.health import Health
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import (
@@ -95,9 +98,11 @@ Outcome = str | Exception  # WRITTEN, PRESENT, or why the row is not written (ye
 
 class AuditSink:
     def __init__(
-        self, settings: Settings, audit: CassandraConnection[CassandraAudit], health: Health
-    ) -> None:
+        self, settings: Settings, audit: CassandraConnection[CassandraAudit], health: Health,
+        erased: ErasureList | None = None,
+    ) -> None:  # fmt: skip
         self._settings = settings
+        self._erased = erased
         self._audit = audit
         self._health = health
         self._group = f"{settings.kafka.topic_prefix}.audit.{settings.region}"
@@ -206,6 +211,8 @@ class AuditSink:
             if not audited_here(applied, self._settings.region):
                 AUDIT_LEFT_TO_HOME.inc()
                 continue
+            if self._erased is not None and self._erased.has(applied.award.user_id):
+                continue  # an erased player's: their history is not written again
             tp = TopicPartition(record.topic, record.partition)
             pending.append(
                 Pending(

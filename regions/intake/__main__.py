@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import uvicorn
@@ -14,9 +14,9 @@ from starlette.applications import Starlette
 
 from regions.core.boards import Board
 from regions.intake.app import create_app
-from regions.intake.erasures import ErasureList
 from regions.intake.heartbeats import HeartbeatWriter
 from regions.intake.waits import ProjectionWaits
+from regions.runtime.erasure_list import ErasureList, after
 from regions.runtime.health import Health
 from regions.runtime.reuseport import serve_processes
 from regions.runtime.settings import Settings
@@ -36,11 +36,6 @@ class IntakeStores:
     @staticmethod
     def of(session: Session) -> IntakeStores:
         return IntakeStores(CassandraCatalog(session), CassandraErasures(session))
-
-
-async def _after(ready: asyncio.Event, work: Callable[[], Awaitable[None]]) -> None:
-    await ready.wait()
-    await work()
 
 
 def build(settings: Settings) -> Starlette:
@@ -73,7 +68,7 @@ def build(settings: Settings) -> Starlette:
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         nonlocal publisher
         connecting = asyncio.create_task(catalog.run())
-        refreshing = asyncio.create_task(_after(catalog.connected, erased.run))
+        refreshing = asyncio.create_task(after(catalog.connected, erased.run))
         producer = make_producer(settings.kafka)
         await producer.start()
         publisher = AwardPublisher(

@@ -31,10 +31,10 @@ from regions.core.validation import (
     parse_request,
 )
 from regions.core.waits import AppliedWait, parse_wait
-from regions.intake.erasures import ErasureList
 from regions.intake.openapi import document
 from regions.intake.routing import AwardRouter, HomePublish, Publish
 from regions.intake.waits import PendingWait, ProjectionWaits
+from regions.runtime.erasure_list import ErasureList
 from regions.runtime.health import Health, health_routes
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import INTAKE_REQUESTS, INTAKE_SECONDS, count_accepted
@@ -42,7 +42,6 @@ from regions.runtime.settings import Settings
 from regions.stores.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.stores.kafka.clients import AcceptanceUnavailable
 from regions.stores.kafka.home import HomeUnavailable
-from schema.erasure import erasure_token
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent
 
@@ -177,12 +176,10 @@ class Intake:
         return boards
 
     def _check_erased(self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...]) -> None:
-        tokens = self._erased.tokens if self._erased is not None else None
-        if not tokens:
+        if self._erased is None or not self._erased.tokens:
             return
         erased = tuple(FieldError(prefix + "userId", "names an erased player: their awards are not taken")
-                       for award, prefix in zip(awards, prefixes, strict=True)
-                       if erasure_token(award.user_id) in tokens)  # fmt: skip
+                       for award, prefix in zip(awards, prefixes, strict=True) if self._erased.has(award.user_id))  # fmt: skip
         if erased:
             raise Rejection(410, "player_erased", "some awards are for players whose data was erased; an operator "
                             "lifts an erasure with 'ops/lb lift-erasure USER'", erased)  # fmt: skip

@@ -3,7 +3,8 @@
 
 Erasure records go into every partition of this region's awards topic; every region's projection
 positions (read from its Redis: this one's, and the others' through ``settings.regions``) tell when
-its processor and projector passed them; then the player's Cassandra rows go
+its processor and projector passed them; then, once every intake and audit sink has read the
+erasure list (twice ``intake.erasure_refresh_s`` after the request), the player's Cassandra rows go
 (``regions.actions.erase_rows``); then
 the erasure is DONE. A lift is one record per partition too, written once.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 
 from aiokafka import AIOKafkaProducer
@@ -94,6 +96,10 @@ class ErasureWorker:
                 if entry.steps.get(projection_step(region)) != (status, detail):
                     await erasures.record_step(entry.token, projection_step(region), status, detail)
         elif isinstance(step, EraseRows):
+            # Every intake and audit sink has read the erasure list by then: no row of the player comes back.
+            lists_read_ms = (ms(entry.requested_at) or 0) + int(2000 * self._settings.intake.erasure_refresh_s)
+            if time.time() * 1000 < lists_read_ms:
+                return
             for region in reached:
                 await erasures.record_step(entry.token, projection_step(region), DONE,
                                            "processor state, totals changelog (tombstones) and projection")  # fmt: skip

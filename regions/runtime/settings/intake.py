@@ -38,9 +38,10 @@ class IntakeSettings(BaseModel):
     erasure_refresh_s: float = Field(
         5.0,
         gt=0,
-        description="How often the intake reads the erasure list again: an erased player's awards are "
-        "refused (410 player_erased) at most this long after the erasure was asked (those acknowledged "
-        "before are dropped by the processors).",
+        description="How often the intake (and the audit sink) reads the erasure list again: an erased "
+        "player's awards are refused (410 player_erased) at most this long after the erasure was asked "
+        "(those acknowledged before are dropped by the processors); an erasure removes the player's "
+        "Cassandra rows no sooner than twice this after it was asked.",
     )
     catalog_max_stale_s: float = Field(
         30.0,
