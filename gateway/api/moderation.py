@@ -60,9 +60,8 @@ class ModerationMutation:
     @fields.mutation(
         "Hide a player's entry on a board in every region (admin, in the board's home region): ranks close "
         "up around it; the player's awards keep counting, hidden. Recorded at once; every region applies it "
-        "at the same place of the home region's stream. On a CLOSED board it publishes the next result "
-        "version, without the player (a CLOSING board refuses it until CLOSED). Hiding a hidden player "
-        "answers their last action."
+        "at the same place of the home region's stream. On a CLOSING or CLOSED board it publishes the next "
+        "result version, without the player, once CLOSED. Hiding a hidden player answers their last action."
     )
     async def hide_player(
         self, info: Info[Context, None], leaderboard_id: strawberry.ID, user_id: strawberry.ID, reason: str
@@ -71,7 +70,7 @@ class ModerationMutation:
 
     @fields.mutation(
         "Show a hidden entry again (admin, in the board's home region), with every award applied meanwhile; "
-        "on a CLOSED board, in the next result version. Restoring a shown player answers their last action; "
+        "on a CLOSING or CLOSED board, in the next result version. Restoring a shown player answers their last action; "
         "one never hidden is BAD_USER_INPUT."
     )
     async def restore_player(

@@ -1,12 +1,12 @@
 """Recording a moderation action (a player hidden on a board, or shown again), for every caller (the
 gateway's hidePlayer and restorePlayer, ``ops/lb hide`` and ``ops/lb restore``). Its home region's
 lifecycle worker then writes it into the awards topic (``regions.lifecycle.moderation``). On a
-CLOSED board the action also claims the board's next result version, which the worker archives once
-the projection shows the player gone (or back), as it publishes a correction.
+CLOSING or CLOSED board the action also claims the board's next result version, which the worker
+archives once the board is CLOSED and the projection shows the player gone (or back), as it
+publishes a correction.
 
-Checked here, each refusal naming the field: the board exists, this is its home region, and it is
-OPEN or CLOSED (not CLOSING: its first result is not archived yet); asking for what the player
-already is answers their last action (nothing new is recorded).
+Checked here, each refusal naming the field: the board exists and this is its home region; asking
+for what the player already is answers their last action (nothing new is recorded).
 """
 
 from __future__ import annotations
@@ -36,21 +36,16 @@ async def record_moderation(
     now: datetime,
 ) -> ModerationEntry:
     """Record ``request`` as the board's next action (or answer the player's last one, if it is that).
-    ``ActionRefused``: ``unknown`` (no such board), ``not_home``, ``not_open``, ``invalid`` (see the
-    message) or ``unavailable`` (retry later)."""
+    ``ActionRefused``: ``unknown`` (no such board), ``not_home``, ``invalid`` (see the message) or
+    ``unavailable`` (retry later)."""
     record = await home_record(lifecycle, request.board_id, region=region, done="moderated in",
                                action="action", field="leaderboardId: ")  # fmt: skip
-    status = record.board.status
-    if status is BoardStatus.CLOSING:
-        raise ActionRefused(
-            "not_open",
-            f"leaderboardId: leaderboard {request.board_id!r} is CLOSING; wait until it is CLOSED (its result "
-            "archived), then the action publishes the next result version",
-        )
     entry = await _recorded(moderation, request, now)
-    # An action of the closed board (one recorded before, whose version a crash may have left unclaimed,
-    # included), never one of its open days: those are in the close's result already.
-    if status is BoardStatus.CLOSED and (ms(entry.at) or 0) >= (record.closing_at_ms or 0):
+    # An action of the closing or closed board (one recorded before, whose version a crash may have left
+    # unclaimed, included), never one of its open days: those are in the close's result already. The
+    # version is published once the board is CLOSED.
+    closing = record.board.status is not BoardStatus.OPEN
+    if closing and (ms(entry.at) or 0) >= (record.closing_at_ms or 0):
         await claim_version(corrections, version_of(entry), now)
     return entry
 
