@@ -4,9 +4,11 @@ regions, on an all-time, a sharded, a windowed and a closed board, with a profil
 and a moderation action, is erased through us's gateway. Then every store is scanned for the user id:
 every key, member and field of both regions' Redis, every key and value of every processor store,
 every compacted topic's last record per key (what compaction keeps), every row of every Cassandra
-table: no hit. The raw topics keep the player's awards until their retention (the README's bound),
-so they are not scanned. Everyone else's totals are unchanged; the intakes refuse the player (410);
-a rebuild of eu's projection and a cold restore of us's processor do not bring them back.
+table: no hit. The raw topics keep the player's awards
+only until their retention: with retention and compaction shortened, every record of every topic of
+both regions, read from the beginning, is found free of the player too. Everyone else's totals are
+unchanged; the intakes refuse the player (410); a rebuild of eu's projection and a cold restore of
+us's processor do not bring them back.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 
 import httpx
 from aiokafka import TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from cassandra.cluster import Session
 from rocksdict import AccessType, Rdict
 
@@ -28,8 +32,11 @@ from regions.core.boards import Board
 from regions.core.periods import Period, WindowSpec
 from regions.core.profiles import Profile
 from regions.core.windows import encode_window
+from regions.runtime.settings import Settings
 from regions.stores.cassandra.profiles import CassandraProfiles
-from regions.stores.kafka.clients import make_consumer
+from regions.stores.kafka.clients import _topic_config, make_consumer, partition_of_key, platform_topics
+from schema.records import totals_key
+from tests.clusters import read_all
 from tests.e2e.gateway.conftest import GatewayProcess
 from tests.e2e.gateway.two_regions import module_regions
 from tests.harness import Region, points
@@ -155,6 +162,19 @@ async def test_an_erased_player_is_in_no_store_of_either_region(regions: Deploym
     await Region.wait_until(lambda: everyone_in(plain, hidden=True), WITHIN_S, "ann's award after the restore")
     assert await _hits(d, cassandra_session, zed) == []
 
+    # With retention and compaction shortened (the settings an operator shortens), every record of
+    # every topic of both regions, read from the beginning, no longer names the player.
+    assert all([await _topic_hits(r.settings, zed) for r in d.regions.values()])  # their raw records, until then
+    for region in d.regions.values():
+        await _shorten(region.settings)
+    for board in (plain, sharded, daily):  # appends to every partition, so every segment rolls
+        await _fill_partitions(eu, board)
+
+    async def no_record_names_them() -> bool:
+        return not any([await _topic_hits(r.settings, zed) for r in d.regions.values()])
+
+    await Region.wait_until(no_record_names_them, WITHIN_S, "retention and compaction dropped the player's records")
+
 
 async def _hits(d: Deployment, session: Session, user: str) -> list[str]:
     """Every place of every store (the raw topics apart) that names ``user``."""
@@ -198,6 +218,52 @@ def _rocksdb_hits(region: Region, user: str) -> list[str]:
                     hits.append(f"{path.name}: {key!r}")
         finally:
             db.close()
+    return hits
+
+
+COMPACTED = {"segment.ms": "200", "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.001",
+             "delete.retention.ms": "0"}
+RAW = {"segment.ms": "200", "retention.ms": "200"}
+
+
+async def _shorten(settings: Settings) -> None:
+    """Shortened retention (raw topics) and compaction (compacted topics) on every platform topic."""
+    kafka = settings.kafka
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        resources = []
+        for spec in platform_topics(kafka, settings.remote_regions()):
+            config = _topic_config(kafka, spec)
+            resources.append(ConfigResource(ConfigResourceType.TOPIC, spec.name,
+                                            config | (COMPACTED if spec.compacted else RAW)))  # fmt: skip
+        await admin.alter_configs(resources)
+    finally:
+        await admin.close()
+
+
+async def _fill_partitions(region: Region, board: Board) -> None:
+    """An award of a new player in every partition (awards, applied, totals), after segment.ms."""
+    await asyncio.sleep(0.5)  # segment.ms: the next append rolls the segment
+    partitions = list(range(region.settings.kafka.partitions))
+    users: dict[int, str] = {}
+    for i in range(10_000):
+        users.setdefault(partition_of_key(totals_key(board.id, f"fill-{i}"), partitions), f"fill-{i}")
+        if len(users) == len(partitions):
+            break
+    for user in users.values():
+        response = await _send(region, board, user, "fill", 1)
+        assert response.status_code == 202, response.text
+
+
+async def _topic_hits(settings: Settings, user: str) -> list[str]:
+    """Records of any platform topic, read from the beginning, naming ``user``."""
+    kafka = settings.kafka
+    hits = []
+    for spec in platform_topics(kafka, settings.remote_regions()):
+        for record in await read_all(kafka, spec.name, kafka.partitions):
+            if user.encode() in (record.key or b"") + (record.value or b""):
+                hits.append(f"{spec.name}:{record.partition}:{record.offset}")
     return hits
 
 
