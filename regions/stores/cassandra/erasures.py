@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from regions.stores.cassandra.base import CassandraTable, Row, Statements
+from cassandra import ConsistencyLevel
+
+from regions.stores.cassandra.base import CassandraTable, Cql, Row, Statements
 
 _COLUMNS = "player_token, user_id, reason, region, requested_at, completed_at, written, steps, lifted_at, lift_written"
 
@@ -44,13 +46,16 @@ def _entry(row: Row) -> ErasureEntry:
 
 class CassandraErasures(CassandraTable):
     statements: ClassVar[Statements] = {
-        "request": (
+        # Asked in any region: of two regions asking at once, one records it (Paxos over every data center).
+        "request": Cql(
             "INSERT INTO player_erasures (player_token, user_id, reason, region, requested_at) VALUES (?, ?, ?, ?, ?) "
-            "IF NOT EXISTS"
+            "IF NOT EXISTS",
+            serial_consistency=ConsistencyLevel.SERIAL,
         ),
-        "renew": (
+        "renew": Cql(
             "UPDATE player_erasures SET user_id = ?, reason = ?, region = ?, requested_at = ?, completed_at = null, "
-            "written = null, steps = null, lifted_at = null, lift_written = null WHERE player_token = ? IF lifted_at = ?"
+            "written = null, steps = null, lifted_at = null, lift_written = null WHERE player_token = ? IF lifted_at = ?",
+            serial_consistency=ConsistencyLevel.SERIAL,
         ),
         "get": f"SELECT {_COLUMNS} FROM player_erasures WHERE player_token = ?",
         "queue": "INSERT INTO erasure_queue (region, player_token) VALUES (?, ?)",

@@ -1,0 +1,40 @@
+"""Asking for erasures in Cassandra (``regions.actions.erase``): recorded once per player (the same ask,
+concurrent ones included, answers the first), lifted by an operator, and asked anew after a lift."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from cassandra.cluster import Session
+
+from regions.actions.erase import lift_erasure, request_erasure
+from regions.actions.home import ActionRefused
+from regions.core.erasure import ErasureRequest
+from regions.stores.cassandra.erasures import CassandraErasures
+from schema.erasure import erasure_token
+
+
+async def test_an_erasure_is_recorded_once_lifted_and_asked_anew(cassandra_session: Session) -> None:
+    erasures = CassandraErasures(cassandra_session)
+    user, now = f"gone-{uuid.uuid4().hex[:8]}", datetime.now(UTC).replace(microsecond=0)
+    token = erasure_token(user)
+
+    first, second = await asyncio.gather(
+        request_erasure(erasures, ErasureRequest(user, "deleted"), region="eu", now=now),
+        request_erasure(erasures, ErasureRequest(user, "again"), region="us", now=now + timedelta(seconds=1)),
+    )
+    assert first == second and first.token == token and first.user_id == user
+    assert token in await erasures.erased_tokens() and token in await erasures.queued(first.region)
+
+    lifted = await lift_erasure(erasures, user, region="eu", now=now + timedelta(seconds=2))
+    assert lifted.lifted_at is not None and token not in await erasures.erased_tokens()
+
+    renewed = await request_erasure(erasures, ErasureRequest(user, "deleted for good"), region="us",
+                                    now=now + timedelta(seconds=3))  # fmt: skip
+    assert (renewed.reason, renewed.region, renewed.lifted_at, renewed.written) == ("deleted for good", "us", None, None)
+    assert token in await erasures.erased_tokens()
+    with pytest.raises(ActionRefused, match="userId"):
+        await lift_erasure(erasures, f"never-{uuid.uuid4().hex[:8]}", region="eu", now=now)
