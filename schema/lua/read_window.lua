@@ -17,6 +17,10 @@
 --   'counts', score, member, ...   for each (score, member) not in this shard {better, above}: the
 --                                  entries ranked better, and with a strictly better score
 --   both reply {'ok', count, ...} (count: the shard's size)
+-- and one form of samples, answered as a window whose rows are not contiguous:
+--   'at', index...                 the entries at the 0-based indices given (ascending, at most
+--                                  1000), without version or metadata: {'ok', -1, 0, count, 0,
+--                                  member, score, false, false, ...} for the indices in the shard
 --   'after', score, member, count  the count entries ranked after the position (score, member),
 --                                  whoever holds it now (rank0: the entries ranked before them)
 --   'before', score, member, count the count entries ranked nearest before the position (rank0:
@@ -90,6 +94,20 @@ if form == 'players' or form == 'counts' then
       if not tonumber(ARGV[i]) then return redis.error_reply('read_window: counts needs scores') end
       out[#out + 1] = better(ARGV[i], ARGV[i + 1])
       out[#out + 1] = above_of(ARGV[i])
+    end
+  end
+  return out
+end
+
+if form == 'at' then
+  if #ARGV > 1003 then return redis.error_reply('read_window: at takes at most 1000 indices') end
+  local out = {'ok', -1, 0, redis.call('ZCARD', zkey), 0}
+  for i = 4, #ARGV do
+    local at = tonumber(ARGV[i])
+    if not at or at < 0 then return redis.error_reply('read_window: at needs indices >= 0') end
+    local row = redis.call('ZRANGE', zkey, at, at, 'WITHSCORES')
+    if row[1] then
+      for _, v in ipairs({row[1], row[2], false, false}) do out[#out + 1] = v end
     end
   end
   return out

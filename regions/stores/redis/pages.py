@@ -2,10 +2,13 @@
 
 A page is one round of ``read_window`` calls, one per shard, at the same position: after or before
 a cursor's (score, member), from a rank of one shard, from the first, or the last. A jump to a rank
-of a sharded board first searches the position in rounds of one call per shard (a pivot read by
-index, the first with every shard's size, then the entries each other shard ranks before it),
-then reads the page from the position found: O(shards x log N) calls, each O(log N) in Redis,
-however deep the rank (3 to 5 rounds in all on an evenly spread board of 400,000 in 4 shards).
+of a sharded board first reads, in one call per shard, the entries at evenly spaced indices around
+the shard's share of the rank, then the page from the sampled position the samples bound it by
+(:class:`regions.core.rank_jump.RankJump`): two rounds as a rule, each call O(samples x log N) in
+Redis, however deep the rank (one round when the rank is shallow). When the page read cannot be
+shown whole (the board moved between the rounds), the position is searched by pivots instead
+(:class:`regions.core.paging.RankSearch`: a pivot read by index, then the entries each other shard
+ranks before it, in rounds, O(shards x log N) calls).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 
 from regions.core.paging import Page, PageRequest, RankSearch, backward_page, forward_page, past_the_end
+from regions.core.rank_jump import RankJump
 from regions.core.reads import Window
 
 Form = tuple[str | int, ...]  # a read_window form and its arguments
@@ -39,6 +43,23 @@ async def read_page(read: Round, shards: int, request: PageRequest) -> Page:
 
 
 async def _jump(read: Round, shards: int, request: PageRequest) -> Page:
+    jump = RankJump(request.start, shards, request.size)
+    while (asked := jump.samples()) is not None:
+        jump.sampled(asked, await read([(s, ("at", *indices)) for s, indices in asked]))
+    if jump.total is not None and request.start >= jump.total:
+        return past_the_end(request.start, jump.total)
+    if (plan := jump.plan()) is not None:
+        start = plan.start
+        windows = await read([
+            (s, ("slice", 0, n) if start is None else ("from", start.score, start.member, n))
+            for s, n in enumerate(plan.counts)
+        ])  # fmt: skip
+        if (page := jump.page(plan, windows)) is not None:
+            return page
+    return await _search(read, shards, request)
+
+
+async def _search(read: Round, shards: int, request: PageRequest) -> Page:
     # The first round reads every shard's size and, as the first pivots, the entry at the index the
     # target has in each shard if players spread evenly over shards.
     guess = request.start // shards

@@ -103,3 +103,21 @@ async def test_a_board_without_a_layout_reads_an_empty_page(redis_client: Redis)
     reader = RankReader(RedisProjection(redis_client, prefix), prefix, "local")
     page, _ = await reader.page(Board("none", "None", "local", shards=4), PageRequest(5, True, start=9))
     assert page == Page(0, [], 0, False, False)
+
+
+async def test_a_deep_jump_on_a_sharded_board_is_the_slice_of_its_top(redis_client: Redis) -> None:
+    """Deep enough that the jump samples each shard (the ``at`` form) before it reads the page."""
+    prefix = f"pgj{uuid.uuid4().hex[:8]}"
+    board = Board("deep", "Deep", "local", shards=4)
+    projection = RedisProjection(redis_client, prefix)
+    reader = RankReader(projection, prefix, "local")
+    found = {f"d{i:05d}": (i // 4, 0, i % 3) for i in range(3000)}  # ties of four
+    try:
+        await projection.apply(board.id, _totals(board, found), 4)
+        everyone = (await reader.top(board, len(found))).entries
+        for rank, size in ((130, 1), (1500, 50), (2961, 100), (3000, 7), (3001, 7)):
+            page, _ = await reader.page(board, PageRequest(size, True, start=rank - 1))
+            assert page_entries(board, page) == everyone[rank - 1 : rank - 1 + size]
+            assert (page.first, page.total, page.has_next) == (rank - 1, 3000, rank - 1 + size < 3000)
+    finally:
+        await _forget(redis_client, prefix)

@@ -58,8 +58,11 @@ class Shards:
         self.rounds += 1
         return [self._form(self.shards[s], *form) for s, form in forms]
 
+    def keys(self, rows: list[Row]) -> list[tuple[float, str]]:
+        return [row_order(r) for r in rows]
+
     def _form(self, rows: list[Row], name: str | int, *args: str | int) -> Window:
-        keys, count = [row_order(r) for r in rows], len(rows)
+        keys, count = self.keys(rows), len(rows)
 
         def window(rank: int, first: int, last: int, lead: float | None = None) -> Window:
             """As the script's common block: ``above`` from the entry before the window."""
@@ -70,6 +73,9 @@ class Shards:
                 above = sum(1 for k in keys if k[0] < score) if tied else first
             return Window(rank, first, count, rows[first : max(first, last + 1)], above)
 
+        if name == "at":  # the entries at the indices, without version or metadata
+            found = [(rows[i][0], rows[i][1], None, None) for i in map(int, args) if i < count]
+            return Window(-1, 0, count, found, 0)
         if name == "slice":
             first, n = int(args[0]), int(args[1])
             return window(-1, first, first + n - 1)
