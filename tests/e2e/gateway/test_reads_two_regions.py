@@ -5,11 +5,15 @@ the reads of a board screen through each region's gateway, after awards accepted
 Every test reads through both gateways; HOME is the board's home region's (eu) projection, REGIONAL
 the gateway's own region's. The regions are started once for the module and shared by its tests,
 each on boards of its own; every wait is for a condition (positions covered, an update received).
-Covered: pages walked forwards and backwards (and a cursor read in one region continued in the
-other), friends lists with ``rankAmong``, shared ranks and ``topPercent`` with ties, the metadata of
-the award holding the score (one that came by replication included), ``?wait=applied`` at each
-region's intake, and ``leaderboardUpdates(userIds)`` telling of a followed player whose award was
-accepted in the other region.
+Covered, on an all-time board of one sorted set and on a sharded one: pages walked forwards and
+backwards (and a cursor read in one region continued in the other; HOME through us's gateway is
+eu's REGIONAL, with an asOf that covers every acknowledged award), ``fromRank`` (deep enough on a
+board of 300 players that the jump samples the shards), friends lists with ``rankAmong``, shared
+ranks and ``topPercent`` with ties, the metadata of the award holding the score (MAX: the best, one
+that came by replication included; SUM: the newest applied), ``?wait=applied`` at each region's
+intake, a DAILY board's period read by pages and by a friends list, and
+``leaderboardUpdates(userIds)`` telling of a followed player whose award was accepted in the other
+region.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -27,6 +32,8 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from regions.core.boards import Aggregation, Board, TiePolicy
+from regions.core.periods import Period, WindowSpec
+from regions.core.windows import encode_window
 from tests.e2e.gateway.conftest import GatewayProcess
 from tests.e2e.gateway.two_regions import module_regions
 from tests.harness import Region
@@ -41,7 +48,7 @@ PAGE = """query($b: ID!, $scope: Scope, $first: Int, $after: String, $last: Int,
                 $from: Int) { leaderboard(id: $b) {
   entries(first: $first, after: $after, last: $last, before: $before, fromRank: $from, scope: $scope) {
     entries { ENTRY } pageInfo { startCursor endCursor hasNextPage hasPreviousPage }
-    totalCount asOf { region stale } } } }""".replace("ENTRY", ENTRY)
+    totalCount asOf { region stale positions { region partition offset } } } } }""".replace("ENTRY", ENTRY)
 LISTED = """query($b: ID!, $users: [ID!]!, $scope: Scope) { leaderboard(id: $b) {
   players(userIds: $users, scope: $scope) {
     entries { userId rankAmong player { ENTRY } } asOf { region } } } }""".replace("ENTRY", ENTRY)
@@ -107,6 +114,7 @@ def _reads(d: Deployment) -> list[tuple[str, GatewayProcess, str, str]]:
 class Ranked:
     board: Board
     expected: list[dict[str, Any]]  # every entry, in rank order, as ENTRY selects it
+    acked: dict[tuple[str, int], int]  # the highest acknowledged offset of each (region, partition)
 
     def of(self, user: str) -> dict[str, Any]:
         return next(e for e in self.expected if e["userId"] == user)
@@ -123,14 +131,14 @@ def _expected(totals: dict[str, int]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-async def ranked(regions: Deployment) -> Ranked:
-    """A board of two shards whose 20 players score in threes (100, 100, 100, 90, ...): some only
-    through eu, some only through us, most through both, and some awards retried in the other region
-    (one event, acknowledged twice); converged in both regions."""
+@pytest.fixture(scope="module", params=[1, 4], ids=["all-time", "sharded"])
+async def ranked(regions: Deployment, request: pytest.FixtureRequest) -> Ranked:
+    """A board (one sorted set, or 4 shards) whose 20 players score in threes (100, 100, 100, 90,
+    ...): some only through eu, some only through us, most through both, and some awards retried in
+    the other region (one event, acknowledged twice); converged in both regions."""
     d, oracle = regions, Oracle()
     eu, us = d.regions["eu"], d.regions["us"]
-    board = await _board(d, tie_policy=TiePolicy.USER_ID, shards=2)
+    board = await _board(d, tie_policy=TiePolicy.USER_ID, shards=request.param)
     for i in range(PLAYERS):
         user, total = f"p{i:02d}", 100 - 10 * (i // 3)
         first = total if i % 5 == 0 else total // 2 + i % 3
@@ -141,12 +149,20 @@ async def ranked(regions: Deployment) -> Ranked:
             await oracle.send(us if i % 2 else eu, board.id, user, f"m{i}-a", first)
     assert oracle.acks > len(oracle.amounts) and {r for r, _ in oracle.acked} == {"eu", "us"}
     await _converged(d, board, oracle)
-    return Ranked(board, _expected(oracle.totals()))
+    return Ranked(board, _expected(oracle.totals()), dict(oracle.acked))
 
 
-async def _walk(gateway: GatewayProcess, board: str, scope: str, forwards: bool) -> list[dict[str, Any]]:
+def _covers(as_of: dict[str, Any], acked: dict[tuple[str, int], int]) -> bool:
+    """Whether an asOf's positions reach every acknowledged award (I5: asOf[p] >= o)."""
+    at = {(p["region"], p["partition"]): p["offset"] for p in as_of["positions"]}
+    return all(at.get(key, -1) >= offset for key, offset in acked.items())
+
+
+async def _walk(
+    gateway: GatewayProcess, board: str, scope: str, forwards: bool, acked: dict[tuple[str, int], int]
+) -> list[dict[str, Any]]:
     """Every entry, page after page of 6 (forwards from the first; backwards from the last),
-    checking each page's info; in rank order."""
+    checking each page's info and that its asOf covers every acknowledged award; in rank order."""
     pages: list[list[dict[str, Any]]] = []
     cursor = None
     while True:
@@ -157,6 +173,7 @@ async def _walk(gateway: GatewayProcess, board: str, scope: str, forwards: bool)
         page = found["entries"]
         info, more = page["pageInfo"], page["pageInfo"]["hasNextPage" if forwards else "hasPreviousPage"]
         assert page["totalCount"] == PLAYERS and not page["asOf"]["stale"], page
+        assert _covers(page["asOf"], acked), (page["asOf"], acked)
         assert info["hasPreviousPage" if forwards else "hasNextPage"] == bool(pages), info
         pages.append(page["entries"])
         if not more:
@@ -173,8 +190,8 @@ async def test_pages_walk_the_same_board_both_ways_in_both_regions_and_scopes(
     board = ranked.board.id
     for region, gateway, scope, answering in _reads(regions):
         where = f"{region} gateway, {scope}"
-        assert await _walk(gateway, board, scope, forwards=True) == ranked.expected, where
-        assert await _walk(gateway, board, scope, forwards=False) == ranked.expected, where
+        assert await _walk(gateway, board, scope, True, ranked.acked) == ranked.expected, where
+        assert await _walk(gateway, board, scope, False, ranked.acked) == ranked.expected, where
         middle = await _query(gateway, PAGE, b=board, scope=scope, first=5, **{"from": PLAYERS // 2})
         assert middle["entries"]["entries"] == ranked.expected[PLAYERS // 2 - 1 : PLAYERS // 2 + 4], where
         assert middle["entries"]["asOf"]["region"] == answering, where
@@ -185,6 +202,51 @@ async def test_pages_walk_the_same_board_both_ways_in_both_regions_and_scopes(
     after = await _query(regions.gateways["us"], PAGE, b=board, scope="REGIONAL", first=7, after=cursor)
     assert after["entries"]["entries"] == ranked.expected[7:14]
     assert after["entries"]["asOf"]["region"] == "us"
+
+    # HOME through us's gateway is eu's own projection: the same page as eu's REGIONAL, both asOf of
+    # eu covering every acknowledged award (their offsets may differ: heartbeats move them on)
+    home = await _query(regions.gateways["us"], PAGE, b=board, scope="HOME", first=8, **{"from": 5})
+    local = await _query(regions.gateways["eu"], PAGE, b=board, scope="REGIONAL", first=8, **{"from": 5})
+    assert home["entries"]["entries"] == local["entries"]["entries"] == ranked.expected[4:12]
+    assert home["entries"]["pageInfo"] == local["entries"]["pageInfo"]
+    for read in (home, local):
+        as_of = read["entries"]["asOf"]
+        assert as_of["region"] == "eu" and _covers(as_of, ranked.acked), as_of
+
+
+async def _sent_all(oracle: Oracle, region: Region, awards: list[dict[str, Any]]) -> None:
+    """Awards acknowledged by ``region``'s intake in batches (their positions kept in ``oracle``)."""
+    for at in range(0, len(awards), 100):
+        response = await region.client.send({"awards": awards[at : at + 100]})
+        assert response.status_code == 202, response.text
+        for award, accepted in zip(awards[at : at + 100], response.json()["accepted"], strict=True):
+            oracle.amounts[accepted["eventId"]] = (award["userId"], award["delta"])
+            key = (accepted["region"], accepted["partition"])
+            oracle.acked[key] = max(oracle.acked.get(key, -1), accepted["offset"])
+
+
+async def test_from_rank_deep_in_a_sharded_board_reads_the_same_slice_in_both_regions(
+    regions: Deployment,
+) -> None:
+    d, oracle = regions, Oracle()
+    board = await _board(d, tie_policy=TiePolicy.USER_ID, shards=4)
+    totals = {f"q{i:03d}": 1000 - 5 * (i // 4) for i in range(300)}  # ties of four
+    for name, intake in d.regions.items():  # each player's points half through eu, half through us
+        awards = [_points(board, user, f"m-{name}-{user}", total // 2) for user, total in totals.items()]
+        await _sent_all(oracle, intake, awards)
+    expected = _expected({user: total // 2 * 2 for user, total in totals.items()})
+    await _converged(d, board, oracle)
+    for region, gateway, scope, answering in _reads(d):
+        for rank, first in ((1, 10), (150, 30), (271, 30), (300, 5)):
+            page = (await _query(gateway, PAGE, b=board.id, scope=scope, first=first, **{"from": rank}))[
+                "entries"
+            ]
+            where = f"{region} gateway, {scope}, fromRank {rank}"
+            assert page["entries"] == expected[rank - 1 : rank - 1 + first], where
+            assert (page["totalCount"], page["pageInfo"]["hasNextPage"]) == (300, rank - 1 + first < 300), (
+                where
+            )
+            assert page["asOf"]["region"] == answering and _covers(page["asOf"], oracle.acked), where
 
 
 async def test_a_friends_list_is_ranked_among_itself_on_both_regions(
@@ -244,6 +306,73 @@ async def test_both_regions_show_the_metadata_of_the_award_holding_the_best(regi
         assert read["player"] == {"score": 90, "metadata": best}
 
 
+async def test_both_regions_show_the_metadata_of_the_newest_award_applied_to_a_sum(
+    regions: Deployment,
+) -> None:
+    d, oracle = regions, Oracle()
+    eu, us = d.regions["eu"], d.regions["us"]
+    board = await _board(d, aggregation=Aggregation.SUM, shards=4)
+    sums = """query($b: ID!, $scope: Scope) { leaderboard(id: $b) {
+      entries(first: 10, scope: $scope) { entries { userId score metadata } }
+      players(userIds: ["ann", "bob"], scope: $scope) { entries { userId player { score metadata } } } } }"""
+
+    async def shown(expected: list[dict[str, Any]]) -> None:
+        await _converged(d, board, oracle)  # each award applied in both regions before the next one
+        for region, gateway, scope, _ in _reads(d):
+            read = await _query(gateway, sums, b=board.id, scope=scope)
+            assert read["entries"]["entries"] == expected, f"{region} gateway, {scope}"
+            listed = {e["userId"]: e["player"] for e in read["players"]["entries"]}
+            assert listed == {e["userId"]: {"score": e["score"], "metadata": e["metadata"]} for e in expected}
+
+    await _sent(oracle, eu, {**_points(board, "ann", "s1", 30), "metadata": {"match": "s1"}})
+    await _sent(oracle, us, {**_points(board, "bob", "s2", 20), "metadata": {"match": "s2"}})
+    await shown([{"userId": "ann", "score": 30, "metadata": {"match": "s1"}},
+                 {"userId": "bob", "score": 20, "metadata": {"match": "s2"}}])  # fmt: skip
+    await _sent(oracle, us, {**_points(board, "ann", "s3", 5), "metadata": {"match": "s3"}})  # newest: us's
+    await shown([{"userId": "ann", "score": 35, "metadata": {"match": "s3"}},
+                 {"userId": "bob", "score": 20, "metadata": {"match": "s2"}}])  # fmt: skip
+    await _sent(oracle, eu, _points(board, "bob", "s4", 1))  # the newest has none: none is shown
+    await shown([{"userId": "ann", "score": 35, "metadata": {"match": "s3"}},
+                 {"userId": "bob", "score": 21, "metadata": None}])  # fmt: skip
+
+
+# ------------------------------------------------------------------ a board with daily periods
+
+PERIOD_READS = """query($b: ID!, $scope: Scope, $users: [ID!]!) { leaderboard(id: $b) { period {
+  key entries(first: 2, scope: $scope) { entries { ENTRY } pageInfo { endCursor hasNextPage } totalCount }
+  rest: entries(fromRank: 3, scope: $scope) { entries { ENTRY } }
+  players(userIds: $users, scope: $scope) { entries { userId rankAmong player { ENTRY } } } } } }""".replace(
+    "ENTRY", ENTRY
+)
+
+
+async def test_a_daily_boards_period_is_paged_and_listed_alike_in_both_regions(regions: Deployment) -> None:
+    d, oracle = regions, Oracle()
+    eu, us = d.regions["eu"], d.regions["us"]
+    board = await _board(d, tie_policy=TiePolicy.USER_ID, window=encode_window(WindowSpec(Period.DAILY)))
+    now = datetime.now(UTC)
+    for intake, user, amount in ((eu, "ann", 40), (us, "bob", 40), (eu, "cat", 25), (us, "dan", 10)):
+        award = {**_points(board, user, f"d-{user}", amount), "occurredAt": now.isoformat()}
+        await _sent(oracle, intake, award)
+    await _converged(d, board, oracle)
+    expected = _expected({"ann": 40, "bob": 40, "cat": 25, "dan": 10})
+    for region, gateway, scope, _ in _reads(d):
+        period = (await _query(gateway, PERIOD_READS, b=board.id, scope=scope, users=["dan", "zed", "bob"]))[
+            "period"
+        ]
+        where = f"{region} gateway, {scope}"
+        assert period["key"] == now.strftime("%Y-%m-%d"), where  # the board's zone: UTC
+        assert (period["entries"]["entries"], period["entries"]["totalCount"]) == (expected[:2], 4), where
+        assert period["entries"]["pageInfo"]["hasNextPage"] and period["rest"]["entries"] == expected[2:], (
+            where
+        )
+        assert period["players"]["entries"] == [
+            {"userId": "bob", "rankAmong": 1, "player": expected[1]},
+            {"userId": "dan", "rankAmong": 2, "player": expected[3]},
+            {"userId": "zed", "rankAmong": None, "player": None},
+        ], where
+
+
 # ------------------------------------------------------------------ wait=applied
 
 
@@ -261,10 +390,13 @@ def _at(score: int, rank: int, shared_rank: int, changed: bool = True) -> dict[s
     return {"score": score, "rank": rank, "sharedRank": shared_rank, "changed": changed}
 
 
-async def test_each_regions_intake_answers_the_rank_in_its_own_projection(regions: Deployment) -> None:
+@pytest.mark.parametrize("shards", [1, 4], ids=["all-time", "sharded"])
+async def test_each_regions_intake_answers_the_rank_in_its_own_projection(
+    regions: Deployment, shards: int
+) -> None:
     d, oracle = regions, Oracle()
     eu, us = d.regions["eu"], d.regions["us"]
-    board = await _board(d, tie_policy=TiePolicy.USER_ID)
+    board = await _board(d, tie_policy=TiePolicy.USER_ID, shards=shards)
     for region in (eu, us):  # warm: the board's first award seen in both regions (1 point each)
         await _sent(oracle, region, _points(board, f"warm-{region.settings.region}", "w", 1))
     await _converged(d, board, oracle)
