@@ -36,6 +36,11 @@ class ChangedTotal(Protocol):
     def total(self) -> int: ...
     @property
     def version(self) -> int: ...
+    @property
+    def absent(self) -> bool:
+        """The player has no entry (a rolling board's player with no points left, or one hidden by
+        moderation): the hint says they left, and never their total."""
+        ...
 
 
 MAX_HINT_USERS = 64
@@ -52,14 +57,22 @@ def changes_hint(
     board_id: str, sequence: int, positions: dict[tuple[str, int], int], changed: Sequence[ChangedTotal]
 ) -> bytes:
     """A batch changed these players' totals; ``positions`` are the offsets the batch reflects,
-    named ``<region>:<partition>`` as in the positions hash."""
+    named ``<region>:<partition>`` as in the positions hash. A player who left the board (``absent``:
+    removed, or hidden) is named with ``left`` and no score, whatever their total; one who comes back
+    (shown again) is named as a new entry, with their score."""
     hint = {
         "boardId": board_id, "sequence": sequence,
         "positions": {position_field(r, p): o for (r, p), o in positions.items()},
-        "users": [{"userId": t.user_id, "score": t.total, "version": t.version} for t in changed[:MAX_HINT_USERS]],
+        "users": [_user(t) for t in changed[:MAX_HINT_USERS]],
         "truncated": len(changed) > MAX_HINT_USERS,
     }  # fmt: skip
     return _encode(hint)
+
+
+def _user(total: ChangedTotal) -> dict[str, object]:
+    if total.absent:
+        return {"userId": total.user_id, "version": total.version, "left": True}
+    return {"userId": total.user_id, "score": total.total, "version": total.version}
 
 
 def resync_hint(board_id: str, sequence: int) -> bytes:

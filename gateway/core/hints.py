@@ -13,8 +13,9 @@ from regions.core.positions import SourceKey
 
 class _User(msgspec.Struct):
     userId: str
-    score: int
     version: int
+    score: int | None = None  # none when the player left the board (``left``)
+    left: bool = False
 
 
 class _Status(msgspec.Struct):
@@ -37,9 +38,13 @@ _decode = msgspec.json.Decoder(_Payload).decode
 
 @dataclass(frozen=True, slots=True)
 class ChangedUser:
+    """A player a batch changed: their new score, or none when they left the board (removed, or
+    hidden by moderation, whose total is never told)."""
+
     user_id: str
-    score: int
+    score: int | None
     version: int
+    left: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,6 @@ def parse_hint(raw: bytes | str) -> Hint:
         positions = {parse_position_name(k): v for k, v in p.positions.items()}
     except (msgspec.DecodeError, ValueError) as exc:
         raise InvalidHint(str(exc)) from exc
-    users = tuple(ChangedUser(u.userId, u.score, u.version) for u in p.users)
+    users = tuple(ChangedUser(u.userId, None if u.left else u.score, u.version, u.left) for u in p.users)
     status = None if p.status is None else StatusNews(p.status.status, p.status.resultVersion)
     return Hint(p.boardId, p.sequence, positions, users, p.truncated, p.resync, status)

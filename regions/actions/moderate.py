@@ -50,9 +50,10 @@ async def record_moderation(
     return entry
 
 
-def version_of(entry: ModerationEntry) -> CorrectionRequest:
-    """The result version a CLOSED board's action publishes: no adjustments, the player named."""
-    return CorrectionRequest(entry.board_id, f"moderation:{entry.sequence}", entry.reason, (),
+def version_of(entry: ModerationEntry, board_id: str | None = None) -> CorrectionRequest:
+    """The result version a CLOSED board's action publishes (or that of its period ``board_id``): no
+    adjustments, the player named."""
+    return CorrectionRequest(board_id or entry.board_id, f"moderation:{entry.sequence}", entry.reason, (),
                              ((entry.user_id, entry.hidden),))  # fmt: skip
 
 

@@ -14,13 +14,15 @@
   with no points left), and showing them again is one more version with the total as it is then.
 - **Where.** An action changes the player's state on the board itself, or on a windowed board those
   of the current and the previous period (``state_boards``); awards of later periods find it by the
-  board's id.
+  board's id. A CLOSING or CLOSED period whose home projection shows the player otherwise than the
+  action asks (``republishes``) is changed too, and gets a new result version (as a CLOSED board).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from regions.core.boards import BoardStatus
 from regions.core.lifecycle import MAX_REASON
 from regions.core.periods import WindowSpec, period_of, previous_period
 from regions.core.validation import FieldError, player_action_errors
@@ -80,3 +82,13 @@ def state_boards(board_id: str, spec: WindowSpec | None, now_ms: int) -> list[st
         return [board_id]
     current = period_of(spec, now_ms)
     return [period_board_id(board_id, previous_period(spec, current).key), period_board_id(board_id, current.key)]
+
+
+def republishes(hidden: bool, status: BoardStatus | None, shown: bool | None) -> bool:
+    """A period of ``status`` (None: not closing yet) needs a new result version for an action that
+    hides (or shows again) a player whose home projection there shows them (``shown``), holds them
+    hidden (False) or holds no state of them (None): only a closing or closed period that holds the
+    player otherwise than the action asks."""
+    if status is None or status is BoardStatus.OPEN or shown is None:
+        return False
+    return shown == hidden

@@ -37,8 +37,9 @@ from regions.lifecycle import metrics, windows
 from regions.lifecycle.announce import StatusAnnouncer
 from regions.lifecycle.archive import archive_projection
 from regions.lifecycle.erasure import ErasureWorker
+from regions.lifecycle.moderated_periods import PeriodStores
 from regions.lifecycle.moderation import write_moderation
-from regions.lifecycle.publish import CorrectionPublisher
+from regions.lifecycle.publish import CorrectionPublisher, publish_periods
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.corrections import CassandraCorrections
@@ -95,6 +96,7 @@ class LifecycleWorker:
         self._announcer = StatusAnnouncer(self._projection, settings.redis.key_prefix)
         self._erasures = ErasureWorker(settings, self._projection)
         self._clock = clock
+        self._published: dict[str, int] = {}  # periods' versions found published (publish_periods)
         self.running = asyncio.Event()
 
     def now_ms(self) -> int:
@@ -153,9 +155,13 @@ class LifecycleWorker:
                 self._errors.log(logging.WARNING, board.id, "%s %s: %r; trying again",
                                  "closing" if board.status is BoardStatus.CLOSING else "correcting",
                                  board.id, exc)  # fmt: skip
+        homed = {r.board.id: r.board for r in records if r.board.home_region == self._region}
+        await publish_periods(publisher, stores.periods, homed, assigned, self._published,
+                              (producer, partitions), self.guarded)  # fmt: skip
         await self._announcer.announce(records)
         await self.guarded("time windows", windows.tick(self, stores.periods, producer, partitions, required))
-        await self.guarded("moderation", write_moderation(stores.lifecycle, stores.moderation, producer,
+        periods = PeriodStores(stores.moderation, stores.corrections, stores.periods, stores.results)
+        await self.guarded("moderation", write_moderation(stores.lifecycle, periods, self._projection, producer,
                                                           topic=self.awards_topic, partitions=partitions,
                                                           region=self._region))  # fmt: skip
         await self.guarded("erasures", self._erasures.tick(stores.erasures, stores.players, producer, partitions))

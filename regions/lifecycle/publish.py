@@ -10,6 +10,8 @@ The steps (``regions.core.corrections.correction_step``), each resumable after a
    as the board's newest result, and mark the correction published.
 Corrections of one board are published one at a time, in version order. A version claimed by an
 erasure (``regions.core.erasure.is_erasure``) is published by the erasure itself, from the archive.
+A CLOSED period takes the versions of moderation actions (``regions.lifecycle.moderated_periods``)
+with the same steps, as the board ``<board>@<key>`` (``publish_periods``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
 
+from regions.core.boards import Board, BoardStatus
 from regions.core.corrections import (
     FIRST_RESULT_VERSION,
     ArchiveVersion,
@@ -35,13 +40,21 @@ from regions.runtime.logs import ThrottledLog
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
 from regions.stores.cassandra.lifecycle import CassandraLifecycle, CloseRecord
+from regions.stores.cassandra.periods import CassandraPeriods
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.kafka.clients import partition_of_key
 from regions.stores.redis.projection import RedisProjection
 from schema.lifecycle import CorrectionRecord, LifecycleCodec, correction_key
 from schema.records import totals_key
+from schema.scoped import split_board_id
 
 log = logging.getLogger(__name__)
+
+
+class Publishes(Protocol):
+    """Where a board's newest result version is recorded: the catalog, or the periods table."""
+
+    async def publish_version(self, board_id: str, version: int) -> bool: ...
 
 
 class CorrectionPublisher:
@@ -58,8 +71,15 @@ class CorrectionPublisher:
         self._encode = LifecycleCodec().encode
         self._errors = errors
 
-    async def step(self, record: CloseRecord, producer: AIOKafkaProducer, partitions: list[int]) -> None:
-        """The next step of the board's next correction (the caller knows one is recorded)."""
+    async def step(
+        self,
+        record: CloseRecord,
+        producer: AIOKafkaProducer,
+        partitions: list[int],
+        catalog: Publishes | None = None,
+    ) -> None:
+        """The next step of the board's next correction (the caller knows one is recorded); its version
+        is recorded in ``catalog`` (by default the board catalog)."""
         board = record.board
         version = (record.result_version or FIRST_RESULT_VERSION) + 1
         entry = next(
@@ -84,7 +104,7 @@ class CorrectionPublisher:
                              "%s: version %d waits for the projection (positions %s, players %s)",
                              board.id, version, sorted(step.missing), list(step.players[:5]))  # fmt: skip
         elif isinstance(step, ArchiveVersion):
-            await self._archive(record, entry)
+            await self._archive(record, entry, catalog or self._lifecycle)
 
     async def _write(
         self, record: CloseRecord, entry: CorrectionEntry, producer: AIOKafkaProducer, partitions: list[int]
@@ -113,16 +133,44 @@ class CorrectionPublisher:
         log.info("%s: correction %r (version %d): %d records written to %s",
                  board.id, entry.correction_id, entry.result_version, len(entry.adjustments), topic)  # fmt: skip
 
-    async def _archive(self, record: CloseRecord, entry: CorrectionEntry) -> None:
+    async def _archive(self, record: CloseRecord, entry: CorrectionEntry, catalog: Publishes) -> None:
         board, started = record.board, time.perf_counter()
         archived = await archive_projection(
             self._projection.redis, self._prefix, self._results, board, version=entry.result_version,
             reason=entry.reason, chunk_size=self._settings.lifecycle.chunk_size, created_at=datetime.now(UTC),
             pause_s=self._settings.lifecycle.fault_chunk_pause_ms / 1000,
         )  # fmt: skip
-        if await self._lifecycle.publish_version(board.id, entry.result_version):
+        if await catalog.publish_version(board.id, entry.result_version):
             log.info("%s: result version %d published (correction %r): %d players in %d chunks "
                      "(%d written in %.2f s)", board.id, entry.result_version, entry.correction_id,
                      archived.header.player_count, archived.header.chunk_count, archived.chunks_written,
                      time.perf_counter() - started)  # fmt: skip
         await self._corrections.record_published(board.id, entry.correction_id, datetime.now(UTC))
+
+
+async def publish_periods(
+    publisher: CorrectionPublisher,
+    periods: CassandraPeriods,
+    boards: Mapping[str, Board],
+    assigned: Mapping[str, int],
+    published: dict[str, int],
+    kafka: tuple[AIOKafkaProducer, list[int]],
+    guarded: Callable[[str, Coroutine[Any, Any, None]], Awaitable[None]],
+) -> None:
+    """The next step of every CLOSED period (of ``boards``, those homed here) with a version assigned
+    (``assigned``, by board id) past its published one. ``published`` remembers the periods found
+    up to date, so a pass reads only the periods whose assigned version moved since."""
+    for board_id, last in assigned.items():
+        base, key = split_board_id(board_id)
+        if key is None or base not in boards or published.get(board_id) == last:
+            continue
+        period = (await periods.between(base, key, key)).get(key)
+        if period is None or period.status is not BoardStatus.CLOSED:
+            continue
+        if last <= (period.result_version or FIRST_RESULT_VERSION):
+            published[board_id] = last
+            continue
+        record = CloseRecord(board=boards[base].for_period(key), closing_at_ms=period.closing_at_ms,
+                             markers=period.markers, cutoffs=period.cutoffs,
+                             result_version=period.result_version)  # fmt: skip
+        await guarded(board_id, publisher.step(record, *kafka, periods))

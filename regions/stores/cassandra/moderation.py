@@ -83,10 +83,12 @@ class CassandraModeration(CassandraTable):
         entries = await self._rows("after", (board_id, after, limit), _entry)
         return [e for e in entries if e is not None]
 
-    async def last_of(self, board_id: str, user_id: str) -> ModerationEntry | None:
-        """The player's newest action on the board (None: never moderated there)."""
+    async def last_of(self, board_id: str, user_id: str, before: int | None = None) -> ModerationEntry | None:
+        """The player's newest action on the board (before sequence ``before``, if given; None: never
+        moderated there)."""
         entries = await self._rows("all", (board_id,), _entry)
-        return max((e for e in entries if e is not None and e.user_id == user_id),
+        return max((e for e in entries if e is not None and e.user_id == user_id
+                    and (before is None or e.sequence < before)),
                    key=lambda e: e.sequence, default=None)  # fmt: skip
 
     async def progress(self) -> list[ModerationProgress]:

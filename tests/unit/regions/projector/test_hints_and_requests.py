@@ -84,3 +84,23 @@ def test_a_stopped_rebuild_is_said_once() -> None:
     assert lines == [
         "  the rebuild stopped (KafkaConnectionError()); whoever holds the projection resumes it"
     ]
+
+
+def test_a_hidden_or_removed_player_leaves_in_the_hint_without_a_score_and_a_restore_is_a_new_entry() -> None:
+    hidden = ProjectableTotal(board_id="b", user_id="bob", total=140, version=5, reached="", sort_order=SortOrder.DESC,
+                              tie_policy=TiePolicy.USER_ID, hidden=True)  # fmt: skip
+    removed = ProjectableTotal(board_id="b", user_id="cat", total=0, version=3, reached="", sort_order=SortOrder.DESC,
+                               tie_policy=TiePolicy.USER_ID, removed=True)  # fmt: skip
+    shown = ProjectableTotal(board_id="b", user_id="bob", total=140, version=6, reached="", sort_order=SortOrder.DESC,
+                             tie_policy=TiePolicy.USER_ID)  # fmt: skip
+
+    raw = changes_hint("b", 7, {}, [hidden, removed])
+    left = parse_hint(raw).users
+    back = parse_hint(changes_hint("b", 8, {}, [shown])).users
+
+    assert b"140" not in raw
+    assert [(u.user_id, u.score, u.version, u.left) for u in left] == [
+        ("bob", None, 5, True),
+        ("cat", None, 3, True),
+    ]
+    assert [(u.user_id, u.score, u.version, u.left) for u in back] == [("bob", 140, 6, False)]
