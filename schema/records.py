@@ -17,6 +17,8 @@ from schema.lifecycle import CUTOFF_PREFIX as CUTOFF_PREFIX  # a control key of 
 from schema.lifecycle import CorrectionsHeld as CorrectionsHeld  # a record of the totals topic
 from schema.lifecycle import CutoffReached as CutoffReached  # a record of the totals topic
 from schema.moderation import Moderated as Moderated  # a record of the totals topic
+from schema.sketch import CandidateSet as CandidateSet  # a record of the totals topic
+from schema.sketch import SketchBlock as SketchBlock  # a record of the totals topic
 from schema.windows import EXPIRY_PREFIX as EXPIRY_PREFIX  # a control key of the awards topic
 from schema.windows import ExpiryMarker as ExpiryMarker  # a control record of the awards topic
 from schema.windows import ExpiryReached as ExpiryReached  # a record of the totals topic
@@ -34,7 +36,9 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     the board's time window as the catalog stores it (``regions.core.windows``; empty: all-time): the
     award counts in the period, or the rolling day, that holds its event time, ``occurred_at_ms`` or
     else ``accepted_at_ms``. ``metadata`` is the award's metadata as canonical JSON text (compact,
-    keys sorted; empty: none, as in awards accepted before awards carried it).
+    keys sorted; empty: none, as in awards accepted before awards carried it). ``approximate`` is
+    the board's approximate settings (``regions.core.approximate``, ``k,epsilon,delta``; empty: an
+    exact board): the award counts in the board's sketch, not in a player state.
     """
 
     event_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
@@ -54,6 +58,7 @@ class AwardEvent(msgspec.Struct, frozen=True, kw_only=True):
     shards: int = 1  # the board's shards in the catalog when it was accepted (1 in older awards)
     window: str = ""
     metadata: str = ""
+    approximate: str = ""
 
     @property
     def event_at_ms(self) -> int:
@@ -134,6 +139,9 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     metadata: str = ""
     notes: tuple[tuple[str, str], ...] = ()
     hidden: bool = False  # hidden by moderation (``schema.moderation``): off the board, still counting
+    # An approximate board's candidate (``schema.sketch``): ``total`` is its estimate, ``version``
+    # its candidate list's; the processor keeps no player state for it
+    estimated: bool = False
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):
@@ -190,7 +198,10 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     source_region: str = ""
 
 
-TotalsRecord = PlayerTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated | Erased
+TotalsRecord = (
+    PlayerTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated | Erased
+    | SketchBlock | CandidateSet
+)  # fmt: skip
 
 CONTROL_PREFIX = b"\x00"
 """Keys of control records start with a zero byte; no award key (``boardId|userId``) does. A consumer

@@ -16,6 +16,7 @@ A board with calendar periods is read, where no period is named, in its current 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from abc import ABC, abstractmethod
 
@@ -32,6 +33,10 @@ from regions.core.periods import WindowSpec
 from regions.core.player_lists import distinct, listed
 from regions.core.reads import Scope
 from regions.core.rollover import current_period
+from regions.core.sketch import error_bound
+
+MAX_PARTITIONS = 4096
+"""The most partitions an approximate board's companion of partition totals is read for."""
 
 
 def now_ms(info: Info[Context, None]) -> int:
@@ -80,11 +85,31 @@ async def _top(
     self: RankedBoard, info: Info[Context, None], k: int | None = 10, scope: Scope | None = Scope.HOME
 ) -> RankPage:
     board, services = self.ranked_board(info), info.context.services
-    k = 10 if k is None else k
+    k, scope = 10 if k is None else k, scope or Scope.HOME
     problem = services.limits.check_k(k)
     if problem is not None:
         raise LimitExceeded(problem)
-    return RankPage.of(await services.projections.top(board, k, scope or Scope.HOME))
+    spec = board.approximate
+    if spec is None:
+        return RankPage.of(await services.projections.top(board, k, scope))
+    if k > spec.k:
+        raise InvalidInput(
+            f"k: leaderboard {board.base_id!r} is approximate and keeps its best {spec.k}, got {k}"
+        )
+    page, counts = await asyncio.gather(
+        services.projections.top(board, k, scope),
+        services.projections.top(board.counts_board, MAX_PARTITIONS, scope),
+    )
+    return RankPage.of(page, error_bound(spec.epsilon, sum(e.score for e in counts.entries)))
+
+
+def exact_only(board: Board) -> None:
+    """``BAD_USER_INPUT`` on an approximate board: it keeps estimates of its best, no exact ranks."""
+    if board.approximate is not None:
+        raise InvalidInput(
+            f"leaderboardId {board.base_id!r}: the board is approximate (trending): it keeps estimated counts "
+            f"of its best {board.approximate.k} items and no exact ranks; read top(k)"
+        )
 
 
 def top(description: str) -> RankPage:
@@ -96,6 +121,7 @@ async def _player(
     self: RankedBoard, info: Info[Context, None], user_id: strawberry.ID, scope: Scope | None = Scope.HOME
 ) -> RankedPlayer | None:
     board = self.ranked_board(info)
+    exact_only(board)
     user = ids.user_id("userId", str(user_id))
     entry, as_of = await info.context.services.projections.player(board, user, scope or Scope.HOME)
     return None if entry is None else RankedPlayer.of(entry, AsOf.of(as_of))
@@ -114,6 +140,7 @@ async def _context(
     scope: Scope | None = Scope.HOME,
 ) -> PlayerContext | None:
     board, services = self.ranked_board(info), info.context.services
+    exact_only(board)
     range = 4 if range is None else range
     problem = services.limits.check_range(range)
     if problem is not None:
@@ -136,6 +163,7 @@ async def _players(
     scope: Scope | None = Scope.HOME,
 ) -> PlayerList:
     board, services = self.ranked_board(info), info.context.services
+    exact_only(board)
     limits = services.limits
     problem = limits.check_players("userIds", len(user_ids), limits.max_listed_players)
     if problem is not None:

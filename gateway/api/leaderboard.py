@@ -9,7 +9,7 @@ from gateway.api import board_reads, fields, paging
 from gateway.api import periods as period_reads
 from gateway.api.context import Context
 from gateway.api.periods import LeaderboardPeriod
-from gateway.api.types import BoardWindow
+from gateway.api.types import ApproximateSettings, BoardWindow
 from regions.core.boards import Aggregation, Board, BoardStatus, Consistency, SortOrder, TiePolicy
 
 
@@ -58,6 +58,13 @@ class Leaderboard(board_reads.RankedBoard):
     @fields.field("How many shards the board's players are spread over (1: one sorted set).")
     def shards(self) -> int:
         return self.board.shards
+
+    @fields.field(
+        "An approximate (trending) board's settings: its top(k) answers estimates; null for an exact board."
+    )
+    def approximate(self) -> ApproximateSettings | None:
+        spec = self.board.approximate
+        return None if spec is None else ApproximateSettings(k=spec.k, epsilon=spec.epsilon, delta=spec.delta)
 
     @fields.field("The board's time window; null for an all-time board.")
     def window(self) -> BoardWindow | None:

@@ -19,7 +19,7 @@ from gateway.api.moderation import ModerationMutation
 from regions.actions.close import begin_close
 from regions.actions.correct import record_correction
 from regions.actions.home import ActionRefused
-from regions.core import boards
+from regions.core import approximate, boards
 from regions.core.boards import Aggregation, Consistency, SortOrder, TiePolicy
 from regions.core.periods import DEFAULT_TIME_ZONE, InvalidWindow, Period, Weekday, WindowSpec
 from regions.core.windows import encode_window
@@ -43,6 +43,25 @@ class WindowInput:
             return WindowSpec(self.period, self.days, self.time_zone or DEFAULT_TIME_ZONE,
                               self.first_day_of_week)  # fmt: skip
         except InvalidWindow as exc:
+            raise InvalidInput(f"input.{exc}") from exc
+
+
+@strawberry.input(
+    description="Keep the best k of a SUM board by a Count-Min Sketch: estimated scores, no exact ranks."
+)
+class ApproximateInput:
+    k: int = strawberry.field(description=f"The most top(k) reads: 1..{approximate.MAX_K}.")
+    epsilon: float = strawberry.field(
+        description=f"An estimate exceeds the true count by at most epsilon x the board's total: (0, {approximate.MAX_EPSILON}]."
+    )
+    delta: float = strawberry.field(
+        description=f"The probability that an estimate exceeds that bound: (0, {approximate.MAX_DELTA}]."
+    )
+
+    def spec(self) -> approximate.ApproximateSpec:
+        try:
+            return approximate.ApproximateSpec(self.k, self.epsilon, self.delta)
+        except approximate.InvalidApproximate as exc:
             raise InvalidInput(f"input.{exc}") from exc
 
 
@@ -72,6 +91,12 @@ class CreateLeaderboardInput:
         "home region only (read-your-write in HOME reads from any region, one more round trip per award "
         "sent outside the home).",
     )
+    approximate: ApproximateInput | None = strawberry.field(
+        default=None,
+        description="A trending board of a huge item space (SUM only): memory fixed whatever the number of "
+        "items, top(k) answers estimated scores with an error bound; player, context, entries and players "
+        "are refused. Absent: an exact board.",
+    )
 
 
 def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[str]) -> boards.Board:
@@ -93,6 +118,7 @@ def board_of(data: CreateLeaderboardInput, serving_region: str, regions: list[st
             shards=1 if data.shards is None else data.shards,
             window=window,
             consistency=data.consistency or Consistency.REGIONAL,
+            approximate=None if data.approximate is None else data.approximate.spec(),
         )
     except boards.InvalidBoardError as exc:
         raise InvalidInput(str(exc)) from exc

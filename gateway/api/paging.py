@@ -10,7 +10,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from gateway.api.board_reads import RankedBoard
+from gateway.api.board_reads import RankedBoard, exact_only
 from gateway.api.context import Context
 from gateway.api.errors import InvalidInput, LimitExceeded
 from gateway.api.types import AsOf, RankedPlayer
@@ -67,6 +67,7 @@ async def _entries(
     scope: Scope | None = Scope.HOME,
 ) -> RankConnection:
     board, services = self.ranked_board(info), info.context.services
+    exact_only(board)
     try:
         request = paging.page_request(
             board.id, first, after, last, before, from_rank, services.limits.max_top_k

@@ -216,10 +216,34 @@ class RankedPlayer:
 class RankPage:
     entries: list[RankedPlayer]
     as_of: AsOf
+    estimated: bool = strawberry.field(
+        default=False,
+        description="The scores are estimates (an approximate board): never below the true count, above it "
+        "by at most errorBound (with the board's probability 1 - delta).",
+    )
+    error_bound: Long | None = strawberry.field(
+        default=None,
+        description="On an approximate board: epsilon x the board's counted total, the most an estimate "
+        "exceeds its true count (with probability 1 - delta); null on an exact board.",
+    )
 
     @staticmethod
-    def of(page: reads.RankPage) -> RankPage:
-        return RankPage(entries=[RankedPlayer.of(e) for e in page.entries], as_of=AsOf.of(page.as_of))
+    def of(page: reads.RankPage, error_bound: int | None = None) -> RankPage:
+        return RankPage(
+            entries=[RankedPlayer.of(e) for e in page.entries], as_of=AsOf.of(page.as_of),
+            estimated=error_bound is not None, error_bound=None if error_bound is None else Long(error_bound),
+        )  # fmt: skip
+
+
+@strawberry.type(description="An approximate (trending) board's settings.")
+class ApproximateSettings:
+    k: int = strawberry.field(
+        description="The most top(k) reads: the best k are kept (2k candidates per partition)."
+    )
+    epsilon: float = strawberry.field(
+        description="An estimate exceeds the true count by at most epsilon x total..."
+    )
+    delta: float = strawberry.field(description="... with probability at least 1 - delta.")
 
 
 @strawberry.type

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from regions.cli.command import Commands, add_command, cassandra_session
+from regions.core.approximate import ApproximateSpec, InvalidApproximate, decode_approximate
 from regions.core.boards import (
     MAX_SHARDS,
     Aggregation,
@@ -43,6 +44,14 @@ def _window(args: argparse.Namespace) -> str | None:
         raise InvalidBoardError(f"{option}: {exc.rule}") from exc
 
 
+def _approximate(given: str | None) -> ApproximateSpec | None:
+    """``--approximate k,epsilon,delta``: the settings of an approximate (trending) board."""
+    try:
+        return decode_approximate(given)
+    except InvalidApproximate as exc:
+        raise InvalidApproximate(f"--approximate {given}: {exc}") from exc
+
+
 async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
     try:
         problem = board_id_error(args.id)
@@ -52,9 +61,9 @@ async def _create_board(settings: Settings, args: argparse.Namespace) -> int:
             id=args.id, name=args.name or args.id, home_region=args.home_region or settings.region,
             sort_order=SortOrder(args.sort_order), aggregation=Aggregation(args.aggregation),
             tie_policy=TiePolicy(args.tie_policy), allow_negative=args.allow_negative, window=_window(args),
-            shards=args.shards, consistency=Consistency(args.consistency),
+            shards=args.shards, consistency=Consistency(args.consistency), approximate=_approximate(args.approximate),
         )  # fmt: skip
-    except InvalidBoardError as exc:
+    except (InvalidBoardError, InvalidApproximate) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if board.home_region not in settings.region_names():
@@ -78,6 +87,7 @@ BOARD_COLUMNS = (
     "NEGATIVE",
     "SHARDS",
     "CONSISTENCY",
+    "APPROXIMATE",
     "CREATED",
 )
 
@@ -87,7 +97,7 @@ def board_row(entry: CatalogEntry) -> tuple[str, ...]:
     return (
         b.id, b.status, b.home_region, b.aggregation, b.sort_order, b.tie_policy, describe_window(b.window_spec),
         ("allowed" if b.allow_negative else "refused") if b.aggregation is Aggregation.SUM else "-",
-        str(b.shards), b.consistency,
+        str(b.shards), b.consistency, b.approximate_text or "-",
         created.strftime("%Y-%m-%d %H:%M:%SZ") if created is not None else "-",
     )  # fmt: skip
 
@@ -179,4 +189,9 @@ def _add_create_board(commands: Commands) -> None:
     create.add_argument(
         "--consistency", choices=[c.value for c in Consistency], default="REGIONAL",
         help="REGIONAL: awards accepted by the region that received them; HOME_ROUTED: by the home region only",
+    )  # fmt: skip
+    create.add_argument(
+        "--approximate", metavar="K,EPSILON,DELTA",
+        help="a trending board (SUM): its best K kept by a Count-Min Sketch of error EPSILON x total with "
+        "probability 1 - DELTA, e.g. 100,0.001,0.001; no exact ranks",
     )  # fmt: skip

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from regions.core.approximate import ApproximateSpec, encode_approximate
 from regions.core.ids import board_id_error
 from regions.core.periods import WindowSpec, period_of
 from regions.core.windows import decode_window
-from schema.scoped import period_board_id, split_board_id
+from schema.scoped import counted_of, counts_board_id, period_board_id, split_board_id
 
 MAX_SHARDS = 64
 """The most shards a board may have: enough to spread one board over every master of a large Redis
@@ -66,9 +67,12 @@ class Board:
     consistency: Consistency = Consistency.REGIONAL
     # A CLOSED board's cutoffs, recorded when it closed: (``<region>:<partition>``, offset), sorted.
     cutoffs: tuple[tuple[str, int], ...] = ()
+    # Approximate (trending): the best k kept by a Count-Min Sketch, no exact ranks (None: exact)
+    approximate: ApproximateSpec | None = None
 
     def __post_init__(self) -> None:
-        base, period = split_board_id(self.id)  # a period of a board: see ``for_period``
+        # a period of a board: see ``for_period``; an approximate board's companion: ``counts_board``
+        base, period = split_board_id(counted_of(self.id))
         problem = board_id_error(base) if period != "" else "must not end with @"
         if problem is not None:
             raise InvalidBoardError(f"id {self.id!r}: {problem}")
@@ -80,6 +84,38 @@ class Board:
             raise InvalidBoardError(
                 f"allow_negative: only SUM boards take deltas; a {self.aggregation} board keeps any score"
             )
+        if self.approximate is not None:
+            self._check_approximate()
+
+    def _check_approximate(self) -> None:
+        """An approximate board counts positive deltas (a sketch only adds), keeps the largest counts
+        and orders equal estimates by item id; it has no rolling window (a sketch cannot forget a day)."""
+        if self.aggregation is not Aggregation.SUM:
+            raise InvalidBoardError(f"approximate: only with aggregation SUM, not {self.aggregation}")
+        if self.allow_negative:
+            raise InvalidBoardError("approximate: a sketch counts positive deltas only, not allow_negative")
+        if self.sort_order is not SortOrder.DESC:
+            raise InvalidBoardError(
+                "approximate: the sketch keeps the largest counts: sortOrder must be DESC"
+            )
+        if self.tie_policy is not TiePolicy.USER_ID:
+            raise InvalidBoardError(
+                "approximate: equal estimates are ordered by item id: tiePolicy must be USER_ID"
+            )
+        spec = decode_window(self.window)
+        if spec is not None and spec.rolling:
+            raise InvalidBoardError("approximate: not with a ROLLING window (a sketch cannot forget a day)")
+
+    @property
+    def counts_board(self) -> Board:
+        """An approximate board's companion, whose members (one per partition) hold the partitions'
+        counted totals (``schema.sketch``): what the error bound of a read is taken from."""
+        return replace(self, id=counts_board_id(self.id), approximate=None, shards=1)
+
+    @property
+    def approximate_text(self) -> str:
+        """The approximate settings as the catalog and the awards keep them (empty: exact)."""
+        return encode_approximate(self.approximate)
 
     @property
     def window_spec(self) -> WindowSpec | None:

@@ -214,6 +214,7 @@ class Intake:
             shards=board.shards,
             window=board.window or "",
             metadata=award.metadata,
+            approximate=board.approximate_text,
         )
 
     async def accept(self, request: Request) -> Response:

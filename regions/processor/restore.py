@@ -1,7 +1,8 @@
 """Bringing a task's store up to its changelogs before the task processes anything.
 
 The changelogs (totals: player state, watermarks, close cutoffs, held corrections, moderation and
-the erasure list, tombstones of erased players' states; dedupe: the dedupe memory) are the source of
+the erasure list, tombstones of erased players' states, approximate boards' sketch blocks and
+candidate sets; dedupe: the dedupe memory) are the source of
 truth. A store that reflects them up to some offsets replays only the tail after those offsets. A
 store that is missing, foreign (another cluster, topic or partition) or stale (offsets beyond a
 changelog's end, as after the topic was recreated, or before its log start, so records it never saw
@@ -19,6 +20,7 @@ import msgspec
 from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.core.aggregation import PlayerState
+from regions.core.candidates import CandidateList
 from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.processor import metrics
@@ -40,6 +42,7 @@ from schema.records import (
     PlayerTotal,
     Watermark,
 )
+from schema.sketch import CandidateSet, SketchBlock
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +134,8 @@ class _Loader:
                     "skipping an undecodable totals record at %s:%d: %s", record.topic, record.offset, exc
                 )
                 continue
+            if isinstance(value, PlayerTotal) and value.estimated:
+                continue  # an approximate board's candidate: its candidate set is the state
             if isinstance(value, PlayerTotal):
                 batch.players[(value.board_id, value.user_id)] = PlayerState(
                     value.total, value.version, value.reached, value.buckets, value.contributions,
@@ -151,6 +156,11 @@ class _Loader:
                 batch.moderation[(value.board_id, value.user_id)] = Moderation(value.sequence, value.hidden)
             elif isinstance(value, Erased):
                 batch.erased[value.token] = not value.lifted
+            elif isinstance(value, SketchBlock):
+                batch.sketch[(value.board_id, value.row, value.block)] = tuple(value.counters)
+            elif isinstance(value, CandidateSet):
+                batch.candidates[value.board_id] = CandidateList(value.version, value.total,
+                                                                 tuple(value.items))  # fmt: skip
 
     @staticmethod
     def _tombstone(batch: StoreBatch, key: bytes) -> None:

@@ -41,6 +41,7 @@ class TaskTransactions:
             source = self._sources[tp.topic]
             for record in records:
                 fold.add(source, record)
+        fold.finish()
         out = fold.out + fold.watermarks()
         # The coordinator writes commit markers after it answers; a transaction begun before they are
         # written is refused (CONCURRENT_TRANSACTIONS) and the client backs off 20 ms.

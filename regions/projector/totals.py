@@ -29,7 +29,8 @@ from schema.records import (
     Moderated,
     Watermark,
 )
-from schema.scoped import split_board_id
+from schema.scoped import counted_of, split_board_id
+from schema.sketch import CandidateSet, SketchBlock
 
 EXACT_LIMIT = 2**53  # a sorted-set score is a double: exact below this
 
@@ -58,13 +59,15 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
 
 def of_board(found: str, board_id: str) -> bool:
     """``found`` is ``board_id`` or one of its periods (``<board>@<key>``), or exactly the period
-    ``board_id`` names."""
+    ``board_id`` names, or the companion of one of those (an approximate board's ``#counts``)."""
+    found = counted_of(found)
     return found == board_id or split_board_id(found)[0] == board_id
 
 
 decode_totals_record = msgspec.msgpack.Decoder(
     ProjectableTotal | Watermark | CutoffReached | CorrectionsHeld | ExpiryReached | Moderated | Erased
-).decode
+    | SketchBlock | CandidateSet
+).decode  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +121,9 @@ class TotalsBatch:
                 where = position_name(value.region, value.source_partition)
                 self.cutoffs.setdefault(value.board_id, {})[where] = value.source_offset
                 continue
-            if isinstance(value, CorrectionsHeld | ExpiryReached | Moderated | Erased):
+            if isinstance(
+                value, CorrectionsHeld | ExpiryReached | Moderated | Erased | SketchBlock | CandidateSet
+            ):
                 continue  # the processor's own state: what it changes reaches the projection as totals
             key = (value.board_id, value.user_id)
             known = self.latest.get(key)

@@ -11,7 +11,9 @@ source position; ``c`` + ``board|region`` -> offset of the board's close cutoff 
 no other; ``h`` + board -> the correction records held for the board (absent: none); ``o`` + ``board|user``
 -> the player's last moderation action (sequence, hidden), also kept in memory (moderated players are
 few, and every award asks); ``u`` + user + ``\x00`` + board -> nothing: the player's states, which an
-erasure removes; ``z`` + erasure token -> nothing: the erasure list; ``m`` + name ->
+erasure removes; ``z`` + erasure token -> nothing: the erasure list; ``k`` + board + ``\x00`` + row
+(1 byte) + block (2 bytes) -> the counters of one block of an approximate board's sketch (msgpack);
+``q`` + board -> its candidate list (version, total, candidates); ``m`` + name ->
 metadata (identity, format, changelog offsets, completeness bound). A player value is msgpack
 (total, version, tie key, ROLLING day buckets, MAX/MIN contributions), trailing defaults left out.
 
@@ -34,9 +36,18 @@ import msgspec
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteBufferManager, WriteOptions
 
 from regions.core.aggregation import PlayerState, Seen
+from regions.core.candidates import CandidateList
 from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
-from regions.stores.task_state import STORE_FORMAT, CutoffKey, DayEntry, StateKey, StoreBatch, StoreIdentity
+from regions.stores.task_state import (
+    STORE_FORMAT,
+    BlockKey,
+    CutoffKey,
+    DayEntry,
+    StateKey,
+    StoreBatch,
+    StoreIdentity,
+)
 from schema.lifecycle import HeldCorrection
 from schema.records import pack_seen, unpack_seen
 
@@ -66,6 +77,10 @@ def _moderation_key(key: StateKey) -> bytes:
 
 def _user_key(key: StateKey) -> bytes:
     return b"u" + key[1].encode() + b"\x00" + key[0].encode()
+
+
+def _block_key(key: BlockKey) -> bytes:
+    return b"k" + key[0].encode() + b"\x00" + key[1].to_bytes(1, "big") + key[2].to_bytes(2, "big")
 
 
 def _day_prefix(board: str, day: int) -> bytes:
@@ -110,6 +125,8 @@ class RocksStore:
         self._bulk = WriteOptions()  # a restore's: no write-ahead log (the changelog is one), then flush
         self._bulk.disable_wal = True  # type: ignore[method-assign,assignment]  # (a property; its stub says method)
         self._held = msgspec.msgpack.Decoder(tuple[HeldCorrection, ...]).decode
+        self._counters = msgspec.msgpack.Decoder(tuple[int, ...]).decode
+        self._candidates = msgspec.msgpack.Decoder(tuple[int, int, tuple[tuple[str, int], ...]]).decode
         self._moderation = self._moderated()
 
     def _moderated(self) -> dict[StateKey, Moderation]:
@@ -186,6 +203,14 @@ class RocksStore:
             if not key.startswith(prefix) or (end is not None and key >= end):
                 return
             yield key, value
+
+    def sketch_block(self, key: BlockKey) -> tuple[int, ...] | None:
+        raw = self._get(_block_key(key))
+        return None if raw is None else self._counters(raw)
+
+    def candidates(self, board_id: str) -> CandidateList:
+        raw = self._get(b"q" + board_id.encode())
+        return CandidateList() if raw is None else CandidateList(*self._candidates(raw))
 
     def cutoff(self, key: CutoffKey) -> int | None:
         raw = self._get(_cutoff_key(key))
@@ -264,6 +289,10 @@ class RocksStore:
             raw_id = bytes.fromhex(event_id)
             yield b"d" + raw_id, pack_seen(copy.digest, copy.at_ms, copy.region, copy.amount)
             yield b"t" + _time(copy.at_ms) + raw_id, b""
+        for block, counters in batch.sketch.items():
+            yield _block_key(block), encode(counters)
+        for board_id, listed in batch.candidates.items():
+            yield b"q" + board_id.encode(), encode((listed.version, listed.total, listed.items))
         for raw_id, packed in batch.packed_seen.items():
             yield b"d" + raw_id, packed
             # The index key's time, order-preserving: the packed big-endian signed time with its

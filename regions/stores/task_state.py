@@ -6,7 +6,8 @@ cutoffs met ((board, accepting region) -> offset of the board's first cutoff mar
 corrections it holds per board until the board's fold is final in its partition, for ROLLING boards
 the newest expired day and an index of which players have points on which day (so an expiry visits
 exactly those players), each moderated player's last moderation action per board (few: a store keeps them in memory
-too), an index of each player's states by user id and the erasure list (for erasures), and the changelog offsets the store reflects. The compacted changelogs in
+too), an index of each player's states by user id and the erasure list (for erasures), for
+approximate boards the blocks of each board's sketch and its candidate list, and the changelog offsets the store reflects. The compacted changelogs in
 Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from regions.core.aggregation import PlayerState, Seen
+from regions.core.candidates import CandidateList
 from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from schema.lifecycle import HeldCorrection
@@ -27,6 +29,7 @@ from schema.records import unpack_seen
 StateKey = tuple[str, str]
 CutoffKey = tuple[str, str]  # (board, accepting region)
 DayEntry = tuple[str, int, str]  # (board, day, user): the player has a bucket of that day
+BlockKey = tuple[str, int, int]  # (board, row, block) of an approximate board's sketch
 STORE_FORMAT = 3
 """What a store's contents mean. 2: players carry ROLLING day buckets, with the day index and
 expired days. 3: an index of each player's states by user id, for an erasure. A store of another
@@ -67,10 +70,14 @@ class StoreBatch:
     # Remembered copies to forget, before the other changes: the event id's 16 bytes -> the time of
     # the copy to forget (an entry of ``oldest_seen``; a newer copy stays), or None: whatever is held.
     forgotten: dict[bytes, int | None] = field(default_factory=dict)
+    # Approximate boards: absolute counters of the sketch blocks changed, and the candidate lists
+    sketch: dict[BlockKey, tuple[int, ...]] = field(default_factory=dict)
+    candidates: dict[str, CandidateList] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.players or self.seen or self.packed_seen or self.sources or self.cutoffs or self.held
-                    or self.changelog or self.expired or self.days_added or self.days_removed
+                    or self.sketch or self.candidates or self.changelog or self.expired or self.days_added
+                    or self.days_removed
                     or self.forgotten or self.moderation or self.erased_players or self.erased
                     or self.complete_since_ms is not None)  # fmt: skip
 
@@ -110,6 +117,12 @@ class TaskStore(Protocol):
 
     def complete_since_ms(self) -> int | None:
         """Every copy accepted at or after this time is remembered (None: nothing was forgotten)."""
+
+    def sketch_block(self, key: BlockKey) -> tuple[int, ...] | None:
+        """The counters of one block of an approximate board's sketch (None: all zero)."""
+
+    def candidates(self, board_id: str) -> CandidateList:
+        """An approximate board's candidate list in this partition (empty, version 0: none yet)."""
 
     def format(self) -> int:
         """The format the store's contents are in (``STORE_FORMAT`` for a new store)."""
@@ -156,6 +169,8 @@ class MemoryStore:
         self._erased: set[str] = set()
         self._changelog: dict[str, int] = {}
         self._complete_since: int | None = None
+        self._sketch: dict[BlockKey, tuple[int, ...]] = {}
+        self._candidates: dict[str, CandidateList] = {}
 
     def identity(self) -> StoreIdentity | None:
         return self._identity
@@ -196,6 +211,12 @@ class MemoryStore:
     def format(self) -> int:
         return STORE_FORMAT
 
+    def sketch_block(self, key: BlockKey) -> tuple[int, ...] | None:
+        return self._sketch.get(key)
+
+    def candidates(self, board_id: str) -> CandidateList:
+        return self._candidates.get(board_id) or CandidateList()
+
     def expired_through(self, board: str) -> int | None:
         return self._expired.get(board)
 
@@ -231,6 +252,8 @@ class MemoryStore:
         self._moderation.update(batch.moderation)
         self._erased |= {token for token, erased in batch.erased.items() if erased}
         self._erased -= {token for token, erased in batch.erased.items() if not erased}
+        self._sketch.update(batch.sketch)
+        self._candidates.update(batch.candidates)
         self._changelog.update(batch.changelog)
         self._raise_complete_since(batch.complete_since_ms)
 

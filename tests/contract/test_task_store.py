@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from regions.core.aggregation import PlayerState, Seen
+from regions.core.candidates import CandidateList
 from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.processor.restore import stale_reason
@@ -53,6 +54,17 @@ class TaskStoreContract:
         no_holder = PlayerState(4, 2, "k3", contributions=(("k1", 1), ("k3", 3)), notes=(("k1", '{"m":1}'),))
         store.write(StoreBatch(players={("b", "ann"): held, ("b", "bob"): no_holder}))
         assert (store.player(("b", "ann")), store.player(("b", "bob"))) == (held, no_holder)
+
+    def test_sketch_blocks_and_candidate_lists_are_read_back(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        assert store.sketch_block(("tr", 0, 0)) is None and store.candidates("tr") == CandidateList()
+        listed = CandidateList(3, 40, (("song|1", 9), ("s2", 7)))
+        store.write(StoreBatch(sketch={("tr", 0, 0): (1, 0, 2**40), ("tr@2026-12-01", 6, 42): (5,)},
+                               candidates={"tr": listed}))  # fmt: skip
+        store.write(StoreBatch(sketch={("tr", 0, 0): (2, 0, 2**40)}))
+        assert store.sketch_block(("tr", 0, 0)) == (2, 0, 2**40)
+        assert store.sketch_block(("tr@2026-12-01", 6, 42)) == (5,) and store.sketch_block(("tr", 1, 0)) is None
+        assert store.candidates("tr") == listed and store.candidates("tr@2026-12-01") == CandidateList()
 
     def test_a_batch_is_read_back_whole(self, store: TaskStore) -> None:
         store.reset(IDENTITY)

@@ -3,22 +3,21 @@
 An award of a board after its region's cutoff is late: it goes to reconciliation (``late``), never
 applied. Awards carry their board's time window. On a board with periods an award counts in the
 period that holds its event time, as the board ``<board>@<period key>`` (``schema.scoped``): its own
-state, totals, cutoffs. On a ROLLING board it counts in the day bucket of its event time (an entry
+state, totals, cutoffs. An award of an approximate board counts in its sketch (``approximate``). On a ROLLING board it counts in the day bucket of its event time (an entry
 of the day index); an award of a day that has left the window is late. An award of an erased
 player is dropped (``erasure``).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from regions.core.aggregation import (
     Applied,
-    Conflict,
     Duplicate,
-    Forgotten,
     Outcome,
-    OutOfRange,
     Replaced,
     apply_award,
 )
@@ -28,31 +27,20 @@ from regions.core.periods import InvalidWindow, WindowSpec, day_key, day_of
 from regions.core.rolling import TooLate, apply_rolling
 from regions.core.windows import decode_window
 from regions.processor.round.erasure import Dropped
-from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse
+from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse, refusal
 from regions.stores.task_state import StateKey
 from schema.records import AppliedAward, AwardEvent, PlayerTotal, Reconciliation, totals_key
 
-
-def refusal(outcome: Conflict | OutOfRange | Forgotten) -> tuple[str, str]:
-    """The reconciliation reason and detail of a record the aggregation refused."""
-    if isinstance(outcome, Conflict):
-        return (
-            "conflicting_repeat",
-            f"event {outcome.event_id} was applied with digest {outcome.recorded_digest}",
-        )
-    if isinstance(outcome, OutOfRange):
-        return "total_out_of_range", f"total would be {outcome.total}, outside +-2^53"
-    return "beyond_dedupe_memory", (
-        f"event {outcome.event_id} may repeat a copy accepted before {outcome.complete_since_ms}, "
-        "which the dedupe memory no longer holds"
-    )
+if TYPE_CHECKING:
+    from regions.processor.round.approximate import Trending
 
 
 class Awards:
     """Folds the round's awards: new totals, the copies remembered, the applied awards for the audit."""
 
-    def __init__(self, state: RoundState, *, honour_cutoffs: bool = True) -> None:
+    def __init__(self, state: RoundState, trending: Trending, *, honour_cutoffs: bool = True) -> None:
         self._state = state
+        self._trending = trending  # approximate boards' awards
         self._honour_cutoffs = honour_cutoffs
 
     def add(self, source: Source, value: bytes, offset: int) -> None:
@@ -72,6 +60,9 @@ class Awards:
                 f"close cutoff of {board_id} at offset {cutoff}",
                 award,
             )
+        if award.approximate:
+            self._trending.add(board_id, award, source, offset, same_state=spec is None)
+            return
         state_key = (board_id, award.user_id)
         try:
             outcome = self._outcome(award, state_key, spec)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from regions.core.aggregation import Conflict, Duplicate, Forgotten, OutOfRange
 from regions.core.corrections import Corrected, UnknownPlayer, apply_correction, identity_of, is_final
-from regions.processor.round.awards import refusal
-from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse
+from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse, refusal
 from schema.lifecycle import (
     CorrectionRecord,
     CorrectionsHeld,

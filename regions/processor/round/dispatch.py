@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from aiokafka import ConsumerRecord, TopicPartition
 
+from regions.processor.round.approximate import Trending
 from regions.processor.round.awards import Awards
 from regions.processor.round.corrections import Corrections
 from regions.processor.round.erasure import Erasures
@@ -60,7 +61,8 @@ class Round:
         self.state = state = RoundState.begin(kafka, codec, store, partition, horizon_ms,
                                               forget_event_ids=forget_event_ids)  # fmt: skip
         self._positions = SourcePositions(state)
-        self._awards = Awards(state, honour_cutoffs=honour_cutoffs)
+        self._trending = Trending(state)
+        self._awards = Awards(state, self._trending, honour_cutoffs=honour_cutoffs)
         corrections = Corrections(state)
         # Control records that only move their region's position, by their exact key.
         self._by_key = {HEARTBEAT_KEY: self._positions.heartbeat, GAP_KEY: self._positions.gap}
@@ -131,12 +133,18 @@ class Round:
         called before any record is added."""
         forget(self.state, entries, before_ms)
 
+    def finish(self) -> None:
+        """The round's last records: what it changed on approximate boards (``approximate``). Called
+        once every record is added, before ``out`` is sent; ``store_batch`` calls it too."""
+        self._trending.finish()
+
     def watermarks(self) -> list[Output]:
         """One watermark per (region, partition) this round read, for the end of the transaction."""
         return self._positions.watermarks()
 
     def store_batch(self, changelog: dict[str, int]) -> StoreBatch:
         """What the store writes once the round's transaction committed."""
+        self.finish()
         return self.state.store_batch(changelog)
 
 

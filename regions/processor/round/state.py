@@ -16,11 +16,12 @@ from typing import TypeVar
 import msgspec
 from aiokafka import TopicPartition
 
-from regions.core.aggregation import DedupeMemory, PlayerState, Seen
+from regions.core.aggregation import Conflict, DedupeMemory, Forgotten, OutOfRange, PlayerState, Seen
+from regions.core.candidates import CandidateList
 from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.runtime.settings import KafkaSettings
-from regions.stores.task_state import CutoffKey, DayEntry, StateKey, StoreBatch, TaskStore
+from regions.stores.task_state import BlockKey, CutoffKey, DayEntry, StateKey, StoreBatch, TaskStore
 from schema.erasure import erasure_token
 from schema.lifecycle import HeldCorrection
 from schema.records import AwardEvent, Codec, Reconciliation, dedupe_key, pack_seen
@@ -36,6 +37,21 @@ class Unprocessable(Exception):
     def __init__(self, reason: str, detail: str, award: AwardEvent | None = None) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason, self.detail, self.award = reason, detail, award
+
+
+def refusal(outcome: Conflict | OutOfRange | Forgotten) -> tuple[str, str]:
+    """The reconciliation reason and detail of a record the aggregation refused."""
+    if isinstance(outcome, Conflict):
+        return (
+            "conflicting_repeat",
+            f"event {outcome.event_id} was applied with digest {outcome.recorded_digest}",
+        )
+    if isinstance(outcome, OutOfRange):
+        return "total_out_of_range", f"total would be {outcome.total}, outside +-2^53"
+    return "beyond_dedupe_memory", (
+        f"event {outcome.event_id} may repeat a copy accepted before {outcome.complete_since_ms}, "
+        "which the dedupe memory no longer holds"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +122,9 @@ class RoundState:
     erased_players: set[StateKey] = field(default_factory=set)  # states an erasure removed in this round
     erased: dict[str, bool] = field(default_factory=dict)  # the erasure list's changes in this round
     complete_since_ms: int | None = None  # the memory's completeness bound, when raised here
+    # Approximate boards: the sketch blocks changed in this round (absolute counters), candidate lists
+    sketch: dict[BlockKey, tuple[int, ...]] = field(default_factory=dict)
+    candidates: dict[str, CandidateList] = field(default_factory=dict)
     # Newest (offset, acceptance time) of the awards read per region, folded into ``positions`` at
     # the end of the round: one position update per region instead of one per award.
     newest: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -206,4 +225,5 @@ class RoundState:
                           held=self.held, expired=self.expired, days_added=self.days.added - self.days.removed,
                           days_removed=self.days.removed, changelog=changelog, forgotten=self.forgotten,
                           moderation=self.moderated, erased_players=self.erased_players, erased=self.erased,
-                          complete_since_ms=self.complete_since_ms)  # fmt: skip
+                          complete_since_ms=self.complete_since_ms, sketch=self.sketch,
+                          candidates=self.candidates)  # fmt: skip

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from cassandra import ConsistencyLevel
 
+from regions.core.approximate import decode_approximate
 from regions.core.boards import (
     Aggregation,
     Board,
@@ -22,7 +23,7 @@ from regions.stores.cassandra.base import CassandraTable, Cql, Row, Statements
 
 _COLUMNS = (
     "board_id, name, home_region, sort_order, aggregation, tie_policy, time_window, status, allow_negative, "
-    "shards, consistency"
+    "shards, consistency, approximate"
 )
 READ_COLUMNS = f"{_COLUMNS}, cutoffs"  # what a board is read with (its cutoffs once CLOSED)
 
@@ -41,6 +42,7 @@ def board_of(row: Row) -> Board:
         allow_negative=bool(row.allow_negative),
         shards=row.shards or 1,
         consistency=Consistency(row.consistency or Consistency.REGIONAL),  # older rows hold none
+        approximate=decode_approximate(row.approximate),  # older rows hold none: exact
         cutoffs=tuple(sorted((row.cutoffs or {}).items())),
     )
 
@@ -62,7 +64,7 @@ class CassandraCatalog(CassandraTable):
     statements: ClassVar[Statements] = {
         "get": f"SELECT {READ_COLUMNS} FROM boards WHERE board_id = ?",
         "create": Cql(
-            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
+            f"INSERT INTO boards ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, toTimestamp(now())) "
             "IF NOT EXISTS",
             serial_consistency=ConsistencyLevel.SERIAL,
         ),
@@ -93,6 +95,7 @@ class CassandraCatalog(CassandraTable):
                 board.allow_negative,
                 board.shards,
                 board.consistency.value,
+                board.approximate_text or None,
             ),
         )
 

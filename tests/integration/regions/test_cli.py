@@ -44,6 +44,9 @@ async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_s
     keep_latest = await lb(topics, "create-board", latest, "--aggregation", "LATEST")
     switched = await lb(topics, "set-consistency", latest, "HOME_ROUTED")
     unknown = await lb(topics, "set-consistency", f"cli-{uuid.uuid4().hex[:8]}", "REGIONAL")
+    trending = f"cli-{uuid.uuid4().hex[:8]}"
+    approximate = await lb(topics, "create-board", trending, "--approximate", "50,0.001,0.01")
+    bad_approximate = await lb(topics, "create-board", "t2", "--approximate", "50,0.5,0.01")
 
     code, out, err = await lb(topics, "boards")
 
@@ -53,17 +56,23 @@ async def test_boards_lists_everything_a_board_has(topics: Settings, cassandra_s
     assert scoped[0] == 2 and "must be 1..128 of letters" in scoped[2]
     header, *rows = out.splitlines()
     assert header.split() == ["ID", "STATUS", "HOME", "AGGREGATION", "ORDER", "TIE", "POLICY", "WINDOW",
-                              "NEGATIVE", "SHARDS", "CONSISTENCY", "CREATED"]  # fmt: skip
+                              "NEGATIVE", "SHARDS", "CONSISTENCY", "APPROXIMATE", "CREATED"]  # fmt: skip
     row = next(r for r in rows if r.startswith(board + " "))
     assert row.split()[1:10] == ["OPEN", "local", "SUM", "ASC", "FIRST_REACHED", "none", "allowed", "4",
                                  "HOME_ROUTED"]  # fmt: skip
-    assert row.split()[10].startswith("20") and code == 0 and err == ""
+    assert row.split()[10] == "-" and row.split()[11].startswith("20") and code == 0 and err == ""
     row = next(r for r in rows if r.startswith(weekly + " "))
     assert row.split()[6] == "WEEKLY:SUNDAY@America/New_York"
     row = next(r for r in rows if r.startswith(latest + " "))
     assert keep_latest[0] == 0 and row.split()[3] == "LATEST" and row.split()[7] == "-"  # takes no deltas
     assert switched[0] == 0 and row.split()[9] == "HOME_ROUTED" and "accepted before stay counted" in switched[1]
     assert unknown[0] == 2 and "does not exist" in unknown[2]
+    row = next(r for r in rows if r.startswith(trending + " "))
+    assert approximate[0] == 0 and row.split()[10] == "50,0.001,0.01"
+    assert (
+        bad_approximate[0] == 2
+        and "--approximate 50,0.5,0.01: approximate.epsilon: must be in (0, 0.1]" in bad_approximate[2]
+    )
 
 
 async def test_put_profile_stores_what_the_gateway_shows_and_refuses_bad_values(
