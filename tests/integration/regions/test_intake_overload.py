@@ -24,6 +24,7 @@ from regions.runtime.settings import Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.kafka.clients import AwardPublisher, make_consumer, make_producer
 from schema.records import AwardEvent
+from tests.harness import Region
 
 
 @dataclass
@@ -95,8 +96,7 @@ async def test_awards_over_the_bound_get_overloaded_at_once_and_only_admitted_on
 ) -> None:
     batch = asyncio.create_task(_post(held, {"awards": [_award(held.board.id, m) for m in ("a1", "a2")]}))
     single = asyncio.create_task(_post(held, _award(held.board.id, "a3")))
-    while not await _in_flight(held, 3):  # both admitted requests wait for their acknowledgement
-        await asyncio.sleep(0.005)
+    await Region.wait_until(lambda: _in_flight(held, 3), 10)  # both admitted wait for their ack
     refused = [await _post(held, _award(held.board.id, f"r{i}")) for i in range(4)]
     refused.append(await _post(held, {"awards": [_award(held.board.id, m) for m in ("r5", "r6")]}))
     held.acks.set()
@@ -117,8 +117,7 @@ async def test_an_award_allowed_to_wait_is_admitted_once_room_frees(
     held: HeldIntake, topics: Settings
 ) -> None:
     first = asyncio.create_task(_post(held, _award(held.board.id, "w1")))
-    while not await _in_flight(held, 1):
-        await asyncio.sleep(0.005)
+    await Region.wait_until(lambda: _in_flight(held, 1), 10)
     second = asyncio.create_task(_post(held, _award(held.board.id, "w2")))
     await asyncio.sleep(0.1)
     assert not second.done()  # it waits for room instead of being refused
