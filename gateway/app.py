@@ -28,11 +28,13 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from strawberry.types import ExecutionResult
 
 from gateway import metrics
+from gateway.admission import Admission
 from gateway.api import build_schema
 from gateway.api.context import Context
 from gateway.api.cost import cost_model
 from gateway.api.plans import Declined, Plans, run_plan
 from gateway.body_limit import BodyLimit
+from gateway.core.admission import is_mutation
 from gateway.core.answers import Answer, AnswerCache
 from gateway.core.media import GRAPHQL_RESPONSE, JSON, is_request_error, response_media_type
 from gateway.core.persisted import (
@@ -193,8 +195,32 @@ class GraphQLView(GraphQL[Context, None]):
         else:
             if key is not None:
                 metrics.ANSWER_CACHE.labels("miss").inc()
-            response = await self._answer(request, key)
+            response = await self._admitted(request, key)
         await response(scope, receive, send)
+
+    async def _admitted(self, request: Request, key: bytes | None) -> Response:
+        """The answer of an operation admitted under the bound of operations in flight
+        (:mod:`gateway.admission`), else 503 OVERLOADED before anything runs."""
+        admission: Admission = request.app.state.services.admission
+        if not admission.enter(mutation=False):
+            if "authorization" not in request.headers or not await self._is_mutation(request):
+                return _overloaded(request, admission)
+            if not admission.enter(mutation=True):
+                return _overloaded(request, admission)
+        try:
+            return await self._answer(request, key)
+        finally:
+            admission.leave()
+
+    async def _is_mutation(self, request: Request) -> bool:
+        """Whether the request runs a mutation (asked only once queries are refused: an admin's
+        request, which names a token, may use the share kept for durable writes)."""
+        body = await request.body() if request.method == "POST" else b""
+        operation = read_operation(request.method, request.query_params, request.headers, body)
+        if operation is None:
+            return False
+        resolved = self._persisted.resolve(operation.query, operation.extensions)
+        return isinstance(resolved, Document) and is_mutation(resolved.query, operation.operation_name)
 
     async def _answer_key(self, request: Request) -> bytes | None:
         if "authorization" in request.headers:
@@ -262,6 +288,20 @@ class GraphQLView(GraphQL[Context, None]):
             return Response(msgspec.json.encode({"errors": [error]}), 200, media_type="application/json")
         error = {"message": resolved.message, "extensions": {"code": "BAD_USER_INPUT"}}
         return Response(msgspec.json.encode({"errors": [error]}), 400, media_type="application/json")
+
+
+def _overloaded(request: Request, admission: Admission) -> Response:
+    metrics.REFUSED.labels("overloaded").inc()
+    limit = admission.bounds.operations.limit
+    error = {
+        "message": f"the gateway runs as many operations as it may (gateway.max_concurrent_operations = {limit}); "
+        "retry after Retry-After seconds",
+        "extensions": {"code": "OVERLOADED"},
+    }
+    return Response(
+        msgspec.json.encode({"errors": [error]}), 503, headers={"Retry-After": str(admission.retry_after_s)},
+        media_type=response_media_type(request.headers.get("accept")),
+    )  # fmt: skip
 
 
 async def live_page(_: Request) -> Response:

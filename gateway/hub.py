@@ -9,6 +9,12 @@ The rules (membership, sequences, resync decisions, what changed) are pure state
 :mod:`gateway.core.feed`; this module runs the tasks around them, each supervised: a task that
 fails is logged, counted in ``lb_gateway_feed_restarts_total`` and restarted, and the subscribers
 it served get a ``Resync``.
+
+Under load live push is shed before queries and mutations (``PushGate``, the gateway's admission): while
+the gate is shut a feed defers its reads, its hints merging into the latest one (counted in
+``lb_gateway_hints_shed_total``), and streams leave their mailboxes alone, so their updates coalesce
+as a slow subscriber's do (a Resync after too many). Push resumes with one read of each board's
+latest state.
 """
 
 from __future__ import annotations
@@ -48,13 +54,25 @@ class Snapshots(Protocol):
     async def read(self, board: Board, users: Sequence[str], k: int) -> BoardSnapshot: ...
 
 
+class PushGate(Protocol):
+    """Whether live push may go on now (``gateway.admission.Admission``)."""
+
+    @property
+    def pushing(self) -> bool: ...
+
+    async def push_turn(self) -> None: ...
+
+
 class Mailbox:
     """One subscription's pending updates, coalesced, and the event that wakes its stream."""
 
-    def __init__(self, board_id: str, user_id: str | None, resync_after: int) -> None:
+    def __init__(
+        self, board_id: str, user_id: str | None, resync_after: int, push: PushGate | None = None
+    ) -> None:
         self.user_id = user_id
         self._box = Coalescer(board_id, resync_after)
         self._ready = asyncio.Event()
+        self._push = push
 
     def offer(self, update: Update) -> None:
         outcome = self._box.offer(update)
@@ -68,6 +86,8 @@ class Mailbox:
     async def next_batch(self) -> list[Update]:
         """Wait for updates, then take all pending ones (oldest kind first)."""
         await self._ready.wait()
+        if self._push is not None:  # while push is shed, updates coalesce here
+            await self._push.push_turn()
         self._ready.clear()
         return self._box.drain()
 
@@ -88,9 +108,15 @@ class BoardFeed:
     """The subscribers of one board in this process and the tasks that turn hints into updates."""
 
     def __init__(
-        self, board: Board, snapshots: Snapshots, settings: GatewaySettings, restart_pause_s: float
+        self,
+        board: Board,
+        snapshots: Snapshots,
+        settings: GatewaySettings,
+        restart_pause_s: float,
+        push: PushGate | None = None,
     ) -> None:
         self.board = board
+        self._push = push
         self._restart_pause_s = restart_pause_s
         self.state: FeedState[Mailbox] = FeedState(board.id, settings.max_tracked_players)
         self._snapshots = snapshots
@@ -145,6 +171,8 @@ class BoardFeed:
         except InvalidHint as exc:
             log.warning("board %s: ignoring a malformed hint: %s", self.board.id, exc)
             return
+        if self._push is not None and not self._push.pushing:
+            metrics.HINTS_SHED.inc()
         self._wake.set()
 
     def resync(self, reason: str) -> None:
@@ -179,6 +207,8 @@ class BoardFeed:
             self._started.set()
         while True:
             await self._wake.wait()
+            if self._push is not None:  # shed: hints merge meanwhile, one read of the latest after
+                await self._push.push_turn()
             self._wake.clear()
             await self._round()
             await asyncio.sleep(self._settings.hint_min_interval_s)
@@ -211,10 +241,13 @@ class HintHub:
         restart_pause_s: float = 1.0,
         on_status: Callable[[str], None] = lambda board_id: None,
         ready_within_s: float | None = None,
+        push: PushGate | None = None,
     ) -> None:
         """``ready_within_s``: the hub follows another region's projection; a subscription is refused
         (``FeedUnavailable``) unless its feed is connected and the board is read within this time.
-        ``on_change`` hears of every hint, ``on_status`` of every status hint, by board."""
+        ``on_change`` hears of every hint, ``on_status`` of every status hint, by board; ``push``
+        sheds live push under load (see the module's docstring)."""
+        self._push = push
         self._redis = redis
         self._ready_within_s = ready_within_s
         self._restart_pause_s = restart_pause_s
@@ -234,7 +267,7 @@ class HintHub:
         if self._ready_within_s is not None and not self.connected:
             raise FeedUnavailable("the hints feed of the board's home projection is not connected")
         feed = self._feeds.get(board.id) or self._open(board)
-        mailbox = Mailbox(board.id, user_id, self._settings.resync_after_coalesced)
+        mailbox = Mailbox(board.id, user_id, self._settings.resync_after_coalesced, self._push)
         try:
             feed.join(mailbox)  # before any await: a feed is never closed under a joiner
         except Exception:
@@ -262,7 +295,7 @@ class HintHub:
 
     def _open(self, board: Board) -> BoardFeed:
         feed = self._feeds[board.id] = BoardFeed(
-            board, self._snapshots, self._settings, self._restart_pause_s
+            board, self._snapshots, self._settings, self._restart_pause_s, self._push
         )
         metrics.FEEDS.set(len(self._feeds))
         return feed

@@ -4,7 +4,8 @@ What operators look at: requests by operation and outcome (``lb_gateway_operatio
 cost (``lb_gateway_query_cost``), the answer cache's hit ratio (``lb_gateway_answer_cache_total``:
 hit / (hit + miss)), subscribers (``lb_gateway_subscriptions``), mailbox drops (updates overwritten
 before a slow subscriber read them: ``lb_gateway_updates_total{outcome="coalesced"}``), resyncs by
-reason (``lb_gateway_resyncs_total``), feed restarts, store errors and degraded profiles.
+reason (``lb_gateway_resyncs_total``), live push shed under load (``lb_gateway_hints_shed_total``,
+``lb_gateway_push_shed_total``), operations in flight, feed restarts, store errors and degraded profiles.
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ QUERY_COST = Histogram(
 )
 REFUSED = Counter(
     "lb_gateway_refused_total", "Requests refused before GraphQL ran, by reason", ["reason"]
-)  # body_too_large
+)  # body_too_large | overloaded (over gateway.max_concurrent_operations, answered 503 OVERLOADED)
+OPERATIONS_IN_FLIGHT = Gauge(
+    "lb_gateway_operations_in_flight", "GraphQL operations over HTTP running in this process"
+)
+PUSH_SHED = Counter(
+    "lb_gateway_push_shed_total",
+    "Times live push was paused because gateway.push_shed_at_operations operations were in flight",
+)
+HINTS_SHED = Counter(
+    "lb_gateway_hints_shed_total",
+    "Hints received while live push was shed: merged into their board's latest, read once push resumes",
+)
 ANSWER_CACHE = Counter(
     "lb_gateway_answer_cache_total",
     "Cacheable requests answered from the cache or not, and answers stored",

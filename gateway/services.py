@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gateway.admission import Admission
 from gateway.boards import BoardDirectory
 from gateway.cassandra_stores import Stores
 from gateway.core.limits import ReadLimits
@@ -26,4 +27,5 @@ class Services:
     hub: HintHub  # this region's projection's hints
     hubs: Mapping[str, HintHub]  # by region: this one's and each home projection's the gateway reaches
     cassandra: CassandraConnection[Stores]  # the stores' session, opened in the background
+    admission: Admission  # operations in flight over HTTP, and the gate of live push
     limits: ReadLimits

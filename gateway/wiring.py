@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
+from gateway.admission import Admission
 from gateway.boards import BoardDirectory
 from gateway.cassandra_stores import Stores, open_stores
 from gateway.core.breaker import CircuitBreaker
@@ -94,10 +95,13 @@ def build_services(
     )
     cassandra.when_up(profiles.store_is_back)
     boards = BoardDirectory(lambda: cassandra.adapter.catalog, gw.board_cache_ttl_s, gw.max_unknown_boards)
-    hub = HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed, on_status=boards.forget)
+    admission = Admission(gw)
+    hub = HintHub(redis, prefix, SnapshotReader(reader), gw, projections.changed, on_status=boards.forget,
+                  push=admission)  # fmt: skip
     hubs = {settings.region: hub} | {
         home.region: HintHub(home.feed, prefix, SnapshotReader(home_readers[home.region]), gw,
-                             projections.changed, ready_within_s=gw.home_timeout_s, on_status=boards.forget)
+                             projections.changed, ready_within_s=gw.home_timeout_s, on_status=boards.forget,
+                             push=admission)
         for home in homes
     }  # fmt: skip
     return Services(
@@ -109,6 +113,7 @@ def build_services(
         hub=hub,
         hubs=hubs,
         cassandra=cassandra,
+        admission=admission,
         limits=ReadLimits(gw.max_top_k, gw.max_context_range, gw.max_listed_players, gw.max_followed_players),
     )
 

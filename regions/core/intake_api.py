@@ -32,6 +32,13 @@ _AUTH_WHEN = {
 }
 
 REFUSALS: dict[str, Refusal] = {
+    "overloaded": Refusal(
+        503,
+        "the intake process holds intake.max_in_flight_awards awards between reading their requests and "
+        "Kafka's acknowledgement (after waiting intake.admission_wait_s, if set): refused before the body is "
+        "parsed when the bound is full; nothing was written, send the same awards after Retry-After",
+        retry_after=True,
+    ),
     "unsupported_media_type": Refusal(415, "Content-Type is not application/json (a charset, if given, UTF-8)"),
     "body_too_large": Refusal(413, "the body is over intake.max_body_bytes"),
     **{f"auth_{reason}": Refusal(Denied(reason, "").status, _AUTH_WHEN[reason]) for reason in AuthFailure},

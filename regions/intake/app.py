@@ -1,7 +1,9 @@
 """Award intake: ``POST /internal/awards``. Answers 202 only after Kafka acknowledged (acks=all).
 
-Order of checks: query parameters, content type, body size (reading stops at the cap), signature,
-JSON, fields, boards, erased players, rate; then publish. With ``?wait=applied`` the answer also waits for this
+Order of checks: room under the bound of awards in flight (``regions.intake.admission``: 503 overloaded
+before anything is read), query parameters, content type, body size (reading stops at the cap), signature,
+JSON, fields, room for this many awards, boards, erased players,
+rate; then publish. With ``?wait=applied`` the answer also waits for this
 region's projection (``regions.intake.waits``). Every rejection is JSON ``{"error": {"code", "message", "fields"}}``;
 every 4xx names the field or header at fault, and a rejection leaves nothing behind.
 """
@@ -26,18 +28,20 @@ from regions.core.validation import (
     BatchTooLarge,
     FieldError,
     Invalid,
+    Parsed,
     check_against_board,
     check_event_time,
     parse_request,
 )
 from regions.core.waits import AppliedWait, parse_wait
+from regions.intake.admission import AwardAdmission
 from regions.intake.openapi import document
 from regions.intake.routing import AwardRouter, HomePublish, Publish
 from regions.intake.waits import PendingWait, ProjectionWaits
 from regions.runtime.erasure_list import ErasureList
 from regions.runtime.health import Health, health_routes
 from regions.runtime.logs import ThrottledLog
-from regions.runtime.metrics import INTAKE_REQUESTS, INTAKE_SECONDS, count_accepted
+from regions.runtime.metrics import INTAKE_OVERLOADED, INTAKE_REQUESTS, INTAKE_SECONDS, count_accepted
 from regions.runtime.settings import Settings
 from regions.stores.cached_boards import BoardLookup, CachedBoards, CatalogUnavailable
 from regions.stores.kafka.clients import AcceptanceUnavailable
@@ -100,6 +104,7 @@ class Intake:
             self._catalog_failed,
             max_stale_s=intake.catalog_max_stale_s,
         )
+        self._admission = AwardAdmission(intake.max_in_flight_awards, intake.admission_wait_s)
         self._produce = AwardRouter(settings.region, publish, home).produce
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
         workers = settings.intake.workers  # each process holds its share of every key's rate
@@ -218,6 +223,8 @@ class Intake:
         )
 
     async def accept(self, request: Request) -> Response:
+        if self._admission.full():  # refused before anything is read: it costs next to nothing
+            raise self._overloaded()
         waiting = _wait_of(request)
         # One pass over the raw headers (Starlette's lookups scan them again for every name); the
         # first of repeated headers counts, as with Starlette's.
@@ -238,6 +245,29 @@ class Intake:
             )  # fmt: skip
         if isinstance(parsed, Invalid):
             raise Rejection(400, "invalid_field", "some fields are invalid", parsed.errors)
+        held = len(parsed.awards)
+        if not await self._admission.enter(held):
+            raise self._overloaded()
+        try:
+            events, positions, pending = await self._admitted(parsed, key_id, waiting)
+        finally:
+            self._admission.leave(held)
+        accepted = [
+            {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
+            for e, (p, o) in zip(events, positions, strict=True)
+        ]
+        if pending is not None:
+            answers = await self._waits.applied(pending, positions, [e.region for e in events])
+            for item, applied in zip(accepted, answers, strict=True):
+                item["applied"] = None if applied is None else applied.encoded()
+        count_accepted(a.leaderboard_id for a in parsed.awards)
+        return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
+
+    async def _admitted(
+        self, parsed: Parsed, key_id: str, waiting: AppliedWait | None
+    ) -> tuple[list[AwardEvent], list[tuple[int, int]], PendingWait | None]:
+        """The admitted request's checks against the boards and its key's rate, then its awards
+        produced: the events, where Kafka put each, and the projection wait prepared before."""
         now_ms = int(time.time() * 1000)
         boards = await self._check_boards(parsed.awards, parsed.field_prefixes, now_ms)
         self._check_erased(parsed.awards, parsed.field_prefixes)
@@ -264,16 +294,16 @@ class Intake:
                 503, "kafka_unavailable", "Kafka did not acknowledge the awards in time; retry with the "
                 "same awards (a repeat is counted once)", retry_after=1,
             ) from exc  # fmt: skip
-        accepted = [
-            {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
-            for e, (p, o) in zip(events, positions, strict=True)
-        ]
-        if pending is not None:
-            answers = await self._waits.applied(pending, positions, [e.region for e in events])
-            for item, applied in zip(accepted, answers, strict=True):
-                item["applied"] = None if applied is None else applied.encoded()
-        count_accepted(a.leaderboard_id for a in parsed.awards)
-        return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
+        return events, positions, pending
+
+    def _overloaded(self) -> Rejection:
+        intake = self._settings.intake
+        INTAKE_OVERLOADED.inc()
+        return Rejection(
+            503, "overloaded", f"this intake holds as many awards in flight as it may (intake.max_in_flight_awards "
+            f"= {intake.max_in_flight_awards}); nothing was written: send the same awards again after "
+            "Retry-After seconds", retry_after=intake.overload_retry_after_s,
+        )  # fmt: skip
 
     async def _prepare(
         self, wait: AppliedWait, events: list[AwardEvent], boards: dict[str, Board]

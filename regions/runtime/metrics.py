@@ -24,6 +24,14 @@ INTAKE_SECONDS = Histogram(
     "Time from a request's arrival to its answer",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 15),
 )
+INTAKE_OVERLOADED = Counter(
+    "lb_intake_overloaded",
+    "Award requests refused 503 overloaded: over intake.max_in_flight_awards, nothing of them produced",
+)
+INTAKE_IN_FLIGHT = Gauge(
+    "lb_intake_awards_in_flight",
+    "Awards this intake process holds between reading their request and Kafka's acknowledgement",
+)
 INTAKE_APPLIED = Counter(
     "lb_intake_applied_waits",
     "Awards answered with wait=applied, by outcome (applied: the projection covered the award; timeout: "

@@ -132,6 +132,30 @@ class GatewaySettings(BaseModel):
         ge=1,
         description="Automatic persisted queries remembered per process (least recently used out).",
     )
+    max_concurrent_operations: int = Field(
+        256,
+        ge=2,
+        description="GraphQL operations over HTTP one gateway process runs at once (answers from the "
+        "whole-answer cache do not count); over it a query gets 503 with Retry-After and the error code "
+        "OVERLOADED, answered before it runs.",
+    )
+    reserved_for_mutations: int = Field(
+        16,
+        ge=1,
+        description="The part of max_concurrent_operations only admin mutations (durable writes) may use: "
+        "they are admitted while queries are refused as OVERLOADED.",
+    )
+    push_shed_at_operations: int = Field(
+        128,
+        ge=1,
+        description="While this many operations are in flight, live push is shed first: board feeds defer "
+        "their reads (a board's hints merge into its latest, counted in lb_gateway_hints_shed_total) and "
+        "subscription streams hold their mailboxes (updates coalesce to the latest of each kind; a "
+        "subscriber that overwrote resync_after_coalesced of them gets a Resync).",
+    )
+    overload_retry_after_s: int = Field(
+        1, ge=1, le=60, description="Retry-After (seconds) of a query refused as OVERLOADED."
+    )
     region_stale_after_s: float = Field(
         5.0,
         gt=0,
@@ -149,6 +173,15 @@ class GatewaySettings(BaseModel):
         """Every accepted admin token (two during a rotation); none when the token is empty."""
         value = self.admin_token.get_secret_value()
         return [token.strip() for token in value.split(",")] if value else []
+
+    @model_validator(mode="after")
+    def _shares_within_the_bound(self) -> Self:
+        if self.reserved_for_mutations >= self.max_concurrent_operations:
+            raise ValueError(
+                f"reserved_for_mutations ({self.reserved_for_mutations}) must be below "
+                f"max_concurrent_operations ({self.max_concurrent_operations}): queries need a share too"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_token_per_comma(self) -> Self:

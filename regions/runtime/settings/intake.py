@@ -29,6 +29,25 @@ class IntakeSettings(BaseModel):
     burst_per_key: float = Field(
         40_000, gt=0, description="Burst of awards per key id, per intake pod like rate_per_key."
     )
+    max_in_flight_awards: int = Field(
+        500,
+        ge=1,
+        description="Awards (a batch of 10 counts 10) an intake process holds between reading a request and "
+        "Kafka's acknowledgement; more get 503 overloaded with Retry-After, refused before the body is parsed "
+        "when the bound is full, and nothing of theirs is produced. A request arriving while none is in "
+        "flight is always admitted, whatever its size. The default is about 200 ms of what one process has "
+        "Kafka acknowledge on a 2-core machine (~2,500 awards/s) and one full batch (max_batch).",
+    )
+    admission_wait_s: float = Field(
+        0.0,
+        ge=0,
+        le=10,
+        description="How long an award may wait for room under max_in_flight_awards before it is refused "
+        "(0: refused at once, which keeps the answer to an overloaded request within milliseconds).",
+    )
+    overload_retry_after_s: int = Field(
+        1, ge=1, le=60, description="Retry-After (seconds) of a 503 overloaded answer."
+    )
     catalog_ttl_s: float = Field(
         2.0,
         ge=0,

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from gateway import metrics
+from gateway.admission import Admission
 from gateway.core.feed import BoardSnapshot
 from gateway.core.updates import PlayerState, ResyncNeeded, TopKChange, Update
 from gateway.hub import HintHub, Mailbox
@@ -118,3 +119,40 @@ async def test_a_feed_that_fails_on_a_bug_is_logged_counted_restarted_and_its_su
     assert restarts._value.get() == before + 1
     [record] = [r for r in caplog.records if r.name == "gateway.hub"]
     assert record.exc_info is not None and "a bug in a round" in str(record.exc_info[1])
+
+
+async def test_while_push_is_shed_hints_merge_and_are_counted_and_one_read_tells_the_latest() -> None:
+    snapshots = HandSnapshots()
+    settings = GatewaySettings(
+        hint_min_interval_s=0,
+        max_concurrent_operations=4,
+        reserved_for_mutations=1,
+        push_shed_at_operations=1,
+    )
+    admission = Admission(settings)
+    hub = HintHub(cast(Any, None), "t", snapshots, settings, restart_pause_s=0, push=admission)
+    reads = 0
+    read = snapshots.read
+
+    async def counted(board: Board, users: Sequence[str], k: int) -> BoardSnapshot:
+        nonlocal reads
+        reads += 1
+        return await read(board, users, k)
+
+    snapshots.read = counted  # type: ignore[method-assign]
+    shed = metrics.HINTS_SHED._value.get()
+    async with following(hub, None, asyncio.Event()) as boxes:
+        await until(lambda: bool(boxes))
+        before = reads
+        assert admission.enter(mutation=False)  # an operation in flight: push is shed
+        for sequence in range(1, 6):
+            snapshots.top = (("ann", sequence),)
+            publish(hub, sequence)
+        await asyncio.sleep(0.05)
+        during = reads - before
+        admission.leave()
+        updates = await next_updates(boxes[0])
+
+    assert during == 0 and metrics.HINTS_SHED._value.get() == shed + 5
+    assert [type(u) for u in updates] == [TopKChange] and updates[0].sequence == 5
+    assert reads - before == 1  # one read of the latest state once push resumed

@@ -1,0 +1,69 @@
+"""The intake's admission control: the awards held between reading a request and Kafka's
+acknowledgement, counted per process and bounded by ``intake.max_in_flight_awards``. The rule is
+``regions.core.admission.Bound``; this only counts, and queues those allowed to wait
+(``intake.admission_wait_s``) in arrival order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from regions.core.admission import Bound
+from regions.runtime.metrics import INTAKE_IN_FLIGHT
+
+_Waiter = tuple[int, "asyncio.Future[None]"]
+
+
+class AwardAdmission:
+    def __init__(self, limit: int, wait_s: float) -> None:
+        self.bound = Bound(limit)
+        self.wait_s = wait_s
+        self.in_flight = 0
+        self._waiters: deque[_Waiter] = deque()
+
+    def full(self) -> bool:
+        """No award could start now and none may wait: the request is refused before it is read."""
+        return self.wait_s == 0 and self.bound.full(self.in_flight)
+
+    async def enter(self, awards: int) -> bool:
+        """Hold ``awards`` in flight (then call :meth:`leave`); False when refused, holding nothing."""
+        if not self._waiters and self.bound.admits(self.in_flight, awards):
+            self._take(awards)
+            return True
+        if self.wait_s == 0:
+            return False
+        waiter: _Waiter = (awards, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait((waiter[1],), timeout=self.wait_s)
+        except asyncio.CancelledError:
+            self._give_up(waiter)
+            raise
+        if waiter[1].done():
+            return True
+        self._give_up(waiter)
+        return False
+
+    def leave(self, awards: int) -> None:
+        self.in_flight -= awards
+        INTAKE_IN_FLIGHT.set(self.in_flight)
+        self._wake()
+
+    def _take(self, awards: int) -> None:
+        self.in_flight += awards
+        INTAKE_IN_FLIGHT.set(self.in_flight)
+
+    def _wake(self) -> None:
+        """Admit waiters in arrival order while the first one fits (the room it holds was given it)."""
+        while self._waiters and self.bound.admits(self.in_flight, self._waiters[0][0]):
+            awards, admitted = self._waiters.popleft()
+            self._take(awards)
+            admitted.set_result(None)
+
+    def _give_up(self, waiter: _Waiter) -> None:
+        if waiter[1].done():  # admitted as it gave up: the room goes back
+            self.leave(waiter[0])
+            return
+        waiter[1].cancel()
+        self._waiters.remove(waiter)
+        self._wake()  # it may have held back smaller waiters behind it
