@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError, ProducerFenced
 
+from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import partitions_of
@@ -147,8 +148,10 @@ class Replicator:
         for tp in tps:  # before the fetcher runs: with no reset policy it needs a position
             consumer.seek(tp, self.checkpoints[tp.partition].next_offset)
         probe = asyncio.create_task(self._probe(consumer, tps, stop))
+        cadence = Cadence(self._cfg.round_interval_ms / 1000)
         try:
             while not stop.is_set():
+                cadence.begin()
                 try:
                     batch = await consumer.getmany(timeout_ms=200, max_records=self._cfg.max_batch)
                 except OffsetOutOfRangeError as exc:
@@ -163,6 +166,7 @@ class Replicator:
                     await self._commit(local, batch)
                 if probe.done():
                     await probe  # raises what ended it
+                await cadence.end(bool(batch))
         finally:
             probe.cancel()
 

@@ -29,6 +29,7 @@ from regions.processor.reports import report_lag, report_memory
 from regions.processor.restore import restore
 from regions.processor.round import Round, Source
 from regions.processor.transactions import TaskTransactions
+from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import cluster_id, make_consumer, make_producer, partitions_of
@@ -154,7 +155,8 @@ class Processor:
         """One transaction for one task's records of every source; the store is written after commit."""
         return await self._transactions.process(task, batch)
 
-    async def _round(self, consumer: AIOKafkaConsumer) -> None:
+    async def _round(self, consumer: AIOKafkaConsumer) -> bool:
+        """One round: what was fetched, one transaction per task it holds records of; whether any did."""
         batch = await consumer.getmany(timeout_ms=100, max_records=self._cfg.max_batch)
         # Which task the records were fetched for: ownership may change before the lock.
         fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
@@ -176,6 +178,7 @@ class Processor:
             ]
             if failures:
                 raise failures[0]
+            return bool(work)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Join the group and process until ``stop`` is set. Raises on Kafka errors (the caller reruns,
@@ -193,10 +196,12 @@ class Processor:
         try:
             loop = asyncio.get_running_loop()
             next_lag = 0.0
+            cadence = Cadence(self._cfg.round_interval_ms / 1000)
             while not stop.is_set():
                 self._tasks.raise_failure()
                 await self._tasks.adopt(consumer)
-                await self._round(consumer)
+                cadence.begin()
+                await cadence.end(await self._round(consumer))
                 if loop.time() >= next_lag:
                     await report_lag(consumer, self._health, self.sources, self.owned.values())
                     report_memory(self.owned.values())

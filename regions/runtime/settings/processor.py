@@ -54,6 +54,15 @@ class ProcessorSettings(BaseModel):
     max_batch: int = Field(
         2000, ge=1, description="Most awards read in one round (one transaction per partition)."
     )
+    round_interval_ms: float = Field(
+        100.0,
+        ge=0,
+        le=5_000,
+        description="Least time from the start of a round that found awards to the start of the next: a round "
+        "takes every record fetched meanwhile, so the transactions a second stay bounded however high the "
+        "rate and each carries more awards (regions/runtime/cadence.py). Adds at most this to freshness; "
+        "0: a round as soon as the last one committed.",
+    )
     commit_gap_ms: float = Field(
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
     )

@@ -32,6 +32,14 @@ class ReplicatorSettings(BaseModel):
     max_batch: int = Field(
         5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
     )
+    round_interval_ms: float = Field(
+        100.0,
+        ge=0,
+        le=5_000,
+        description="Least time from the start of a copy transaction to the start of the next while the source "
+        "has records: each transaction takes every record fetched meanwhile (regions/runtime/cadence.py). "
+        "Adds at most this to how soon another region's awards are seen here; 0: copy as soon as fetched.",
+    )
     lag_interval_s: float = Field(
         1.0, gt=0, description="How often the source's offsets are read for the lag metrics."
     )
