@@ -96,9 +96,11 @@ def build(settings: Settings) -> Starlette:
 
 
 async def serve(settings: Settings, sock: socket.socket | None) -> None:
+    intake = settings.intake
     config = uvicorn.Config(
-        build(settings), host=settings.intake.host, port=settings.intake.port, access_log=False
-    )
+        build(settings), host=intake.host, port=intake.port, access_log=False,
+        timeout_keep_alive=intake.keep_alive_s,
+    )  # fmt: skip
     await uvicorn.Server(config).serve(sockets=None if sock is None else [sock])
 
 

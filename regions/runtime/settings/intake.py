@@ -48,6 +48,15 @@ class IntakeSettings(BaseModel):
     overload_retry_after_s: int = Field(
         1, ge=1, le=60, description="Retry-After (seconds) of a 503 overloaded answer."
     )
+    keep_alive_s: int = Field(
+        75,
+        ge=1,
+        le=3_600,
+        description="How long an idle keep-alive connection stays open. A server that closes an idle "
+        "connection while a client sends on it loses that request at the transport (the client sees an error "
+        "for an award that was never read): keep this longer than the idle timeout of every client and load "
+        "balancer in front (commonly 60 s), so they close first.",
+    )
     catalog_ttl_s: float = Field(
         2.0,
         ge=0,
