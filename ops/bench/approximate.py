@@ -11,8 +11,9 @@ Prints and records: the approximate state on disk (sketch blocks and candidate l
 partition) against an exact board's (a player state per item) for the same stream; Redis bytes of
 the candidates' projection (written through the projection's own script into a scratch key space
 of the shared Redis) against an exact projection, estimated from two samples of the exact board
-written there (its growth between them continued to M items); recall of the true top k; and the
-largest estimate error of the top k against the bound epsilon x total.
+written there (its growth between them continued to M items); recall of the true top k; the
+largest estimate error of the top k against the bound epsilon x total; and how many of the top k
+have a verified exact count (each checked against the true count).
 
     ops/bench/approximate [--awards 1000000 --items 100000 --k 100 --epsilon 0.001 --delta 0.001]
 """
@@ -88,11 +89,10 @@ def _round(store: RocksStore, shape: Shape, capacity: int, items: list[str]) -> 
     listed = store.candidates(BOARD)
     candidates = Candidates.of(listed, capacity)
     for item in items:
-        candidates.offer(item, sketch.add(item, 1))
-    after = ranked({item: sketch.estimate(item) for item in candidates.items}, capacity)
+        candidates.offer(item, sketch.add(item, 1), 1)
+    after = candidates.listed(listed.version + 1, listed.total + len(items), sketch.estimate)
     blocks = {(BOARD, row, block): c for (row, block), c in sketch.changed_blocks().items()}
-    store.write(StoreBatch(sketch=blocks, candidates={BOARD: CandidateList(listed.version + 1,
-                                                                            listed.total + len(items), after)}))  # fmt: skip
+    store.write(StoreBatch(sketch=blocks, candidates={BOARD: after}))
 
 
 def exact_store_bytes(ids: list[str], counts: np.ndarray, work: Path) -> int:
@@ -164,9 +164,13 @@ def quality(args: argparse.Namespace, lists: list[CandidateList], ids: list[str]
     true_top = {ids[n] for n in order}
     errors = [e - int(counts[index[i]]) for i, e in merged]
     partition_bounds = [error_bound(args.epsilon, lists[part[index[i]]].total) for i, _ in merged]
+    shown = {i: exact for listed in lists for i, (_, exact) in listed.shown().items()}
+    verified = {i: shown[i] for i, _ in merged if shown[i] is not None}
     return {"recall": len(true_top & {i for i, _ in merged}) / args.k, "largest_error": max(errors),
             "least_error": min(errors), "bound": error_bound(args.epsilon, args.awards),
-            "within_partition_bounds": all(e <= b for e, b in zip(errors, partition_bounds, strict=True))}  # fmt: skip
+            "within_partition_bounds": all(e <= b for e, b in zip(errors, partition_bounds, strict=True)),
+            "verified": len(verified),
+            "verified_exact": all(c == int(counts[index[i]]) for i, c in verified.items())}  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -196,6 +200,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         print(f"recall of the true top {args.k}: {q['recall']:.3f}")
         print(f"largest error of the top {args.k}: {q['largest_error']} (least {q['least_error']}; bound epsilon x "
               f"total = {q['bound']}; each within its partition's bound: {q['within_partition_bounds']})")  # fmt: skip
+        print(f"verified of the top {args.k}: {q['verified']} (each verified count the true count: "
+              f"{q['verified_exact']})")  # fmt: skip
         return {"state_bytes": {"approximate": folded["disk"], "exact": exact_disk},
                 "redis_bytes": {"approximate": approx_redis, "exact_estimated": exact_redis,
                                 "exact_sample": sample_redis, "sample_items": min(args.sample, args.items)},
