@@ -35,7 +35,7 @@ from ops.bench.kit import parser
 from ops.bench.record import recorded
 from regions.core.aggregation import PlayerState
 from regions.core.boards import SortOrder, TiePolicy
-from regions.core.candidates import CandidateList, Candidates, ranked
+from regions.core.candidates import CandidateList, Candidates, exact_note, ranked
 from regions.core.ordering import encode
 from regions.core.sketch import Shape, Sketch, error_bound
 from regions.runtime.settings import Settings
@@ -111,9 +111,10 @@ def exact_store_bytes(ids: list[str], counts: np.ndarray, work: Path) -> int:
     return disk
 
 
-def _projected(user: str, total: int, version: int) -> ProjectedTotal:
+def _projected(user: str, total: int, version: int, exact: int | None = None) -> ProjectedTotal:
+    """An entry as the projector writes it (a verified candidate with its count beside it)."""
     score, member = encode(SortOrder.DESC, TiePolicy.USER_ID, user, total, "")
-    return ProjectedTotal(user, version, total, score, member)
+    return ProjectedTotal(user, version, total, score, member, exact_note(exact))
 
 
 async def redis_bytes(settings: Settings, lists: list[CandidateList], ids: list[str], counts: np.ndarray,
@@ -124,7 +125,8 @@ async def redis_bytes(settings: Settings, lists: list[CandidateList], ids: list[
     projection = RedisProjection(redis, prefix)
     try:
         for p, listed in enumerate(lists):
-            await projection.apply(BOARD, [_projected(i, e, listed.version) for i, e in listed.items])
+            shown = listed.shown().items()
+            await projection.apply(BOARD, [_projected(i, e, listed.version, exact) for i, (e, exact) in shown])
             await projection.apply(
                 counts_board_id(BOARD), [_projected(partition_member(p), listed.total, listed.version)]
             )
