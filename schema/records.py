@@ -140,8 +140,10 @@ class PlayerTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     notes: tuple[tuple[str, str], ...] = ()
     hidden: bool = False  # hidden by moderation (``schema.moderation``): off the board, still counting
     # An approximate board's candidate (``schema.sketch``): ``total`` is its estimate, ``version``
-    # its candidate list's; the processor keeps no player state for it
+    # its candidate list's; the processor keeps no player state for it. ``exact``: its exact count
+    # when verified (every award of the item counted since its first), else None
     estimated: bool = False
+    exact: int | None = None
 
 
 class Watermark(msgspec.Struct, frozen=True, kw_only=True, tag="watermark"):

@@ -5,11 +5,13 @@
   written once per transaction that changed it; compaction keeps the newest, so a restore rebuilds
   the sketch exactly.
 - **CandidateSet** (key ``\\x00candidates|<board>``): the partition's candidate list, its version
-  and the partition's counted total. The candidates themselves also go to the totals topic as
-  versioned ``PlayerTotal`` records (``estimated``), and an item no longer listed as a tombstone of
-  its key, so the projection applies them like any total; the partition's total goes there as the
-  total of member ``p<partition>`` of the companion board ``schema.scoped.counts_board_id(board)``,
-  from which reads take the error bound.
+  and the partition's counted total, with each candidate's exact count since it joined and whether
+  that count is verified (all of the item's), and whether the list ever dropped an item
+  (``regions.core.candidates``). The candidates themselves also go to the totals topic as
+  versioned ``PlayerTotal`` records (``estimated``, with ``exact`` when verified), and an item no
+  longer listed as a tombstone of its key, so the projection applies them like any total; the
+  partition's total goes there as the total of member ``p<partition>`` of the companion board
+  ``schema.scoped.counts_board_id(board)``, from which reads take the error bound.
 """
 
 from __future__ import annotations
@@ -40,3 +42,7 @@ class CandidateSet(msgspec.Struct, frozen=True, kw_only=True, tag="candidates"):
     version: int
     total: int
     items: list[tuple[str, int]]  # (item, estimate), best first
+    # For each of ``items``, in order: (exact count since it joined, verified); empty in records
+    # written before exact counts were kept (then none is verified)
+    exact: list[tuple[int, bool]] = []
+    lossless: bool = False  # the list never dropped an item (absent in older records: not known)

@@ -26,6 +26,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -68,6 +69,17 @@ class Oracle:
             self.amounts[ack["eventId"]] = (user, amount)
             key = (ack["region"], ack["partition"])
             self.acked[key] = max(self.acked.get(key, -1), ack["offset"])
+
+    async def send_all(self, region: Region, awards: list[dict[str, Any]]) -> None:
+        """Awards (``points``) acknowledged by ``region``'s intake in batches of 100."""
+        for at in range(0, len(awards), 100):
+            response = await region.client.send({"awards": awards[at : at + 100]})
+            assert response.status_code == 202, response.text
+            for award, accepted in zip(awards[at : at + 100], response.json()["accepted"], strict=True):
+                self.acks += 1
+                self.amounts[accepted["eventId"]] = (award["userId"], award["delta"])
+                key = (accepted["region"], accepted["partition"])
+                self.acked[key] = max(self.acked.get(key, -1), accepted["offset"])
 
     def totals(self) -> dict[str, int]:
         found: dict[str, int] = {}

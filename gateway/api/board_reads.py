@@ -108,7 +108,8 @@ def exact_only(board: Board) -> None:
     if board.approximate is not None:
         raise InvalidInput(
             f"leaderboardId {board.base_id!r}: the board is approximate (trending): it keeps estimated counts "
-            f"of its best {board.approximate.k} items and no exact ranks; read top(k)"
+            f"of its best {board.approximate.k} items and no exact ranks; read top(k), whose entries carry "
+            "the exact count of the candidates it verified (verified, exactScore)"
         )
 
 

@@ -94,8 +94,8 @@ class CreateLeaderboardInput:
     approximate: ApproximateInput | None = strawberry.field(
         default=None,
         description="A trending board of a huge item space (SUM only): memory fixed whatever the number of "
-        "items, top(k) answers estimated scores with an error bound; player, context, entries and players "
-        "are refused. Absent: an exact board.",
+        "items, top(k) answers estimated scores with an error bound (and the exact score of the candidates "
+        "it verified); player, context, entries and players are refused. Absent: an exact board.",
     )
 
 

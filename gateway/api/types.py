@@ -15,6 +15,7 @@ from gateway.api.scalars import JSON, Long
 from gateway.profiles import UNAVAILABLE
 from regions.core import freshness, reads
 from regions.core.boards import Aggregation, BoardStatus, Consistency, SortOrder, TiePolicy
+from regions.core.candidates import noted_exact
 from regions.core.periods import Period, Weekday, WindowSpec
 from regions.core.reads import Scope, top_percent
 from regions.core.results import ResultEntry, page, page_chunks, page_shared_ranks
@@ -178,6 +179,17 @@ class RankedPlayer:
         default=None,
         description="Set when the player was read on its own (Leaderboard.player); in a page, see its asOf.",
     )
+    verified: bool = strawberry.field(
+        default=True,
+        description="exactScore is the exact count: always on an exact board; on an approximate board, "
+        "for a candidate whose every award was counted exactly since its first (the board's candidate "
+        "list proves it never counted the item before it joined).",
+    )
+    exact_score: Long | None = strawberry.field(
+        default=None,
+        description="The exact score: on an exact board the score; on an approximate board a verified "
+        "candidate's exact count (score stays its estimate, the order of the page), null when not verified.",
+    )
 
     @fields.field(
         "Null when the player has no profile, or when the profile store is unavailable: then the "
@@ -209,7 +221,19 @@ class RankedPlayer:
             top_percent=entry.top_percent,
             metadata=JSON(entry.metadata) if entry.metadata else None,
             as_of=as_of,
+            exact_score=Long(entry.score),
         )
+
+    @staticmethod
+    def candidate(entry: reads.RankedEntry) -> RankedPlayer:
+        """An approximate board's candidate: ``score`` its estimate, beside it (where an exact board
+        keeps metadata) its verified count, if any."""
+        exact = noted_exact(entry.metadata)
+        return RankedPlayer(
+            rank=entry.rank, user_id=strawberry.ID(entry.user_id), score=Long(entry.score),
+            version=Long(entry.version), shared_rank=entry.shared_rank, top_percent=entry.top_percent,
+            verified=exact is not None, exact_score=None if exact is None else Long(exact),
+        )  # fmt: skip
 
 
 @strawberry.type
@@ -229,8 +253,9 @@ class RankPage:
 
     @staticmethod
     def of(page: reads.RankPage, error_bound: int | None = None) -> RankPage:
+        of = RankedPlayer.of if error_bound is None else RankedPlayer.candidate
         return RankPage(
-            entries=[RankedPlayer.of(e) for e in page.entries], as_of=AsOf.of(page.as_of),
+            entries=[of(e) for e in page.entries], as_of=AsOf.of(page.as_of),
             estimated=error_bound is not None, error_bound=None if error_bound is None else Long(error_bound),
         )  # fmt: skip
 

@@ -11,8 +11,9 @@ Prints and records: the approximate state on disk (sketch blocks and candidate l
 partition) against an exact board's (a player state per item) for the same stream; Redis bytes of
 the candidates' projection (written through the projection's own script into a scratch key space
 of the shared Redis) against an exact projection, estimated from two samples of the exact board
-written there (its growth between them continued to M items); recall of the true top k; and the
-largest estimate error of the top k against the bound epsilon x total.
+written there (its growth between them continued to M items); recall of the true top k; the
+largest estimate error of the top k against the bound epsilon x total; and how many of the top k
+have a verified exact count (each checked against the true count).
 
     ops/bench/approximate [--awards 1000000 --items 100000 --k 100 --epsilon 0.001 --delta 0.001]
 """
@@ -34,7 +35,7 @@ from ops.bench.kit import parser
 from ops.bench.record import recorded
 from regions.core.aggregation import PlayerState
 from regions.core.boards import SortOrder, TiePolicy
-from regions.core.candidates import CandidateList, Candidates, ranked
+from regions.core.candidates import CandidateList, Candidates, exact_note, ranked
 from regions.core.ordering import encode
 from regions.core.sketch import Shape, Sketch, error_bound
 from regions.runtime.settings import Settings
@@ -88,11 +89,10 @@ def _round(store: RocksStore, shape: Shape, capacity: int, items: list[str]) -> 
     listed = store.candidates(BOARD)
     candidates = Candidates.of(listed, capacity)
     for item in items:
-        candidates.offer(item, sketch.add(item, 1))
-    after = ranked({item: sketch.estimate(item) for item in candidates.items}, capacity)
+        candidates.offer(item, sketch.add(item, 1), 1)
+    after = candidates.listed(listed.version + 1, listed.total + len(items), sketch.estimate)
     blocks = {(BOARD, row, block): c for (row, block), c in sketch.changed_blocks().items()}
-    store.write(StoreBatch(sketch=blocks, candidates={BOARD: CandidateList(listed.version + 1,
-                                                                            listed.total + len(items), after)}))  # fmt: skip
+    store.write(StoreBatch(sketch=blocks, candidates={BOARD: after}))
 
 
 def exact_store_bytes(ids: list[str], counts: np.ndarray, work: Path) -> int:
@@ -111,9 +111,10 @@ def exact_store_bytes(ids: list[str], counts: np.ndarray, work: Path) -> int:
     return disk
 
 
-def _projected(user: str, total: int, version: int) -> ProjectedTotal:
+def _projected(user: str, total: int, version: int, exact: int | None = None) -> ProjectedTotal:
+    """An entry as the projector writes it (a verified candidate with its count beside it)."""
     score, member = encode(SortOrder.DESC, TiePolicy.USER_ID, user, total, "")
-    return ProjectedTotal(user, version, total, score, member)
+    return ProjectedTotal(user, version, total, score, member, exact_note(exact))
 
 
 async def redis_bytes(settings: Settings, lists: list[CandidateList], ids: list[str], counts: np.ndarray,
@@ -124,7 +125,8 @@ async def redis_bytes(settings: Settings, lists: list[CandidateList], ids: list[
     projection = RedisProjection(redis, prefix)
     try:
         for p, listed in enumerate(lists):
-            await projection.apply(BOARD, [_projected(i, e, listed.version) for i, e in listed.items])
+            shown = listed.shown().items()
+            await projection.apply(BOARD, [_projected(i, e, listed.version, exact) for i, (e, exact) in shown])
             await projection.apply(
                 counts_board_id(BOARD), [_projected(partition_member(p), listed.total, listed.version)]
             )
@@ -164,9 +166,13 @@ def quality(args: argparse.Namespace, lists: list[CandidateList], ids: list[str]
     true_top = {ids[n] for n in order}
     errors = [e - int(counts[index[i]]) for i, e in merged]
     partition_bounds = [error_bound(args.epsilon, lists[part[index[i]]].total) for i, _ in merged]
+    shown = {i: exact for listed in lists for i, (_, exact) in listed.shown().items()}
+    verified = {i: shown[i] for i, _ in merged if shown[i] is not None}
     return {"recall": len(true_top & {i for i, _ in merged}) / args.k, "largest_error": max(errors),
             "least_error": min(errors), "bound": error_bound(args.epsilon, args.awards),
-            "within_partition_bounds": all(e <= b for e, b in zip(errors, partition_bounds, strict=True))}  # fmt: skip
+            "within_partition_bounds": all(e <= b for e, b in zip(errors, partition_bounds, strict=True)),
+            "verified": len(verified),
+            "verified_exact": all(c == int(counts[index[i]]) for i, c in verified.items())}  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -196,6 +202,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         print(f"recall of the true top {args.k}: {q['recall']:.3f}")
         print(f"largest error of the top {args.k}: {q['largest_error']} (least {q['least_error']}; bound epsilon x "
               f"total = {q['bound']}; each within its partition's bound: {q['within_partition_bounds']})")  # fmt: skip
+        print(f"verified of the top {args.k}: {q['verified']} (each verified count the true count: "
+              f"{q['verified_exact']})")  # fmt: skip
         return {"state_bytes": {"approximate": folded["disk"], "exact": exact_disk},
                 "redis_bytes": {"approximate": approx_redis, "exact_estimated": exact_redis,
                                 "exact_sample": sample_redis, "sample_items": min(args.sample, args.items)},

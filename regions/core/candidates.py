@@ -1,4 +1,4 @@
-"""Approximate (trending) boards: how an award counts, and the candidate list.
+"""Approximate (trending) boards: how an award counts, and the candidate list with its exact counts.
 
 Pure: no I/O, no clock. A SUM board whose members may be millions of distinct items keeps, per
 board (per period on a board with periods) and per partition, a Count-Min Sketch
@@ -17,11 +17,29 @@ Invariants kept here (and property-tested):
   high probability, the k best estimates whatever the order;
 - ``version`` grows by one each time the list changes: every candidate the projection shows carries
   the version of the list it was written with, so the projection's newer-version rule applies.
+
+Exact counts of the candidates (the finalists' verification), bounded by the list's size:
+- while an item is listed the list keeps its exact count: the sum of the amounts counted for it
+  since it joined (a winning copy adds its difference, like the sketch). With C the item's true
+  count here (the sum of its winning copies' amounts) and B what had been counted for it when it
+  joined, C = exact + B at all times;
+- the count is **verified** (C = exact) when B = 0 is proven at the moment it joins, by either of:
+  the list never dropped an item (``lossless``: it never refused one, pushed one out, lost one to
+  an erasure or counted an award it did not offer), so an item it does not hold was never counted;
+  or the sketch's estimate before the joining award was 0 (amounts are never negative, so an
+  estimate is never below the true count: B <= 0). An item that leaves loses its exact count, and
+  whether it was verified; if it comes back, only the sketch can vouch for it;
+- a verified count is the item's true count, the same in every region that read the same awards.
+  Which items are verified depends on arrival order only once a list has dropped an item: with at
+  most ``capacity`` distinct items in a partition (and no erasure), every region verifies every
+  candidate, whatever the order.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from regions.core.aggregation import (
@@ -68,15 +86,40 @@ def count_award(
 
 
 Candidate = tuple[str, int]  # (item, estimate)
+Exact = tuple[int, bool]  # (what was counted for the item since it joined the list, verified: all it has)
+UNKNOWN: Exact = (0, False)
+"""The exact count of a candidate listed before exact counts were kept: never verified."""
 
 
 @dataclass(frozen=True, slots=True)
 class CandidateList:
-    """A partition's candidates of one board: ``total`` is the partition's counted total."""
+    """A partition's candidates of one board: ``total`` is the partition's counted total; ``exact``
+    the exact count of each of ``items``, in the same order (empty in a list written before exact
+    counts were kept); ``lossless``: the list never dropped an item (see the module's docstring)."""
 
     version: int = 0
     total: int = 0
     items: tuple[Candidate, ...] = ()  # best first: estimate descending, then item
+    exact: tuple[Exact, ...] = ()
+    lossless: bool = True
+
+    def exact_of(self) -> dict[str, Exact]:
+        """Each listed item's exact count (``UNKNOWN`` for those of a list without exact counts)."""
+        if not self.exact:
+            return dict.fromkeys((item for item, _ in self.items), UNKNOWN)
+        return {item: exact for (item, _), exact in zip(self.items, self.exact, strict=True)}
+
+    def shown(self) -> dict[str, tuple[int, int | None]]:
+        """What the projection shows of each listed item: its estimate, and its exact count when
+        verified (None: not verified)."""
+        exact = self.exact_of()
+        return {item: (estimate, verified_count(exact[item])) for item, estimate in self.items}
+
+
+def verified_count(exact: Exact) -> int | None:
+    """The item's true count when its exact count is verified; None when it is not."""
+    count, verified = exact
+    return count if verified else None
 
 
 def ranked(items: dict[str, int], capacity: int) -> tuple[Candidate, ...]:
@@ -105,15 +148,17 @@ class _Worse(str):
 @dataclass(slots=True, eq=False)
 class Candidates:
     """A candidate list being changed: items by estimate, with a lazy min-heap of the worst first
-    (least estimate, then largest item id: the reverse of the ranking)."""
+    (least estimate, then largest item id: the reverse of the ranking), and their exact counts."""
 
     capacity: int
     items: dict[str, int] = field(default_factory=dict)
+    exact: dict[str, Exact] = field(default_factory=dict)
+    lossless: bool = True
     _heap: list[tuple[int, _Worse]] = field(default_factory=list)
 
     @classmethod
     def of(cls, listed: CandidateList, capacity: int) -> Candidates:
-        found = cls(capacity, dict(listed.items))
+        found = cls(capacity, dict(listed.items), listed.exact_of(), listed.lossless)
         found._restart()
         return found
 
@@ -121,17 +166,44 @@ class Candidates:
         self._heap = [(e, _Worse(i)) for i, e in self.items.items()]
         heapq.heapify(self._heap)
 
-    def offer(self, item: str, estimate: int) -> None:
-        """``item`` now has ``estimate``: it stays, joins, or joins in place of the worst."""
-        if item not in self.items and len(self.items) >= self.capacity:
-            worst = self._worst()
-            if (estimate, _Worse(item)) <= worst:
-                return
-            del self.items[worst[1]]
+    def offer(self, item: str, estimate: int, amount: int) -> None:
+        """``amount`` more was counted for ``item``, which now has ``estimate``: it stays (its exact
+        count grows by ``amount``), joins, or joins in place of the worst. A joining item's count is
+        verified when it cannot have been counted before: the list never dropped an item, or its
+        estimate before this award (``estimate - amount``) was 0."""
+        if item in self.items:
+            count, verified = self.exact.get(item, UNKNOWN)
+            self.exact[item] = (count + amount, verified)
+        else:
+            verified = self.lossless or estimate == amount
+            if len(self.items) >= self.capacity:
+                self.lossless = False  # an item is dropped: refused, or pushed out
+                worst = self._worst()
+                if (estimate, _Worse(item)) <= worst:
+                    return
+                self._drop(worst[1])
+            self.exact[item] = (amount, verified)
         self.items[item] = estimate
         heapq.heappush(self._heap, (estimate, _Worse(item)))
         if len(self._heap) > 4 * self.capacity + 16:  # mostly stale entries: start the heap anew
             self._restart()
+
+    def remove(self, item: str) -> bool:
+        """``item`` leaves the list (an erasure), with its exact count; False when it was not listed."""
+        if item not in self.items:
+            return False
+        self._drop(item)
+        self.lossless = False  # its counters stay: were it counted again, they would not be its first
+        return True
+
+    def count_unlisted(self) -> None:
+        """An award was counted for an item that is not offered (an erased player's): the list can no
+        longer tell that an item it does not hold was never counted."""
+        self.lossless = False
+
+    def _drop(self, item: str) -> None:
+        del self.items[item]
+        self.exact.pop(item, None)
 
     def _worst(self) -> tuple[int, _Worse]:
         while True:
@@ -140,10 +212,36 @@ class Candidates:
                 return estimate, item
             heapq.heappop(self._heap)
 
+    def listed(self, version: int, total: int, estimate: Callable[[str], int] | None = None) -> CandidateList:
+        """The list as it is now, best first, as ``version`` with the partition's ``total``; with
+        ``estimate`` (the sketch's), every item's estimate read anew."""
+        estimates = self.items if estimate is None else {item: estimate(item) for item in self.items}
+        after = ranked(estimates, len(estimates))
+        return CandidateList(
+            version, total, after, tuple(self.exact[item] for item, _ in after), self.lossless
+        )
 
-def changes(before: CandidateList, after: tuple[Candidate, ...]) -> tuple[list[Candidate], list[str]]:
-    """(candidates new or with another estimate, items no longer listed) from ``before`` to ``after``."""
-    old = dict(before.items)
-    changed = [(item, estimate) for item, estimate in after if old.get(item) != estimate]
-    listed = {item for item, _ in after}
-    return changed, sorted(item for item in old if item not in listed)
+
+def changes(before: CandidateList, after: CandidateList) -> tuple[list[str], list[str]]:
+    """(items new or shown otherwise: another estimate or verified count, items no longer listed)
+    from ``before`` to ``after``, each in ``after``'s (and item) order."""
+    old, new = before.shown(), after.shown()
+    changed = [item for item, shown in new.items() if old.get(item) != shown]
+    return changed, sorted(item for item in old if item not in new)
+
+
+def exact_note(count: int | None) -> str:
+    """What the projection keeps beside a candidate, in the place where an exact board keeps the
+    metadata of an award: its verified count as JSON text (``{"exact":12}``); empty: not verified."""
+    return "" if count is None else f'{{"exact":{count}}}'
+
+
+def noted_exact(note: str | None) -> int | None:
+    """The verified count an ``exact_note`` holds; None for none (or any other text)."""
+    if not note:
+        return None
+    try:
+        count = json.loads(note).get("exact")
+    except (ValueError, AttributeError):
+        return None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None

@@ -159,8 +159,8 @@ class _Loader:
             elif isinstance(value, SketchBlock):
                 batch.sketch[(value.board_id, value.row, value.block)] = tuple(value.counters)
             elif isinstance(value, CandidateSet):
-                batch.candidates[value.board_id] = CandidateList(value.version, value.total,
-                                                                 tuple(value.items))  # fmt: skip
+                batch.candidates[value.board_id] = CandidateList(value.version, value.total, tuple(value.items),
+                                                                 tuple(value.exact), value.lossless)  # fmt: skip
 
     @staticmethod
     def _tombstone(batch: StoreBatch, key: bytes) -> None:

@@ -16,6 +16,7 @@ import msgspec
 from aiokafka import ConsumerRecord
 
 from regions.core.boards import MAX_SHARDS, SortOrder, TiePolicy
+from regions.core.candidates import exact_note
 from regions.core.lifecycle import position_name
 from regions.core.ordering import encode
 from regions.core.positions import SourceKey, SourcePosition
@@ -50,11 +51,21 @@ class ProjectableTotal(msgspec.Struct, frozen=True, kw_only=True, tag="total"):
     removed: bool = False  # a ROLLING board's player with no points left in the window
     metadata: str = ""  # of the award that holds the total (JSON text); empty: none
     hidden: bool = False  # hidden by moderation: no entry, the version still recorded
+    estimated: bool = False  # an approximate board's candidate: ``total`` is its estimate
+    exact: int | None = None  # the candidate's exact count when verified
 
     @property
     def absent(self) -> bool:
         """The player has no entry on the board (the version is still recorded)."""
         return self.removed or self.hidden
+
+    @property
+    def note(self) -> str:
+        """What the projection keeps beside the entry: the award's metadata, or a candidate's
+        verified count (``regions.core.candidates.exact_note``); empty: nothing."""
+        if self.absent:
+            return ""
+        return exact_note(self.exact) if self.estimated else self.metadata
 
 
 def of_board(found: str, board_id: str) -> bool:
@@ -167,7 +178,7 @@ class TotalsBatch:
             if t.absent:  # leaves the board: no member, the version is still recorded
                 score, member = 0.0, ""
             boards.setdefault(t.board_id, []).append(
-                ProjectedTotal(t.user_id, t.version, t.total, score, member, "" if t.absent else t.metadata)
+                ProjectedTotal(t.user_id, t.version, t.total, score, member, t.note)
             )
             shards[t.board_id] = max(shards.get(t.board_id, 1), t.shards)
         for board_id, user_id in sorted(self.erased):

@@ -13,9 +13,10 @@ no other; ``h`` + board -> the correction records held for the board (absent: no
 few, and every award asks); ``u`` + user + ``\x00`` + board -> nothing: the player's states, which an
 erasure removes; ``z`` + erasure token -> nothing: the erasure list; ``k`` + board + ``\x00`` + row
 (1 byte) + block (2 bytes) -> the counters of one block of an approximate board's sketch (msgpack);
-``q`` + board -> its candidate list (version, total, candidates); ``m`` + name ->
-metadata (identity, format, changelog offsets, completeness bound). A player value is msgpack
-(total, version, tie key, ROLLING day buckets, MAX/MIN contributions), trailing defaults left out.
+``q`` + board -> its candidate list (msgpack map); ``v`` + item + ``\x00`` + board -> nothing: the
+lists an item is on, which an erasure takes it off; ``m`` + name -> metadata (identity, format, changelog
+offsets, completeness bound). A player value is msgpack (total, version, tie key, ROLLING day buckets,
+MAX/MIN contributions), trailing defaults left out.
 
 Memory stays bounded whatever the number of players: one LRU block cache (index and filter blocks
 included) and write buffers charged to it, both sized from settings. The write-ahead log is not
@@ -126,7 +127,7 @@ class RocksStore:
         self._bulk.disable_wal = True  # type: ignore[method-assign,assignment]  # (a property; its stub says method)
         self._held = msgspec.msgpack.Decoder(tuple[HeldCorrection, ...]).decode
         self._counters = msgspec.msgpack.Decoder(tuple[int, ...]).decode
-        self._candidates = msgspec.msgpack.Decoder(tuple[int, int, tuple[tuple[str, int], ...]]).decode
+        self._candidates = msgspec.msgpack.Decoder(CandidateList).decode
         self._moderation = self._moderated()
 
     def _moderated(self) -> dict[StateKey, Moderation]:
@@ -210,7 +211,11 @@ class RocksStore:
 
     def candidates(self, board_id: str) -> CandidateList:
         raw = self._get(b"q" + board_id.encode())
-        return CandidateList() if raw is None else CandidateList(*self._candidates(raw))
+        return CandidateList() if raw is None else self._candidates(raw)
+
+    def candidate_lists_of(self, item: str) -> list[str]:
+        prefix = b"v" + item.encode() + b"\x00"
+        return [key[len(prefix) :].decode() for key, _ in self._scan(prefix)]
 
     def cutoff(self, key: CutoffKey) -> int | None:
         raw = self._get(_cutoff_key(key))
@@ -243,6 +248,7 @@ class RocksStore:
         self._forget(out, batch.forgotten)  # before the puts: a copy forgotten and seen again stays
         for entry in batch.days_removed:  # before the puts: an entry removed and added again stays
             out.delete(_day_key(entry))
+        self._index_candidates(out, batch.candidates)
         items = self._items(batch)
         for item, value in sorted(items) if bulk else items:  # a restore's big batches: in key order,
             out.put(item, value)  # the memtable takes them about a third faster
@@ -292,12 +298,21 @@ class RocksStore:
         for block, counters in batch.sketch.items():
             yield _block_key(block), encode(counters)
         for board_id, listed in batch.candidates.items():
-            yield b"q" + board_id.encode(), encode((listed.version, listed.total, listed.items))
+            yield b"q" + board_id.encode(), encode(listed)
         for raw_id, packed in batch.packed_seen.items():
             yield b"d" + raw_id, packed
             # The index key's time, order-preserving: the packed big-endian signed time with its
             # sign bit flipped is exactly ``_time`` of it.
             yield b"t" + bytes((packed[8] ^ 0x80,)) + packed[9:16] + raw_id, b""
+
+    def _index_candidates(self, out: WriteBatch, lists: dict[str, CandidateList]) -> None:
+        """The index of the lists each item is on, from the stored lists to ``lists``."""
+        for board_id, listed in lists.items():
+            before, after = ({item for item, _ in c.items} for c in (self.candidates(board_id), listed))
+            for item in before - after:
+                out.delete(b"v" + item.encode() + b"\x00" + board_id.encode())
+            for item in after - before:
+                out.put(b"v" + item.encode() + b"\x00" + board_id.encode(), b"")
 
     def flush(self) -> None:
         self._db.flush(wait=True)

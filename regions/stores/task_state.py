@@ -7,7 +7,8 @@ corrections it holds per board until the board's fold is final in its partition,
 the newest expired day and an index of which players have points on which day (so an expiry visits
 exactly those players), each moderated player's last moderation action per board (few: a store keeps them in memory
 too), an index of each player's states by user id and the erasure list (for erasures), for
-approximate boards the blocks of each board's sketch and its candidate list, and the changelog offsets the store reflects. The compacted changelogs in
+approximate boards the blocks of each board's sketch and its candidate list (with an index of the
+lists each item is on, for an erasure), and the changelog offsets the store reflects. The compacted changelogs in
 Kafka are the source of truth: the
 store is written only after a transaction committed, and each write carries the changelog offsets
 it brings the store to, in one atomic batch. A store is therefore never ahead of Kafka; when it is
@@ -30,9 +31,10 @@ StateKey = tuple[str, str]
 CutoffKey = tuple[str, str]  # (board, accepting region)
 DayEntry = tuple[str, int, str]  # (board, day, user): the player has a bucket of that day
 BlockKey = tuple[str, int, int]  # (board, row, block) of an approximate board's sketch
-STORE_FORMAT = 3
+STORE_FORMAT = 4
 """What a store's contents mean. 2: players carry ROLLING day buckets, with the day index and
-expired days. 3: an index of each player's states by user id, for an erasure. A store of another
+expired days. 3: an index of each player's states by user id, for an erasure. 4: candidate lists
+carry exact counts, with an index of the lists each item is on, for an erasure. A store of another
 format is wiped and restored from the changelogs."""
 
 
@@ -123,6 +125,9 @@ class TaskStore(Protocol):
 
     def candidates(self, board_id: str) -> CandidateList:
         """An approximate board's candidate list in this partition (empty, version 0: none yet)."""
+
+    def candidate_lists_of(self, item: str) -> list[str]:
+        """The boards (and periods) whose candidate list holds ``item``, in order."""
 
     def format(self) -> int:
         """The format the store's contents are in (``STORE_FORMAT`` for a new store)."""
@@ -216,6 +221,9 @@ class MemoryStore:
 
     def candidates(self, board_id: str) -> CandidateList:
         return self._candidates.get(board_id) or CandidateList()
+
+    def candidate_lists_of(self, item: str) -> list[str]:
+        return sorted(b for b, listed in self._candidates.items() if any(i == item for i, _ in listed.items))
 
     def expired_through(self, board: str) -> int | None:
         return self._expired.get(board)

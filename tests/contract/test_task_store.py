@@ -58,13 +58,27 @@ class TaskStoreContract:
     def test_sketch_blocks_and_candidate_lists_are_read_back(self, store: TaskStore) -> None:
         store.reset(IDENTITY)
         assert store.sketch_block(("tr", 0, 0)) is None and store.candidates("tr") == CandidateList()
-        listed = CandidateList(3, 40, (("song|1", 9), ("s2", 7)))
+        listed = CandidateList(3, 40, (("song|1", 9), ("s2", 7)), ((9, True), (2, False)), False)
         store.write(StoreBatch(sketch={("tr", 0, 0): (1, 0, 2**40), ("tr@2026-12-01", 6, 42): (5,)},
                                candidates={"tr": listed}))  # fmt: skip
         store.write(StoreBatch(sketch={("tr", 0, 0): (2, 0, 2**40)}))
         assert store.sketch_block(("tr", 0, 0)) == (2, 0, 2**40)
         assert store.sketch_block(("tr@2026-12-01", 6, 42)) == (5,) and store.sketch_block(("tr", 1, 0)) is None
         assert store.candidates("tr") == listed and store.candidates("tr@2026-12-01") == CandidateList()
+        older = CandidateList(1, 5, (("s2", 5),))  # restored from a record written before exact counts
+        store.write(StoreBatch(candidates={"tr@2026-12-01": older}))
+        assert store.candidates("tr@2026-12-01") == older and older.exact_of() == {"s2": (0, False)}
+
+    def test_the_lists_an_item_is_on_follow_its_joins_and_leaves(self, store: TaskStore) -> None:
+        store.reset(IDENTITY)
+        both = CandidateList(1, 9, (("song|1", 5), ("s2", 4)), ((5, True), (4, True)))
+        store.write(StoreBatch(candidates={"tr": both, "tr@2026-12-01": CandidateList(1, 3, (("s2", 3),))}))
+        assert store.candidate_lists_of("s2") == ["tr", "tr@2026-12-01"]
+        assert store.candidate_lists_of("song|1") == ["tr"] and store.candidate_lists_of("s") == []
+        store.write(StoreBatch(candidates={"tr": CandidateList(2, 9, (("song|1", 5),), ((5, True),), False)}))
+        assert store.candidate_lists_of("s2") == ["tr@2026-12-01"] and store.candidate_lists_of("song|1") == ["tr"]
+        store.reset(IDENTITY)
+        assert store.candidate_lists_of("s2") == []
 
     def test_a_batch_is_read_back_whole(self, store: TaskStore) -> None:
         store.reset(IDENTITY)

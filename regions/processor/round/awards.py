@@ -5,7 +5,7 @@ applied. Awards carry their board's time window. On a board with periods an awar
 period that holds its event time, as the board ``<board>@<period key>`` (``schema.scoped``): its own
 state, totals, cutoffs. An award of an approximate board counts in its sketch (``approximate``). On a ROLLING board it counts in the day bucket of its event time (an entry
 of the day index); an award of a day that has left the window is late. An award of an erased
-player is dropped (``erasure``).
+player is dropped (``erasure``; on an approximate board it counts in the sketch only).
 """
 
 from __future__ import annotations

@@ -71,8 +71,8 @@ class Round:
             (CUTOFF_PREFIX, CutoffMarkers(state, corrections).add),
             (EXPIRY_PREFIX, ExpiryMarkers(state).add),
             (CORRECTION_PREFIX, corrections.add),
-            (MODERATION_PREFIX, Moderations(state).add),
-            (ERASURE_PREFIX, Erasures(state).add),
+            (MODERATION_PREFIX, Moderations(state, self._trending).add),
+            (ERASURE_PREFIX, Erasures(state, self._trending).add),
         )
 
     @property

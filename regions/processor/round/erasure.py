@@ -2,16 +2,20 @@
 
 A record erases: every state of the player in the partition goes (the store's index by user id,
 and those this round made), each with a tombstone in the totals topic (the projection removes the
-player and its record), with the player's moderation and ROLLING day index entries; the player's
+player and its record), with the player's moderation and ROLLING day index entries; an item named
+like the player leaves every approximate board's candidate list that holds it, with its exact
+count, and its candidate leaves the projection the same way (``approximate``); the player's
 token joins the erasure list (``Erased`` in the totals changelog). From then on an award,
 correction or moderation record of the player is dropped (``dropped``), never applied or sent to
-reconciliation (which would keep the id). A lifted erasure takes the token off the list.
+reconciliation (which would keep the id); on an approximate board its award still counts in the
+sketch's anonymous counters, never listed. A lifted erasure takes the token off the list.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from regions.processor.round.approximate import Trending
 from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse
 from regions.stores.task_state import StateKey
 from schema.erasure import Erased, decode_erasure, erased_key, erasure_key, erasure_token
@@ -30,8 +34,9 @@ class Dropped:
 class Erasures:
     """Applies the round's erasure records."""
 
-    def __init__(self, state: RoundState) -> None:
+    def __init__(self, state: RoundState, trending: Trending) -> None:
         self._state = state
+        self._trending = trending  # approximate boards' candidates
 
     def add(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
         state = self._state
@@ -46,12 +51,14 @@ class Erasures:
         states = self._states_of(record.user_id)
         for state_key in states:
             self._remove(state_key)
-        if not states and state.is_erased(record.user_id):
+        listed = self._trending.erase(record.user_id)
+        if not states and not listed and state.is_erased(record.user_id):
             state.counts["erasure_repeat"] += 1  # replicated twice, written again: nothing is left
             return
         state.erased[record.token] = True
         state.send("totals", erased_key(record.token), Erased(token=record.token))
         state.counts["erased_players"] += len(states)
+        state.counts["erased_candidates"] += listed
 
     def _states_of(self, user_id: str) -> list[StateKey]:
         state = self._state

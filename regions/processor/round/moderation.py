@@ -3,7 +3,9 @@
 An action newer than the player's last one on the board is recorded (in the store and, as
 ``Moderated``, in the totals changelog) and gives each of the player's states it names a new version
 with ``hidden`` set or cleared; the state itself (total, tie order, metadata) stays as it is, so a
-hidden player's awards keep counting. An action not newer (a replay, a copy) changes nothing.
+hidden player's awards keep counting. On an approximate board, where an item has no state, its
+candidate (if listed) is written again (``approximate``). An action not newer (a replay, a copy)
+changes nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from regions.core.moderation import Moderation, is_newer
+from regions.processor.round.approximate import Rules, Trending
 from regions.processor.round.state import RoundState, Source, Unprocessable, decode_or_refuse
 from schema.moderation import Moderated, ModerationRecord, decode_moderation, moderated_key, moderation_key
 from schema.records import PlayerTotal, totals_key
@@ -20,8 +23,9 @@ from schema.scoped import split_board_id
 class Moderations:
     """Applies the round's moderation records."""
 
-    def __init__(self, state: RoundState) -> None:
+    def __init__(self, state: RoundState, trending: Trending) -> None:
         self._state = state
+        self._trending = trending  # approximate boards' candidates
 
     def add(self, source: Source, key: bytes, value: bytes, offset: int) -> None:
         state = self._state
@@ -54,8 +58,11 @@ class Moderations:
         """The player's state on ``board_id``, if any, in a new version (hidden or shown)."""
         state, key = self._state, (board_id, record.user_id)
         prior = state.player(key)
-        if prior is None:
-            return  # no state yet: the awards that make one find the action by the board's id
+        if prior is None:  # no state yet (the awards that make one find the action by the board's
+            # id), or an approximate board's: its candidate, if listed, is written again
+            rules = Rules(record.sort_order, record.tie_policy, record.shards)
+            self._trending.moderate(board_id, record.user_id, rules, region, offset)
+            return
         changed = replace(prior, version=prior.version + 1)
         state.players[key] = changed
         total = PlayerTotal(

@@ -2,8 +2,9 @@
 
 The region's real processes and ``python -m gateway``: awards through the intake, ``top`` through
 the gateway answers estimates (``estimated``, ``errorBound`` = epsilon x the counted total) that are
-never below the true counts and within the bound; exact reads are refused naming the board; and a
-processor store restored from the real changelog holds exactly the counters of the awards.
+never below the true counts and within the bound, with the verified exact count of each; exact
+reads are refused naming the board; and a processor store restored from the real changelog holds
+exactly the counters of the awards.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ CREATE = """mutation($id: ID!, $a: ApproximateInput, $g: Aggregation) {
   }
 }"""
 TOP = """query($id: ID!, $k: Int) {
-  leaderboard(id: $id) { top(k: $k) { estimated errorBound entries { userId score } } }
+  leaderboard(id: $id) { top(k: $k) { estimated errorBound entries { userId score verified exactScore } } }
 }"""
 PLAYER = """query($id: ID!) { leaderboard(id: $id) { player(userId: "song0") { rank } } }"""
 EPSILON, K = 0.01, 5
@@ -80,7 +81,9 @@ async def test_top_answers_estimates_within_the_bound_and_exact_reads_are_refuse
     assert found["estimated"] is True and len(found["entries"]) == K
     for entry in found["entries"]:
         assert truth[entry["userId"]] <= entry["score"] <= truth[entry["userId"]] + found["errorBound"]
-    assert found["entries"][0] == {"userId": "song0", "score": 20}
+        # each partition's list had room for the best songs when their first plays came: verified
+        assert (entry["verified"], entry["exactScore"]) == (True, truth[entry["userId"]])
+    assert found["entries"][0] == {"userId": "song0", "score": 20, "verified": True, "exactScore": 20}
 
     over = await _gql(gw, TOP, id=board, k=K + 1)
     assert over["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"

@@ -1,11 +1,11 @@
 """End to end on two whole regions (eu and us, each with its processor, projector, audit sink,
 intake, lifecycle worker and gateway, and a replicator from the other): a player with awards in both
-regions, on an all-time, a sharded, a windowed and a closed board, with a profile, an audit history
-and a moderation action, is erased through us's gateway. Then every store is scanned for the user id:
-every key, member and field of both regions' Redis, every key and value of every processor store,
-every compacted topic's last record per key (what compaction keeps), every row of every Cassandra
-table: no hit. The raw topics keep the player's awards
-only until their retention: with retention and compaction shortened, every record of every topic of
+regions, on an all-time, a sharded, a windowed, a closed and an approximate board (an item named
+like them among its candidates), with a profile, an audit history and a moderation action, is
+erased through us's gateway. Then every store is scanned for the user id: every key, member and
+field of both regions' Redis, every key and value of every processor store, every compacted topic's
+last record per key (what compaction keeps), every row of every Cassandra table: no hit. The raw
+topics keep the player's awards only until their retention: with retention and compaction shortened, every record of every topic of
 both regions, read from the beginning, is found free of the player too. Everyone else's totals are
 unchanged; the intakes refuse the player (410); a rebuild of eu's projection and a cold restore of
 us's processor do not bring them back.
@@ -28,6 +28,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from cassandra.cluster import Session
 from rocksdict import AccessType, Rdict
 
+from regions.core.approximate import ApproximateSpec
 from regions.core.boards import Board
 from regions.core.periods import Period, WindowSpec
 from regions.core.profiles import Profile
@@ -93,7 +94,8 @@ async def test_an_erased_player_is_in_no_store_of_either_region(regions: Deploym
     sharded = Board(f"er-s-{tag}", "Sharded", "eu", shards=4)
     daily = Board(f"er-d-{tag}", "Daily", "eu", window=encode_window(WindowSpec(Period.DAILY)))
     closed = Board(f"er-c-{tag}", "Closed", "eu")
-    boards = (plain, sharded, daily, closed)
+    trending = Board(f"er-t-{tag}", "Trending", "eu", approximate=ApproximateSpec(50, 0.01, 0.01))
+    boards = (plain, sharded, daily, closed, trending)
     for board in boards:
         await eu.create_board(board)
         for i, (region, user) in enumerate(((eu, zed), (us, zed), (eu, "ann"), (us, "bob"), (eu, "cat"))):
@@ -111,6 +113,7 @@ async def test_an_erased_player_is_in_no_store_of_either_region(regions: Deploym
     await Region.wait_until(lambda: everyone_in(sharded), WITHIN_S, "sharded board read")
     await Region.wait_until(lambda: everyone_in(daily, PERIOD_TOP), WITHIN_S, "daily board read")
     await Region.wait_until(lambda: everyone_in(closed), WITHIN_S, "closed board read")
+    await Region.wait_until(lambda: everyone_in(trending), WITHIN_S, "approximate board read")
     await _gql(d.gateways["eu"], """mutation($b: ID!) { closeLeaderboard(id: $b) { status } }""", b=closed.id)
 
     async def is_closed() -> bool:
@@ -137,7 +140,7 @@ async def test_an_erased_player_is_in_no_store_of_either_region(regions: Deploym
     assert [(s["store"], s["status"]) for s in erasure["steps"]] == [
         ("awards", "DONE"), ("projection:eu", "DONE"), ("projection:us", "DONE"), ("award_history", "DONE"),
         ("profiles", "DONE"), ("archives", "DONE"), ("moderation", "DONE")]  # fmt: skip
-    for board in (plain, sharded, closed):
+    for board in (plain, sharded, closed, trending):
         assert all(s == expected for s in (await _standings(d, board, TOP)).values())
     assert all(s == expected for s in (await _standings(d, daily, PERIOD_TOP)).values())
 

@@ -214,17 +214,6 @@ async def test_pages_walk_the_same_board_both_ways_in_both_regions_and_scopes(
         assert as_of["region"] == "eu" and _covers(as_of, ranked.acked), as_of
 
 
-async def _sent_all(oracle: Oracle, region: Region, awards: list[dict[str, Any]]) -> None:
-    """Awards acknowledged by ``region``'s intake in batches (their positions kept in ``oracle``)."""
-    for at in range(0, len(awards), 100):
-        response = await region.client.send({"awards": awards[at : at + 100]})
-        assert response.status_code == 202, response.text
-        for award, accepted in zip(awards[at : at + 100], response.json()["accepted"], strict=True):
-            oracle.amounts[accepted["eventId"]] = (award["userId"], award["delta"])
-            key = (accepted["region"], accepted["partition"])
-            oracle.acked[key] = max(oracle.acked.get(key, -1), accepted["offset"])
-
-
 async def test_from_rank_deep_in_a_sharded_board_reads_the_same_slice_in_both_regions(
     regions: Deployment,
 ) -> None:
@@ -233,7 +222,7 @@ async def test_from_rank_deep_in_a_sharded_board_reads_the_same_slice_in_both_re
     totals = {f"q{i:03d}": 1000 - 5 * (i // 4) for i in range(300)}  # ties of four
     for name, intake in d.regions.items():  # each player's points half through eu, half through us
         awards = [_points(board, user, f"m-{name}-{user}", total // 2) for user, total in totals.items()]
-        await _sent_all(oracle, intake, awards)
+        await oracle.send_all(intake, awards)
     expected = _expected({user: total // 2 * 2 for user, total in totals.items()})
     await _converged(d, board, oracle)
     for region, gateway, scope, answering in _reads(d):

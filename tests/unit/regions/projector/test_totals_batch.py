@@ -115,3 +115,16 @@ def test_a_board_rebuilt_alone_keeps_its_periods_and_removals_leave_no_member() 
     [removed] = [w for w in batch.by_board() if w.board_id == "b"]
     assert [(t.user_id, t.version, t.member) for t in removed.totals] == [("v", 3, "")]
     assert batch.unprojectable == []
+
+
+def test_a_candidate_keeps_its_verified_count_where_an_award_keeps_its_metadata() -> None:
+    codec, batch = Codec(), TotalsBatch("eu")
+    batch.add([
+        _record(0, totals_key("tr", "x"), codec.encode(_total("x", 3, 12, board_id="tr", estimated=True, exact=10))),
+        _record(1, totals_key("tr", "y"), codec.encode(_total("y", 3, 9, board_id="tr", estimated=True))),
+        _record(2, totals_key("tr", "z"), codec.encode(_total("z", 3, 7, board_id="tr", estimated=True, exact=7, hidden=True))),
+        _record(3, totals_key("b", "u"), codec.encode(_total("u", 1, 5, metadata='{"exact":1}'))),
+    ])  # fmt: skip
+
+    notes = {(w.board_id, t.user_id): t.metadata for w in batch.by_board() for t in w.totals}
+    assert notes == {("tr", "x"): '{"exact":10}', ("tr", "y"): "", ("tr", "z"): "", ("b", "u"): '{"exact":1}'}
