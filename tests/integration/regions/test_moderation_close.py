@@ -4,7 +4,9 @@ order of its steps is the test's:
 
 - an action recorded while the board is OPEN whose record the worker writes only after the close's
   cutoff markers (a worker that was down, or behind) gets a result version of its own, and the latest
-  archived result follows the moderation log; one written before the close is in the close's result.
+  archived result follows the moderation log; one written before the close is in the close's result;
+- a restore of a player who never scored, on a CLOSED board, publishes its version once the record is
+  passed (there is no total to wait for).
 """
 
 from __future__ import annotations
@@ -154,3 +156,18 @@ async def test_an_action_whose_record_lands_after_the_cutoff_gets_a_version_and_
     assert all((user in latest) != hidden for user, hidden in log.items())
     assert await _claims(stores, board) == [(2, "moderation:2", (("bob", True),)), (3, "moderation:3", (("bob", False),))]
 
+
+async def test_restoring_a_player_who_never_scored_on_a_closed_board_publishes_its_version(
+    stack: tuple[Region, DrivenWorker], cassandra_session: Session
+) -> None:
+    region, driven = stack
+    stores, results = driven.stores, CassandraResults(cassandra_session)
+    board = await _board(region, {"ann": 30})
+    assert await stores.lifecycle.begin_close(board.id, "season over", datetime.now(UTC))
+    await Region.wait_until(lambda: driven.published(board.id, 1), 60, "closed")
+
+    await _act(stores, board, "ghost", hidden=True)
+    await Region.wait_until(lambda: driven.published(board.id, 2), 60, "version 2 (hide) published")
+    await _act(stores, board, "ghost", hidden=False)
+    await Region.wait_until(lambda: driven.published(board.id, 3), 60, "version 3 (restore) published")
+    assert await _ranks(results, board.id, 3) == await _ranks(results, board.id, 2) == [(1, "ann", 30)]
