@@ -47,7 +47,7 @@ async def _moderate(
         raise InvalidInput("; ".join(f"{e.field}: {e.rule}" for e in parsed))
     stores = services.cassandra.adapter
     try:
-        entry = await record_moderation(stores.lifecycle, stores.moderation, stores.corrections, parsed,
+        entry = await record_moderation(stores.lifecycle, stores.moderation, parsed,
                                         region=services.settings.region, now=datetime.now(UTC))  # fmt: skip
     except ActionRefused as refused:
         error = {"unknown": NotFound, "unavailable": StoreUnavailable}

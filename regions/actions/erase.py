@@ -1,6 +1,11 @@
 """Asking for a player's erasure, and lifting one, for every caller (the gateway's erasePlayer,
 ``ops/lb erase-player`` and ``ops/lb lift-erasure``). The lifecycle worker of the region asked then
 carries it out (``regions.lifecycle.erasure``).
+
+Either is answered only once the change is in the erasure change log (this region's lane), which
+every intake and audit sink reads every ``intake.erasure_refresh_s``: an answered erasure is refused
+by every intake within that bound, once it reached the intake's data center. A change a crash left
+out of the log is appended when asked again, or by the lifecycle worker.
 """
 
 from __future__ import annotations
@@ -25,13 +30,13 @@ async def request_erasure(
             if await erasures.request(token, request.user_id, request.reason, region, now):
                 break
         elif known.lifted_at is None:
-            return known
+            return await logged(erasures, known, region)
         elif await erasures.renew(known, request.user_id, request.reason, region, now):
             break
     entry = await erasures.get(token)
     if entry is None:
         raise ActionRefused("unavailable", "the erasure could not be recorded; retry")
-    return entry
+    return await logged(erasures, entry, region)
 
 
 async def lift_erasure(erasures: CassandraErasures, user_id: str, *, region: str, now: datetime) -> ErasureEntry:
@@ -41,7 +46,14 @@ async def lift_erasure(erasures: CassandraErasures, user_id: str, *, region: str
     known = await erasures.get(token)
     if known is None:
         raise ActionRefused("unknown", f"userId: {user_id!r} has no erasure to lift")
-    if known.lifted_at is None and not await erasures.lift(token, region, now):
+    if known.lifted_at is None and not await erasures.lift(known, region, now):
         raise ActionRefused("unavailable", "the lift could not be recorded; retry")
     entry = await erasures.get(token)
-    return entry or known
+    return await logged(erasures, entry or known, region)
+
+
+async def logged(erasures: CassandraErasures, entry: ErasureEntry, region: str) -> ErasureEntry:
+    """``entry``, once its newest change is in the change log (appended to ``region``'s lane if not)."""
+    if entry.unlogged and not await erasures.append_change(entry, region):
+        raise ActionRefused("unavailable", "the erasure list is being changed concurrently here; retry")
+    return entry

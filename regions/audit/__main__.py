@@ -27,11 +27,12 @@ async def amain() -> None:
         settings.cassandra, lambda session: CassandraAudit(session, settings.audit.batch_rows)
     )
     erasures = CassandraConnection.to(settings.cassandra, CassandraErasures)
-    erased = ErasureList(lambda: erasures.adapter.erased_tokens(), settings.intake.erasure_refresh_s)
+    erased = ErasureList(lambda: erasures.adapter, settings.intake.erasure_refresh_s)
     connecting = [asyncio.create_task(audit.run()), asyncio.create_task(erasures.run()),
                   asyncio.create_task(after(erasures.connected, erased.run))]  # fmt: skip
     sink = AuditSink(settings, audit, health, erased)
     health.checks["cassandra"] = lambda: audit.reachable() and sink.cassandra_ok
+    health.checks["erasures"] = erased.loaded.is_set
     await serve_health(health, settings.intake.host, settings.audit.health_port)
     try:
         await run_until_stopped("audit", sink.run, (KafkaError,))

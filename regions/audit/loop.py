@@ -19,12 +19,14 @@ With several regions, every region applies every award, but a board's history is
 home region's sink alone (the award names the home region it was accepted for): one row per distinct
 award, wherever it was accepted, and no region writes into another's data center. An erased
 player's awards (the erasure list, ``regions.runtime.erasure_list``) are not written: an erasure
-removes the player's rows only after every sink has read the list, so none comes back.
+removes the player's rows only after every sink has read the list, so none comes back; a sink that
+starts writes nothing until it has read the list whole.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -182,6 +184,15 @@ class AuditSink:
             refused += await self._write(part)
         return refused
 
+    async def _erasures_read(self) -> None:
+        """Wait until the erasure list is read whole (after a start): before, an erased player's
+        awards would be written again."""
+        while self._erased is not None and not self._erased.ready:
+            if self._report is not None:
+                await self._report()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._erased.loaded.wait(), 1.0)
+
     def _reconciliation(
         self, record: ConsumerRecord, reason: str, detail: str, applied: AppliedAward | None
     ) -> bytes:
@@ -201,6 +212,7 @@ class AuditSink:
     ) -> None:
         """Audit a batch; what cannot be audited goes to reconciliation, acknowledged before return.
         Rows of records before ``unsure`` (per partition) may be written already: they are looked for."""
+        await self._erasures_read()
         pending, unaudited = [], []
         for record in records:
             try:

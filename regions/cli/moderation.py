@@ -14,7 +14,6 @@ from regions.cli.command import Command, CommandError, Commands, add_command, ca
 from regions.core.ids import board_id_error
 from regions.core.moderation import MAX_PAGE, parse_moderation
 from regions.runtime.settings import Settings
-from regions.stores.cassandra.corrections import CassandraCorrections
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from regions.stores.cassandra.moderation import CassandraModeration, ModerationEntry
 
@@ -33,8 +32,7 @@ async def moderate_command(
     request = parse_moderation(board_id, user_id, reason, hidden=hidden)
     if isinstance(request, list):
         raise CommandError("; ".join(f"{e.field}: {e.rule}" for e in request))
-    entry = await record_moderation(CassandraLifecycle(session), CassandraModeration(session),
-                                    CassandraCorrections(session), request,
+    entry = await record_moderation(CassandraLifecycle(session), CassandraModeration(session), request,
                                     region=settings.region, now=datetime.now(UTC))  # fmt: skip
     say(f"{board_id}: {describe(entry)}")
     say("  recorded; the home lifecycle worker writes it into the awards topic and every region applies it "

@@ -20,7 +20,9 @@ as the next version (n+1); earlier versions stay as they were. The rules kept he
   version n with exactly the adjustments, ranked again.
 - **Moderation.** Hiding a player of a CLOSED board (or showing them again) is a version with no
   adjustments that names the player (``moderated``): the moderation record, applied by every region,
-  takes them out of (or back into) the projection, and the version is archived once it did.
+  takes them out of (or back into) the projection, and the version is archived once the home
+  projection's positions passed the record (where it landed is the version's ``written``): whatever
+  the player's total, a player who never scored included, and whatever later actions did since.
 """
 
 from __future__ import annotations
@@ -218,13 +220,18 @@ def correction_step(
     """What the home lifecycle worker does next for a correction: ``written`` is where its records
     landed (position name -> offset of the last one there; None: not written yet), ``positions`` the
     home projection's positions, ``totals`` the projection's totals of the adjusted players and of
-    those a moderation action hides (absent: None) or shows again (``moderated``)."""
+    those a moderation action hides (absent: None) or shows again (``moderated``).
+
+    A moderation action's version has no records of its own: ``written`` is where the action's record
+    landed, and passing it is enough. A version claimed before that was recorded (by an older release)
+    waits instead until the projection shows each player as the action asks."""
     adjustments = tuple(adjustments)
-    if written is None and adjustments:  # (a moderation action's version has no records of its own)
+    if written is None and adjustments:
         return WriteRecords()
     missing = frozenset(where for where, offset in (written or {}).items() if positions.get(where, -1) < offset)
     behind = tuple(a.user_id for a in adjustments if totals.get(a.user_id) != a.score)
-    behind += tuple(user for user, hidden in moderated if (totals.get(user) is None) != hidden)
+    if written is None:
+        behind += tuple(user for user, hidden in moderated if (totals.get(user) is None) != hidden)
     if missing or behind:
         return AwaitProjection(missing, behind)
     return ArchiveVersion()

@@ -41,10 +41,10 @@ class IntakeStores:
 def build(settings: Settings) -> Starlette:
     """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
     Cassandra is connected in the background, so the intake starts during a Cassandra outage and
-    serves every board it can resolve. Redis is connected only for a ``?wait=applied``, another
+    serves every board it can resolve once it has read the erasure list (ready from then on). Redis is connected only for a ``?wait=applied``, another
     region's Kafka only for the first award of a board HOME_ROUTED there."""
     catalog = CassandraConnection.to(settings.cassandra, IntakeStores.of)
-    erased = ErasureList(lambda: catalog.adapter.erasures.erased_tokens(), settings.intake.erasure_refresh_s)
+    erased = ErasureList(lambda: catalog.adapter.erasures, settings.intake.erasure_refresh_s)
     publisher: AwardPublisher | None = None
 
     async def publish(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
@@ -57,7 +57,7 @@ def build(settings: Settings) -> Starlette:
 
     health = Health(
         "intake",
-        {"kafka": lambda: publisher is not None, "catalog": catalog.connected.is_set},
+        {"kafka": lambda: publisher is not None, "catalog": catalog.connected.is_set, "erasures": erased.loaded.is_set},
         advisory={"cassandra": catalog.reachable},
     )
     waits = ProjectionWaits(settings)

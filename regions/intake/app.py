@@ -181,8 +181,11 @@ class Intake:
         return boards
 
     def _check_erased(self, awards: tuple[AwardInput, ...], prefixes: tuple[str, ...]) -> None:
-        if self._erased is None or not self._erased.tokens:
+        if self._erased is None:
             return
+        if not self._erased.ready:
+            raise Rejection(503, "store_unavailable", "the erasure list is not read yet (this intake just started, "
+                            "or Cassandra does not answer); retry later", retry_after=2)  # fmt: skip
         erased = tuple(FieldError(prefix + "userId", "names an erased player: their awards are not taken")
                        for award, prefix in zip(awards, prefixes, strict=True) if self._erased.has(award.user_id))  # fmt: skip
         if erased:

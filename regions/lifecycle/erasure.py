@@ -6,7 +6,8 @@ positions (read from its Redis: this one's, and the others' through ``settings.r
 its processor and projector passed them; then, once every intake and audit sink has read the
 erasure list (twice ``intake.erasure_refresh_s`` after the request), the player's Cassandra rows go
 (``regions.actions.erase_rows``); then
-the erasure is DONE. A lift is one record per partition too, written once.
+the erasure is DONE. A lift is one record per partition too, written once. An erasure or lift that
+a crash left out of the erasure change log is appended to this region's lane first.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class ErasureWorker:
             entry = await erasures.get(token)
             if entry is None:
                 continue
+            if entry.unlogged and not await erasures.append_change(entry, self._region):
+                continue  # concurrent appends won: next pass
             if entry.lifted_at is not None:
                 await self._lift(erasures, entry, producer, partitions)
             else:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 from regions.actions.correct import claim_version
 from regions.actions.moderate import version_of
-from regions.core.boards import Board
+from regions.core.boards import Board, BoardStatus
 from regions.core.moderation import republishes
 from regions.core.periods import WindowSpec, period_of, previous_period
 from regions.stores.cassandra.base import ms
@@ -63,6 +63,19 @@ async def claim_periods(
         await claim_version(stores.corrections, request, datetime.now(UTC))
         claimed.append(board_id)
     return claimed
+
+
+async def open_periods(periods: CassandraPeriods, board_ids: list[str]) -> list[str]:
+    """Of ``board_ids``, the periods that are not closing yet (no period row, or OPEN)."""
+    found = []
+    for board_id in board_ids:
+        base, key = split_board_id(board_id)
+        if key is None:
+            continue
+        row = (await periods.between(base, key, key)).get(key)
+        if row is None or row.status is BoardStatus.OPEN:
+            found.append(board_id)
+    return found
 
 
 async def _candidates(

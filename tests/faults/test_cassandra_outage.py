@@ -65,7 +65,7 @@ async def test_intake_started_without_cassandra_answers_store_unavailable_then_s
     not_ready = await _get(region.health_url("intake") + "/readyz")
     refused = await region.client.send(_award(board.id))
 
-    assert not_ready.status_code == 503 and not_ready.json()["missing"] == ["cassandra", "catalog"]
+    assert not_ready.status_code == 503 and not_ready.json()["missing"] == ["cassandra", "catalog", "erasures"]
     assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
     error = refused.json()["error"]
     assert error["code"] == "store_unavailable" and board.id in error["message"]
@@ -149,7 +149,7 @@ async def test_audit_started_without_cassandra_reports_its_backlog_and_catches_u
 
     await audit.wait_until(all_in_backlog, what="every award in the audit backlog while Cassandra is cut")
     ready = await _get(audit.health_url("audit") + "/readyz")
-    assert ready.status_code == 503 and ready.json()["missing"] == ["cassandra"]
+    assert ready.status_code == 503 and ready.json()["missing"] == ["cassandra", "erasures"]
 
     proxy.heal()
     rows = CassandraAudit(cassandra_session)

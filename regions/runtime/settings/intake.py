@@ -66,10 +66,11 @@ class IntakeSettings(BaseModel):
     erasure_refresh_s: float = Field(
         5.0,
         gt=0,
-        description="How often the intake (and the audit sink) reads the erasure list again: an erased "
-        "player's awards are refused (410 player_erased) at most this long after the erasure was asked "
-        "(those acknowledged before are dropped by the processors); an erasure removes the player's "
-        "Cassandra rows no sooner than twice this after it was asked.",
+        description="How often the intake (and the audit sink) reads the erasure change log for new "
+        "entries (the whole list is read once, at start): an erased player's awards are refused (410 "
+        "player_erased), and a lifted one's taken again, at most this long after the change reached the "
+        "region's Cassandra data center (those acknowledged before are dropped by the processors); an "
+        "erasure removes the player's Cassandra rows no sooner than twice this after it was asked.",
     )
     catalog_max_stale_s: float = Field(
         30.0,

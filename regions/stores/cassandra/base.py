@@ -8,12 +8,13 @@ the driver's rows (untyped named tuples) into values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
 from cassandra.cluster import Session
+from cassandra.query import SimpleStatement
 
 from regions.stores.cassandra.session import execute, execute_all
 
@@ -24,11 +25,14 @@ Params = Sequence[object] | None
 
 @dataclass(frozen=True, slots=True)
 class Cql:
-    """A statement whose lightweight transaction runs Paxos at ``serial_consistency`` rather than at
-    the session profile's LOCAL_SERIAL (the catalog's board creations: SERIAL, across regions)."""
+    """A statement run otherwise than at the session profile's levels: a lightweight transaction
+    whose Paxos runs at ``serial_consistency`` rather than LOCAL_SERIAL (the catalog's board
+    creations: SERIAL, across regions), or a read at ``consistency`` (a read at LOCAL_SERIAL sees
+    every committed transaction of the data center, and completes one in progress)."""
 
     text: str
-    serial_consistency: int
+    serial_consistency: int | None = None
+    consistency: int | None = None
 
 
 Statements = Mapping[str, str | Cql]  # an adapter's statements by name
@@ -61,7 +65,10 @@ class CassandraTable:
         if isinstance(cql, str):
             return self._session.prepare(cql)
         prepared = self._session.prepare(cql.text)
-        prepared.serial_consistency_level = cql.serial_consistency
+        if cql.serial_consistency is not None:
+            prepared.serial_consistency_level = cql.serial_consistency
+        if cql.consistency is not None:
+            prepared.consistency_level = cql.consistency
         return prepared
 
     def _statement(self, name: str) -> Any:
@@ -75,6 +82,19 @@ class CassandraTable:
     async def _query(self, cql: str, params: Params = None) -> Any:
         """Run a statement that is not prepared (``%s`` placeholders); returns the result set."""
         return await execute(self._session, cql, params)
+
+    async def _pages(self, cql: str, page_rows: int) -> AsyncIterator[list[Row]]:
+        """The rows of a scan that is not prepared, a page of at most ``page_rows`` at a time: each
+        page is fetched without blocking the event loop (iterating a result set past its first page
+        would fetch the next one synchronously)."""
+        statement = SimpleStatement(cql, fetch_size=page_rows)
+        paging_state = None
+        while True:
+            result = await execute(self._session, statement, None, paging_state=paging_state)
+            yield list(result.current_rows)
+            paging_state = result.paging_state
+            if paging_state is None:
+                return
 
     async def _applied(self, name: str, params: Params = None) -> bool:
         """Run the lightweight transaction ``name``; whether its condition held (it was applied)."""

@@ -4,20 +4,29 @@ is carried out, and the erasure list the intakes refuse awards by.
 A player's erasure is one row keyed by the player's token (``schema.erasure.erasure_token``); it is
 recorded once (``IF NOT EXISTS``: asking again answers the first), queued for the lifecycle worker of
 the region it was asked in, and dequeued when carried out. The user id is cleared when it is DONE.
+Each change of the row (asked, asked anew, lifted) is a lightweight transaction conditioned on the
+state it changes, which takes the player's next ``version``; the change is then appended to the
+change log (``log``, ``regions.stores.cassandra.erasure_log``) and ``logged`` records that it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
 from cassandra import ConsistencyLevel
+from cassandra.cluster import Session
 
 from regions.stores.cassandra.base import CassandraTable, Cql, Row, Statements
+from regions.stores.cassandra.erasure_log import CassandraErasureLog
 
-_COLUMNS = "player_token, user_id, reason, region, requested_at, completed_at, written, steps, lifted_at, lift_written"
+_COLUMNS = (
+    "player_token, user_id, reason, region, requested_at, completed_at, written, steps, lifted_at, lift_written, "
+    "version, logged"
+)
+SCAN_PAGE_ROWS = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +41,13 @@ class ErasureEntry:
     steps: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # store -> (status, detail)
     lifted_at: datetime | None = None
     lift_written: Mapping[int, int] | None = None
+    version: int = 0  # the player's erasure changes so far (0: recorded before versions)
+    logged: int | None = None  # the newest version appended to the change log
+
+    @property
+    def unlogged(self) -> bool:
+        """A change made but not in the change log yet (a row from before versions never is)."""
+        return self.version > 0 and self.logged != self.version
 
 
 def _entry(row: Row) -> ErasureEntry:
@@ -41,6 +57,7 @@ def _entry(row: Row) -> ErasureEntry:
         written=None if row.written is None else dict(row.written),
         steps={k: tuple(v) for k, v in (row.steps or {}).items()},
         lifted_at=row.lifted_at, lift_written=None if row.lift_written is None else dict(row.lift_written),
+        version=row.version or 0, logged=row.logged,
     )  # fmt: skip
 
 
@@ -48,13 +65,14 @@ class CassandraErasures(CassandraTable):
     statements: ClassVar[Statements] = {
         # Asked in any region: of two regions asking at once, one records it (Paxos over every data center).
         "request": Cql(
-            "INSERT INTO player_erasures (player_token, user_id, reason, region, requested_at) VALUES (?, ?, ?, ?, ?) "
-            "IF NOT EXISTS",
+            "INSERT INTO player_erasures (player_token, user_id, reason, region, requested_at, version) "
+            "VALUES (?, ?, ?, ?, ?, 1) IF NOT EXISTS",
             serial_consistency=ConsistencyLevel.SERIAL,
         ),
         "renew": Cql(
             "UPDATE player_erasures SET user_id = ?, reason = ?, region = ?, requested_at = ?, completed_at = null, "
-            "written = null, steps = null, lifted_at = null, lift_written = null WHERE player_token = ? IF lifted_at = ?",
+            "written = null, steps = null, lifted_at = null, lift_written = null, version = ? "
+            "WHERE player_token = ? IF lifted_at = ? AND version = ?",
             serial_consistency=ConsistencyLevel.SERIAL,
         ),
         "get": f"SELECT {_COLUMNS} FROM player_erasures WHERE player_token = ?",
@@ -64,9 +82,18 @@ class CassandraErasures(CassandraTable):
         "written": "UPDATE player_erasures SET written = ? WHERE player_token = ?",
         "step": "UPDATE player_erasures SET steps[?] = ? WHERE player_token = ?",
         "done": "UPDATE player_erasures SET completed_at = ?, user_id = null WHERE player_token = ?",
-        "lift": "UPDATE player_erasures SET lifted_at = ?, lift_written = null WHERE player_token = ? IF EXISTS",
+        "lift": Cql(
+            "UPDATE player_erasures SET lifted_at = ?, lift_written = null, version = ? "
+            "WHERE player_token = ? IF lifted_at = null AND version = ?",
+            serial_consistency=ConsistencyLevel.SERIAL,
+        ),
         "lift_written": "UPDATE player_erasures SET lift_written = ? WHERE player_token = ?",
+        "logged": "UPDATE player_erasures SET logged = ? WHERE player_token = ?",
     }
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self.log = CassandraErasureLog(session)
 
     async def request(self, token: str, user_id: str, reason: str, region: str, at: datetime) -> bool:
         """Record the erasure and queue it for ``region``; False when the player's erasure exists."""
@@ -78,7 +105,7 @@ class CassandraErasures(CassandraTable):
     async def renew(self, entry: ErasureEntry, user_id: str, reason: str, region: str, at: datetime) -> bool:
         """Erase a player again whose erasure ``entry`` was lifted; False when it changed meanwhile."""
         if entry.lifted_at is None or not await self._applied(
-            "renew", (user_id, reason, region, at, entry.token, entry.lifted_at)
+            "renew", (user_id, reason, region, at, entry.version + 1, entry.token, entry.lifted_at, _stored(entry))
         ):
             return False
         await self._execute("queue", (region, entry.token))
@@ -102,18 +129,36 @@ class CassandraErasures(CassandraTable):
         await self._execute("done", (at, entry.token))
         await self._execute("dequeue", (entry.region, entry.token))
 
-    async def lift(self, token: str, region: str, at: datetime) -> bool:
-        """Lift the player's erasure (queued for ``region`` to tell the processors); False: none."""
-        if not await self._applied("lift", (at, token)):
+    async def lift(self, entry: ErasureEntry, region: str, at: datetime) -> bool:
+        """Lift the player's standing erasure ``entry`` (queued for ``region`` to tell the processors);
+        False when it changed meanwhile."""
+        if entry.lifted_at is not None or not await self._applied(
+            "lift", (at, entry.version + 1, entry.token, _stored(entry))
+        ):
             return False
-        await self._execute("queue", (region, token))
+        await self._execute("queue", (region, entry.token))
+        return True
+
+    async def append_change(self, entry: ErasureEntry, lane: str) -> bool:
+        """Append the entry's newest change to ``lane`` of the change log (this region's), and record
+        that it is there; False when concurrent appends kept winning (try again)."""
+        if await self.log.append(lane, entry.token, entry.version, entry.lifted_at is None) is None:
+            return False
+        await self._execute("logged", (entry.version, entry.token))
         return True
 
     async def record_lift_written(self, token: str, region: str, written: Mapping[int, int]) -> None:
         await self._execute("lift_written", (dict(written), token))
         await self._execute("dequeue", (region, token))
 
-    async def erased_tokens(self) -> frozenset[str]:
-        """The erasure list: every erased player's token, lifted ones left out (a scan of the table)."""
-        rows = await self._query("SELECT player_token, lifted_at FROM player_erasures")
-        return frozenset(row.player_token for row in rows if row.lifted_at is None)
+    async def states(self) -> AsyncIterator[list[tuple[str, int, bool]]]:
+        """Every player's ``(token, version, erased)``, a page at a time (a scan of the table: the
+        erasure list's first read; later ones read the change log)."""
+        scan = "SELECT player_token, version, lifted_at FROM player_erasures"
+        async for rows in self._pages(scan, SCAN_PAGE_ROWS):
+            yield [(row.player_token, row.version or 0, row.lifted_at is None) for row in rows]
+
+
+def _stored(entry: ErasureEntry) -> int | None:
+    """The entry's version as the row holds it (null before versions), for a transaction's condition."""
+    return entry.version or None

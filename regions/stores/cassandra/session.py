@@ -255,11 +255,12 @@ def apply_migrations(cassandra: CassandraSettings) -> list[str]:
         cluster.shutdown()
 
 
-async def execute(session: Session, statement: Any, params: Any = None) -> Any:
-    """Run a statement without blocking the event loop; returns the driver's result set."""
+async def execute(session: Session, statement: Any, params: Any = None, *, paging_state: bytes | None = None) -> Any:
+    """Run a statement without blocking the event loop; returns the driver's result set (from
+    ``paging_state`` on: the page after the one that answered it)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
-    response: ResponseFuture = session.execute_async(statement, params)
+    response: ResponseFuture = session.execute_async(statement, params, paging_state=paging_state)
 
     def _done(result: Any) -> None:
         if not future.done():

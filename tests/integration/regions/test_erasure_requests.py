@@ -1,5 +1,6 @@
 """Asking for erasures in Cassandra (``regions.actions.erase``): recorded once per player (the same ask,
-concurrent ones included, answers the first), lifted by an operator, and asked anew after a lift."""
+concurrent ones included, answers the first), lifted by an operator, and asked anew after a lift;
+each change takes the player's next version and is in the erasure list once answered."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from cassandra.cluster import Session
 from regions.actions.erase import lift_erasure, request_erasure
 from regions.actions.home import ActionRefused
 from regions.core.erasure import ErasureRequest
+from regions.runtime.erasure_list import ErasureList
 from regions.stores.cassandra.erasures import CassandraErasures
 from schema.erasure import erasure_token
 
@@ -21,20 +23,26 @@ async def test_an_erasure_is_recorded_once_lifted_and_asked_anew(cassandra_sessi
     erasures = CassandraErasures(cassandra_session)
     user, now = f"gone-{uuid.uuid4().hex[:8]}", datetime.now(UTC).replace(microsecond=0)
     token = erasure_token(user)
+    listed = ErasureList(lambda: erasures, interval_s=1)
+    await listed.refresh()
+
+    async def erased() -> bool:
+        await listed.refresh()
+        return listed.has(user)
 
     first, second = await asyncio.gather(
         request_erasure(erasures, ErasureRequest(user, "deleted"), region="eu", now=now),
         request_erasure(erasures, ErasureRequest(user, "again"), region="us", now=now + timedelta(seconds=1)),
     )
-    assert first == second and first.token == token and first.user_id == user
-    assert token in await erasures.erased_tokens() and token in await erasures.queued(first.region)
+    assert first == second and first.token == token and first.user_id == user and first.version == 1
+    assert await erased() and token in await erasures.queued(first.region)
 
     lifted = await lift_erasure(erasures, user, region="eu", now=now + timedelta(seconds=2))
-    assert lifted.lifted_at is not None and token not in await erasures.erased_tokens()
+    assert lifted.lifted_at is not None and lifted.version == 2 and not await erased()
 
     renewed = await request_erasure(erasures, ErasureRequest(user, "deleted for good"), region="us",
                                     now=now + timedelta(seconds=3))  # fmt: skip
     assert (renewed.reason, renewed.region, renewed.lifted_at, renewed.written) == ("deleted for good", "us", None, None)
-    assert token in await erasures.erased_tokens()
+    assert renewed.version == 3 and await erased()
     with pytest.raises(ActionRefused, match="userId"):
         await lift_erasure(erasures, f"never-{uuid.uuid4().hex[:8]}", region="eu", now=now)

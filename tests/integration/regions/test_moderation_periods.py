@@ -60,8 +60,8 @@ async def test_hiding_republishes_every_closed_period_holding_the_player_and_res
     periods, results = CassandraPeriods(cassandra_session), CassandraResults(cassandra_session)
     for key in (older.key, previous.key):
         await Region.wait_until(lambda key=key: _version(periods, board.id, key, 1), 60, f"{key} CLOSED")
-    stores = (CassandraLifecycle(cassandra_session), CassandraModeration(cassandra_session),
-              CassandraCorrections(cassandra_session))  # fmt: skip
+    stores = (CassandraLifecycle(cassandra_session), CassandraModeration(cassandra_session))
+    corrections = CassandraCorrections(cassandra_session)
 
     async def act(hidden: bool, at_ms: int) -> None:
         request = ModerationRequest(board.id, "bob", hidden, "cheating" if hidden else "appeal upheld")
@@ -84,7 +84,7 @@ async def test_hiding_republishes_every_closed_period_holding_the_player_and_res
         await Region.wait_until(lambda key=key: _version(periods, board.id, key, 3), 60, f"{key} version 3")
     assert await _ranks(results, older_id, 3) == [(1, "ann", 50), (2, "bob", 40), (3, "cat", 30)]
     assert await _ranks(results, previous_id, 3) == [(1, "bob", 10), (2, "ann", 5)]
-    claims = [(e.result_version, e.correction_id, e.moderated) for e in await stores[2].of_board(older_id)]
+    claims = [(e.result_version, e.correction_id, e.moderated) for e in await corrections.of_board(older_id)]
     assert claims == [(2, "moderation:1", (("bob", True),)), (3, "moderation:2", (("bob", False),))]
     assert [h.version for h in await results.versions(older_id)] == [3, 2, 1]
 

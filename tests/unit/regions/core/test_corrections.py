@@ -131,6 +131,22 @@ def test_the_home_region_writes_waits_for_the_projection_then_archives() -> None
     )
 
 
+def test_a_moderation_version_waits_for_its_record_and_nothing_else() -> None:
+    landed = {"eu:3": 17}
+    restore_of_a_player_who_never_scored = (("ghost", False),)
+    assert correction_step(landed, {"eu:3": 16}, (), {"ghost": None}, restore_of_a_player_who_never_scored) == (
+        AwaitProjection(frozenset({"eu:3"}))
+    )
+    assert correction_step(landed, {"eu:3": 17}, (), {"ghost": None}, restore_of_a_player_who_never_scored) == (
+        ArchiveVersion()  # shown with no total: absent, as in the version before
+    )
+    hidden_again_since = (("bob", False),)  # the restore's record was passed, and a later hide's too
+    assert correction_step(landed, {"eu:3": 40}, (), {"bob": None}, hidden_again_since) == ArchiveVersion()
+    # A version claimed before where its record landed was recorded: the player as the action asks.
+    assert correction_step(None, {}, (), {"bob": None}, (("bob", False),)) == AwaitProjection(frozenset(), ("bob",))
+    assert correction_step(None, {}, (), {"bob": 5}, (("bob", False),)) == ArchiveVersion()
+
+
 def test_subscribers_hear_of_closing_closed_and_every_new_result_version() -> None:
     assert announced_state(BoardStatus.OPEN, None) is None
     states = [announced_state(BoardStatus.CLOSING, None), announced_state(BoardStatus.CLOSED, 1),
