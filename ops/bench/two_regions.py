@@ -36,7 +36,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -56,6 +56,7 @@ from ops.bench.kit import (
 )
 from ops.bench.load import Pending, Results, Schedule, add_options, drive
 from ops.bench.record import Figures, recorded
+from ops.bench.vegeta import Vegeta
 from ops.clusters import bootstrap_topics
 from ops.stack import (
     data_dir,
@@ -75,8 +76,9 @@ from regions.stores.cassandra.session import apply_migrations, connect
 from regions.stores.redis.projection import RedisProjection, connect_redis
 
 ROOT = Path(__file__).resolve().parents[2]
-MEASURED = ("intake", "processor", "projector", "audit")  # and the replicators; no gateway, no lifecycle
+MEASURED = ("intake", "processor", "projector", "audit")  # and the replicators (--all-processes: every one)
 ACK_P99_MS, REGIONAL_P99_MS, HOME_P99_MS = 200.0, 1000.0, 2000.0  # the targets
+VEGETA = "load generators (vegeta)"  # their CPU is counted apart, from the kernel's accounting
 CARRIED = 0.95  # a rate is carried when at least this share of the offered awards was accepted
 
 
@@ -113,11 +115,16 @@ class Region:
     results: Results = field(default_factory=Results)
 
 
-def measured(settings: Settings) -> list[Program]:
-    return [p for p in region_programs(settings) if p.name in MEASURED or p.name.startswith("replicator")]
+def measured(settings: Settings, every: bool) -> list[Program]:
+    """The processes the benchmark runs in a region: ``every`` one ops/run runs, or those awards
+    pass through (no gateway, no lifecycle worker)."""
+    programs = region_programs(settings)
+    if every:
+        return programs
+    return [p for p in programs if p.name in MEASURED or p.name.startswith("replicator")]
 
 
-def region_settings(name: str, tag: str, free_ports: bool) -> tuple[Settings, list[Program]]:
+def region_settings(name: str, tag: str, free_ports: bool, every: bool) -> tuple[Settings, list[Program]]:
     """The region's settings from ``ops/services env`` with the benchmark's own topics, keys and
     keyspace; the processes' fixed ports (8080 + 100*i ..., as ``ops/run``) unless ``free_ports``
     or one of them is taken, otherwise free ports."""
@@ -133,16 +140,19 @@ def region_settings(name: str, tag: str, free_ports: bool) -> tuple[Settings, li
             update={"store_dir": str(Path(os.environ["LB_OPS_DATA_DIR"]) / "processor")}
         ),
     })  # fmt: skip
-    programs = measured(settings)
+    programs = measured(settings, every)
     taken = taken_ports(programs)
     if free_ports or taken:
         if taken:
             print(f"   region {name}: taken {', '.join(taken)}: its processes use free ports instead")
         settings = with_free_ports(settings)
         settings = settings.model_copy(
-            update={"replicator": settings.replicator.model_copy(update={"health_port": free_port()})}
+            update={
+                "replicator": settings.replicator.model_copy(update={"health_port": free_port()}),
+                "gateway": settings.gateway.model_copy(update={"port": free_port()}),
+            }
         )
-        programs = measured(settings)
+        programs = measured(settings, every)
         taken = taken_ports(programs)  # the next ports after the replicator's may be taken
         if taken:
             raise SystemExit(f"region {name}: ports still taken: {', '.join(taken)}")
@@ -152,7 +162,8 @@ def region_settings(name: str, tag: str, free_ports: bool) -> tuple[Settings, li
 def start(region: Region, args: argparse.Namespace, logs: Path) -> None:
     env = {**os.environ, **region_env(region.settings),
            "LB_INTAKE__RATE_PER_KEY": "1e9", "LB_INTAKE__BURST_PER_KEY": "1e9",
-           "LB_AUDIT__NICENESS": str(args.audit_niceness)}  # fmt: skip
+           "LB_AUDIT__NICENESS": str(args.audit_niceness),
+           "LB_GATEWAY__PORT": str(region.settings.gateway.port)}  # fmt: skip
     for program in region.programs:
         with (logs / f"{region.name}-{program.name}.log").open("wb") as log:
             region.procs[program.name] = subprocess.Popen(
@@ -257,7 +268,7 @@ async def main(args: argparse.Namespace) -> Figures:
           f"batches of {args.batch}, half into each region's intake; board homed in {names[0]}", flush=True)  # fmt: skip
     regions = []
     for name in names:
-        settings, programs = region_settings(name, tag, args.free_ports)
+        settings, programs = region_settings(name, tag, args.free_ports, args.all_processes)
         redis = connect_redis(settings.redis)
         regions.append(Region(name, settings, programs, RedisProjection(redis, settings.redis.key_prefix)))
     cassandra = regions[0].settings.cassandra
@@ -367,11 +378,26 @@ async def measure(
     watcher = asyncio.create_task(watch(views, stop))
     sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
     clock = CpuClock(pids)
-    print(f"== load running: {rate} awards/s for {args.duration:.0f} s ...", flush=True)
-    await asyncio.gather(*(drive(half(args, r, board, rate), r.results) for r in regions))
+    print(f"== load running: {rate} awards/s for {args.duration:.0f} s ({args.generator}) ...", flush=True)
+    if args.generator == "vegeta":
+        start_at = time.time() + 3  # both regions' loads begin together, after their targets are written
+        loads = [Vegeta(replace(half(args, r, board, rate), start_at=start_at), seed=i + 1).run(r.results)
+                 for i, r in enumerate(regions)]  # fmt: skip
+    else:
+        loads = [drive(half(args, r, board, rate), r.results) for r in regions]
+    try:
+        await asyncio.gather(*loads)
+    except BaseException:
+        stop.set()
+        for task in (watcher, sampler):
+            task.cancel()
+        raise
     use = clock.read()
     wall, cpu = use.wall, use.percent()
-    rss = {n: rss_mib(p) for n, p in pids.items()}
+    generator_cpu = sum(r.results.generator_cpu_s for r in regions)
+    if generator_cpu:
+        cpu[VEGETA] = generator_cpu / wall * 100
+    rss = {n: rss_mib(p) for n, p in pids.items()} | ({VEGETA: math.nan} if VEGETA in cpu else {})
     print("== load done; waiting (at most 60 s) for every acknowledged award to be visible ...", flush=True)
     stop.set()
     try:
@@ -392,7 +418,9 @@ async def measure(
                "replicators": {name: {"lag_records": distribution(s[0] for s in samples),
                                       "lag_seconds": distribution(s[1] for s in samples)}
                                for name, samples in lag_samples.items()},
-               "processes": by_process(cpu_percent=cpu, rss_mib=rss), "load_average": os.getloadavg()[0],
+               "processes": by_process(cpu_percent=cpu, rss_mib=rss,
+                                       cpu_ms_per_award=cpu_ms_per_award(cpu, wall, row.accepted_per_s * wall)),
+               "generator": args.generator, "load_average": os.getloadavg()[0],
                "misses": row.misses}  # fmt: skip
     return row, figures
 
@@ -445,8 +473,15 @@ def report(
         records, seconds = [s[0] for s in samples], [s[1] for s in samples]
         print(f"  {name:26} lag records {shown(percentiles(records, (0.5, 0.99)), '6.0f')}"
               f"  max {max(records, default=0):6.0f};  lag s p99 {percentile(seconds, 0.99):5.2f}")  # fmt: skip
+    per_award = cpu_ms_per_award(cpu, wall, accepted)
     print(f"\n== processes during the load ({os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f})")
-    print("\n".join(table(32, [Column("CPU %", cpu, "7.1f"), Column("RSS MiB", rss, "8.0f", summed=False)])))
+    print("\n".join(table(32, [Column("CPU %", cpu, "7.1f"), Column("CPU ms/award", per_award, "12.3f"),
+                                Column("RSS MiB", rss, "8.0f", summed=False)])))  # fmt: skip
+
+
+def cpu_ms_per_award(cpu_percent: Mapping[str, float], wall: float, accepted: float) -> dict[str, float]:
+    """Each process's CPU over the load, in ms per award accepted (both regions' awards)."""
+    return {name: pct / 100 * wall * 1000 / max(1, accepted) for name, pct in cpu_percent.items()}
 
 
 def parse() -> argparse.Namespace:
@@ -460,6 +495,14 @@ def parse() -> argparse.Namespace:
         help="give every process a free port instead of region i's fixed 8080 + 100*i ones",
     )
     p.add_argument("--audit-niceness", type=int, default=10, help="LB_AUDIT__NICENESS (default 10)")
+    p.add_argument("--generator", choices=("python", "vegeta"), default="python",
+                   help="who sends the load: this process (python, default) or vegeta, a compiled open-loop "
+                        "generator built once from the Go module proxy, whose CPU is reported apart")  # fmt: skip
+    p.add_argument(
+        "--all-processes",
+        action="store_true",
+        help="run every process of a region as ops/run does (gateway and lifecycle worker too)",
+    )
     p.add_argument(
         "--warmup", type=float, default=8, help="seconds to settle once every process is ready (default 8)"
     )
