@@ -28,7 +28,7 @@ from aiokafka.errors import KafkaError, OffsetOutOfRangeError, ProducerFenced
 from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import partitions_of
+from regions.stores.kafka.clients import live_fetch, partitions_of
 from regions.stores.kafka.security import connection_options
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
@@ -123,6 +123,7 @@ class Replicator:
         return AIOKafkaConsumer(
             bootstrap_servers=self._source.bootstrap_servers,
             **connection_options(self._source),
+            **live_fetch(self._source),
             group_id=None,
             isolation_level="read_committed",
             enable_auto_commit=False,

@@ -248,7 +248,7 @@ class AuditSink:
         AUDIT_BACKLOG.set(sum(lag.values()))
 
     async def run(self, stop: asyncio.Event) -> None:
-        consumer = make_consumer(self._settings.kafka, group_id=self._group)
+        consumer = make_consumer(self._settings.kafka, group_id=self._group, live=True)
         producer = make_producer(self._settings.kafka)
         await consumer.start()
         await producer.start()

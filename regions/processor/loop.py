@@ -35,6 +35,7 @@ from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import cluster_id, make_consumer, make_producer, partitions_of
 from regions.stores.rocksdb import open_store, store_options
 from regions.stores.task_state import MemoryStore, StoreIdentity, TaskStore
+from schema.records import HEARTBEAT_KEY
 from schema.replication import replicated_awards_topic
 
 log = logging.getLogger(__name__)
@@ -161,14 +162,17 @@ class Processor:
         # Which task the records were fetched for: ownership may change before the lock.
         fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
         async with self._tasks.lock:
-            work: dict[int, dict[TopicPartition, list[ConsumerRecord]]] = {}
             for tp, records in batch.items() if not self._tasks.rebalancing else ():
                 task = fetched_for[tp]
                 if task is None or self.owned.get(tp.partition) is not task:
                     continue
                 fresh = [r for r in records if r.offset >= task.next_offsets[tp]]
                 if fresh:
-                    work.setdefault(tp.partition, {})[tp] = fresh
+                    task.held.setdefault(tp, []).extend(fresh)
+            now = asyncio.get_running_loop().time()
+            work = {p: t.held for p, t in self.owned.items() if t.held and self._due(t, now)}
+            for p in work:
+                self.owned[p].held = {}
             rounds = [self.process_task(self.owned[p], records) for p, records in work.items()]
             # Every task's transaction settles before a failure is raised.
             failures = [
@@ -180,6 +184,15 @@ class Processor:
                 raise failures[0]
             return bool(work)
 
+    def _due(self, task: OwnedTask, now: float) -> bool:
+        """Whether the task's held records are folded in this round: at once when they hold anything
+        but heartbeats; heartbeats alone (an idle partition) once ``idle_round_interval_ms`` has
+        passed since the task's last commit, so an idle region commits about one transaction per
+        partition per interval, with the heartbeats of every source that arrived meanwhile."""
+        if any(r.key != HEARTBEAT_KEY for records in task.held.values() for r in records):
+            return True
+        return now >= task.committed_at + self._cfg.idle_round_interval_ms / 1000
+
     async def run(self, stop: asyncio.Event) -> None:
         """Join the group and process until ``stop`` is set. Raises on Kafka errors (the caller reruns,
         which brings every store up to the changelogs again)."""
@@ -190,6 +203,7 @@ class Processor:
             group_id=self._group,
             session_timeout_ms=self._cfg.session_timeout_ms,
             co_partitioned=True,
+            live=True,
         )
         consumer.subscribe(list(self.sources), listener=_RebalanceListener(self, consumer))
         await consumer.start()

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from regions.processor.restore import Restored
 from regions.stores.task_state import TaskStore
@@ -34,6 +34,8 @@ class OwnedTask:
     restored: Restored
     committed_at: float = 0.0
     remembered: int = 0  # copies the dedupe memory holds (approximate: restored records, then counted)
+    held: dict[TopicPartition, list[ConsumerRecord]] = field(default_factory=dict)
+    """Records fetched and not yet folded: heartbeats only, waiting for the task's next round."""
 
 
 Takeover = Callable[[AIOKafkaConsumer, int], Coroutine[Any, Any, OwnedTask]]
@@ -93,7 +95,10 @@ class TaskOwnership:
                 else:
                     # A task kept across the rebalance keeps its store: if anyone owned it meanwhile, they
                     # fenced this producer, the next commit fails, and the rerun replays their changes.
-                    consumer.seek(tp, self.owned[tp.partition].next_offsets[tp])
+                    # Records it held unfolded are fetched again from there.
+                    kept = self.owned[tp.partition]
+                    kept.held.pop(tp, None)
+                    consumer.seek(tp, kept.next_offsets[tp])
             self.rebalancing = False
             self._settled()
 

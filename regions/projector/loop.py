@@ -93,7 +93,7 @@ class Projector:
         metrics.LEASE_HELD.set(1)
         for advice in await listpack_advice(self._projection.redis):
             log.warning("the projection's version buckets need compact hashes: %s", advice)
-        consumer = make_consumer(self._kafka, group_id=self._group)
+        consumer = make_consumer(self._kafka, group_id=self._group, live=True)
         producer = make_producer(self._kafka)
         try:
             await consumer.start()

@@ -63,6 +63,15 @@ class ProcessorSettings(BaseModel):
         "rate and each carries more awards (regions/runtime/cadence.py). Adds at most this to freshness; "
         "0: a round as soon as the last one committed.",
     )
+    idle_round_interval_ms: float = Field(
+        1_000.0,
+        ge=0,
+        le=10_000,
+        description="How often a partition that receives only heartbeats (an idle region) is committed: its "
+        "heartbeats wait up to this long after its last transaction, so the heartbeats of every source that "
+        "arrive meanwhile share one. Positions of an idle region advance this much later (keep it well below "
+        "gateway.region_stale_after_s); awards are never held.",
+    )
     commit_gap_ms: float = Field(
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
     )

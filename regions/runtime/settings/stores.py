@@ -38,6 +38,21 @@ class KafkaSettings(BaseModel):
         description="Producer batching delay: concurrent single-award requests share a produce request "
         "(fewer requests cost the intake and the brokers less CPU, for a few ms of acknowledgement latency).",
     )
+    fetch_wait_ms: int = Field(
+        50,
+        ge=0,
+        le=1_000,
+        description="How long a live consumer's fetch (processor, projector, audit sink, replicator) waits at "
+        "the broker for a full response (fetch.max.wait.ms, with fetch.min.bytes of fetch_min_bytes) before "
+        "answering with what it has: while awards flow, each consumer asks a broker about 1000 / this many times a "
+        "second instead of once per record batch. Adds at most this to each hop's latency; 0: answer at once.",
+    )
+    fetch_min_bytes: int = Field(
+        262_144,
+        ge=1,
+        description="Bytes a live consumer's fetch waits for (up to fetch_wait_ms): a backlog is read at full "
+        "speed, a trickle once per wait.",
+    )
     raw_retention_ms: int = Field(
         604_800_000,
         ge=60_000,

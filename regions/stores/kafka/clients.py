@@ -148,14 +148,18 @@ def make_consumer(
     from_beginning: bool = True,
     session_timeout_ms: int = 10_000,
     co_partitioned: bool = False,
+    live: bool = False,
 ) -> AIOKafkaConsumer:
     """A read_committed consumer that never auto-commits. ``co_partitioned``: the group gives the same
     partition number of every subscribed topic to one member (range assignment; the topics must
-    have equal partition counts), so one member owns partition p of every source."""
+    have equal partition counts), so one member owns partition p of every source. ``live``: it follows
+    a stream as it grows, and its fetches wait at the broker (``live_fetch``); otherwise (a restore, a
+    replay to the end) every fetch is answered at once."""
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap_servers,
         **connection_options(kafka),
+        **(live_fetch(kafka) if live else {}),
         group_id=group_id,
         isolation_level="read_committed",
         enable_auto_commit=False,
@@ -164,6 +168,13 @@ def make_consumer(
         heartbeat_interval_ms=session_timeout_ms // 3,
         partition_assignment_strategy=assignment_strategy(co_partitioned),
     )
+
+
+def live_fetch(kafka: KafkaSettings) -> dict[str, int]:
+    """Fetch options of a consumer that follows a stream: each fetch waits at the broker for
+    ``fetch_min_bytes`` or ``fetch_wait_ms``, whichever comes first, so a steady flow of small record
+    batches is read in a few large fetches instead of one fetch per batch."""
+    return {"fetch_max_wait_ms": kafka.fetch_wait_ms, "fetch_min_bytes": kafka.fetch_min_bytes}
 
 
 def assignment_strategy(co_partitioned: bool) -> tuple[type[AbstractPartitionAssignor], ...]:
