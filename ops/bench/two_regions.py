@@ -291,6 +291,9 @@ async def main(args: argparse.Namespace) -> Figures:
             start(region, args, logs)
         await until_ready(regions, logs, 180)  # a loaded machine starts ten processes slowly
         await asyncio.sleep(args.warmup)
+        if args.warm_load:
+            await warm_up(args, regions, board, rates[0])
+        idle = await idle_cpu(regions, args.idle) if args.idle else {}
         for rate in rates:
             row, figures = await measure(args, regions, board, rate)
             rows.append(row)
@@ -309,7 +312,7 @@ async def main(args: argparse.Namespace) -> Figures:
     met = [row.rate for row in rows if not row.misses]
     targets = {"ack_p99_ms": ACK_P99_MS, "regional_p99_ms": REGIONAL_P99_MS, "home_p99_ms": HOME_P99_MS,
                "carried": CARRIED}  # fmt: skip
-    return {"regions": names, "home": names[0], "targets": targets, "points": points,
+    return {"regions": names, "home": names[0], "targets": targets, "points": points, "idle_cpu_percent": idle,
             "highest_rate_meeting_targets": max(met, default=None)}  # fmt: skip
 
 
@@ -352,6 +355,33 @@ def judge(rate: int, duration: float, wall: float, regions: list[Region], views:
     return Row(rate, accepted / wall, ack, regional, home_ms, never_seen, tuple(misses))
 
 
+def process_pids(regions: list[Region]) -> dict[str, int]:
+    """Every process of both regions, their servers, and this benchmark's own process."""
+    pids = {f"{r.name} {n}": p.pid for r in regions for n, p in r.procs.items()}
+    return pids | bench_servers(regions) | {"bench (load + watch)": os.getpid()}
+
+
+async def idle_cpu(regions: list[Region], seconds: float) -> dict[str, float]:
+    """The CPU each process takes while no award is sent, as % of one core over ``seconds``."""
+    print(f"== idle: {seconds:.0f} s with no load ...", flush=True)
+    pids = process_pids(regions)
+    pids.pop("bench (load + watch)")
+    clock = CpuClock(pids)
+    await asyncio.sleep(seconds)
+    idle = clock.read().percent()
+    print("\n".join(table(32, [Column("idle CPU %", idle, "10.1f")])))
+    return idle
+
+
+async def warm_up(args: argparse.Namespace, regions: list[Region], board: Board, rate: int) -> None:
+    """``--warm-load`` seconds of load at ``rate``, not measured: the brokers' JIT compiles its hot paths
+    and every client and cache settles before the first measured rate."""
+    print(f"== warming up: {rate} awards/s for {args.warm_load:.0f} s (not measured) ...", flush=True)
+    warm = argparse.Namespace(**{**vars(args), "duration": args.warm_load, "generator": "python"})
+    await asyncio.gather(*(drive(half(warm, r, board, rate), Results()) for r in regions))
+    await asyncio.sleep(args.warmup)
+
+
 def half(args: argparse.Namespace, region: Region, board: Board, rate: int) -> Schedule:
     """The share of one region's intake: half the rate, on half the connections."""
     return Schedule.of(args, region.settings.intake.port, board.id, args.duration, rate=rate / 2,
@@ -372,8 +402,7 @@ async def measure(
         Visibility(other, home, f"accepted in {other.name} -> HOME ({home.name})"),
         Visibility(home, other, f"accepted in {home.name} -> {other.name}"),
     ]
-    pids = {f"{r.name} {n}": p.pid for r in regions for n, p in r.procs.items()}
-    pids |= bench_servers(regions) | {"bench (load + watch)": os.getpid()}
+    pids = process_pids(regions)
     stop, lag_samples = asyncio.Event(), dict[str, list[tuple[float, float]]]()
     watcher = asyncio.create_task(watch(views, stop))
     sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
@@ -506,6 +535,12 @@ def parse() -> argparse.Namespace:
     p.add_argument(
         "--warmup", type=float, default=8, help="seconds to settle once every process is ready (default 8)"
     )
+    p.add_argument("--idle", type=float, default=20,
+                   help="seconds of no load, after the warm-up, over which each process's idle CPU is measured "
+                        "(default 20; 0: not measured)")  # fmt: skip
+    p.add_argument("--warm-load", type=float, default=20,
+                   help="seconds of unmeasured load at the first rate before measuring, so freshly started "
+                        "brokers have compiled their hot paths (default 20; 0: none)")  # fmt: skip
     return p.parse_args()
 
 
