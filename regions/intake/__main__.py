@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 
 from regions.core.boards import Board
 from regions.intake.app import create_app
+from regions.intake.asgi import IntakeApp
 from regions.intake.heartbeats import HeartbeatWriter
 from regions.intake.waits import ProjectionWaits
 from regions.runtime.erasure_list import ErasureList, after
@@ -38,7 +39,7 @@ class IntakeStores:
         return IntakeStores(CassandraCatalog(session), CassandraErasures(session))
 
 
-def build(settings: Settings) -> Starlette:
+def build(settings: Settings) -> IntakeApp:
     """The intake app. Kafka is opened in its lifespan, and the region's heartbeat runs there;
     Cassandra is connected in the background, so the intake starts during a Cassandra outage and
     serves every board it can resolve once it has read the erasure list (ready from then on). Redis is connected only for a ``?wait=applied``, another
@@ -91,7 +92,7 @@ def build(settings: Settings) -> Starlette:
             await catalog.close()
             await waits.close()
 
-    app.router.lifespan_context = lifespan
+    app.rest.router.lifespan_context = lifespan
     return app
 
 

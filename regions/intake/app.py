@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import time
+from urllib.parse import parse_qsl
 
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope
 
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import InvalidWindow, WindowSpec, closed_rule
@@ -35,6 +37,7 @@ from regions.core.validation import (
 )
 from regions.core.waits import AppliedWait, parse_wait
 from regions.intake.admission import AwardAdmission
+from regions.intake.asgi import AWARDS_PATH, Answer, IntakeApp, TooLarge, read_body
 from regions.intake.openapi import document
 from regions.intake.routing import AwardRouter, HomePublish, Publish
 from regions.intake.waits import PendingWait, ProjectionWaits
@@ -72,14 +75,12 @@ class Rejection(Exception):
         self.status, self.code, self.message = status, code, message
         self.fields, self.retry_after = fields, retry_after
 
-    def response(self) -> Response:
+    def answer(self) -> Answer:
         body: dict[str, object] = {"code": self.code, "message": self.message}
         if self.fields:
             body["fields"] = [{"field": f.field, "rule": f.rule} for f in self.fields]
-        headers = {"Retry-After": str(max(1, round(self.retry_after)))} if self.retry_after else None
-        return Response(
-            msgspec.json.encode({"error": body}), self.status, headers=headers, media_type="application/json"
-        )
+        retry_after = max(1, round(self.retry_after)) if self.retry_after else 0
+        return Answer(self.status, msgspec.json.encode({"error": body}), retry_after)
 
 
 class Intake:
@@ -115,18 +116,15 @@ class Intake:
     def _catalog_failed(self, exc: Exception) -> None:
         self._errors.log(logging.WARNING, "catalog", "board catalog unavailable (%r)", exc)
 
-    async def _body(self, request: Request, declared: str) -> bytes:
+    async def _body(self, receive: Receive, declared: str) -> bytes:
         """The body, read no further than the cap (a chunked body declares no length)."""
         limit = self._settings.intake.max_body_bytes
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(limit)
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _too_large(limit)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        try:
+            return await read_body(receive, limit)
+        except TooLarge:
+            raise _too_large(limit) from None
 
     def _authenticate(self, h: dict[str, str], body: bytes) -> str:
         result = verify(
@@ -225,15 +223,14 @@ class Intake:
             approximate=board.approximate_text,
         )
 
-    async def accept(self, request: Request) -> Response:
+    async def accept(self, scope: Scope, receive: Receive) -> Answer:
         if self._admission.full():  # refused before anything is read: it costs next to nothing
             raise self._overloaded()
-        waiting = _wait_of(request)
-        # One pass over the raw headers (Starlette's lookups scan them again for every name); the
-        # first of repeated headers counts, as with Starlette's.
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(request.scope["headers"])}
+        waiting = _wait_of(scope["query_string"])
+        # One pass over the raw headers; the first of repeated headers counts, as with Starlette's.
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
         _check_content_type(headers.get("content-type", ""))
-        body = await self._body(request, headers.get("content-length", ""))
+        body = await self._body(receive, headers.get("content-length", ""))
         key_id = self._authenticate(headers, body)
         try:
             raw = msgspec.json.decode(body)
@@ -264,7 +261,7 @@ class Intake:
             for item, applied in zip(accepted, answers, strict=True):
                 item["applied"] = None if applied is None else applied.encoded()
         count_accepted(a.leaderboard_id for a in parsed.awards)
-        return Response(msgspec.json.encode({"accepted": accepted}), 202, media_type="application/json")
+        return Answer(202, msgspec.json.encode({"accepted": accepted}))
 
     async def _admitted(
         self, parsed: Parsed, key_id: str, waiting: AppliedWait | None
@@ -315,14 +312,14 @@ class Intake:
         players = [(boards[e.board_id].counting(e.event_at_ms), e.user_id) for e in events]
         return await self._waits.prepare(wait, players)
 
-    def refused(self, rejection: Rejection) -> Response:
+    def refused(self, rejection: Rejection) -> Answer:
         """The answer to a refused request, counted; a client's mistake is logged at INFO."""
         INTAKE_REQUESTS.labels(rejection.code).inc()
         if rejection.status < 500:
             fields = "; ".join(f"{f.field} {f.rule}" for f in rejection.fields)
             self._errors.log(logging.INFO, rejection.code, "refused %d %s: %s%s", rejection.status,
                              rejection.code, rejection.message, f" ({fields})" if fields else "")  # fmt: skip
-        return rejection.response()
+        return rejection.answer()
 
 
 def _too_large(limit: int) -> Rejection:
@@ -332,11 +329,11 @@ def _too_large(limit: int) -> Rejection:
     )  # fmt: skip
 
 
-def _wait_of(request: Request) -> AppliedWait | None:
+def _wait_of(query: bytes) -> AppliedWait | None:
     """The wait the query asks for (``regions.core.waits.parse_wait``); 400 naming each bad parameter."""
-    if not request.scope["query_string"]:
+    if not query:
         return None
-    wait = parse_wait(request.query_params.multi_items())
+    wait = parse_wait(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
     if isinstance(wait, Invalid):
         raise Rejection(400, "invalid_parameter", "some query parameters are invalid", wait.errors)
     return wait
@@ -363,8 +360,8 @@ def create_app(
     waits: ProjectionWaits | None = None,
     home: HomePublish | None = None,
     erased: ErasureList | None = None,
-) -> Starlette:
-    """The intake's app; ``waits`` (by default one that connects to the projection on its first
+) -> IntakeApp:
+    """The intake's app (``regions.intake.asgi``); ``waits`` (by default one that connects to the projection on its first
     wait) answers ``?wait=applied``, and whoever passes it closes it. ``home`` produces HOME_ROUTED
     boards' awards into their home region (none: such awards received here get 503 home_unavailable);
     ``erased`` is the erasure list (none: no player is refused as erased)."""
@@ -377,21 +374,25 @@ def create_app(
     async def openapi_json(_: Request) -> Response:
         return Response(described, media_type="application/json")
 
-    async def post_awards(request: Request) -> Response:
+    async def post_awards(scope: Scope, receive: Receive) -> Answer:
         started = time.perf_counter()
         try:
-            response = await intake.accept(request)
+            answer = await intake.accept(scope, receive)
         except Rejection as rejection:
-            response = intake.refused(rejection)
+            answer = intake.refused(rejection)
         else:
             accepted.inc()
         INTAKE_SECONDS.observe(time.perf_counter() - started)
-        return response
+        return answer
 
-    return Starlette(
+    async def wrong_method(_: Request) -> Response:  # POST is answered by IntakeApp before routing
+        return PlainTextResponse("Method Not Allowed", 405, headers={"Allow": "POST"})
+
+    rest = Starlette(
         routes=[
-            Route("/internal/awards", post_awards, methods=["POST"]),
+            Route(AWARDS_PATH, wrong_method),
             Route("/openapi.json", openapi_json),
             *health_routes(health),
         ]
     )
+    return IntakeApp(post_awards, rest)
