@@ -105,11 +105,14 @@ class ResultChunk(msgspec.Struct, frozen=True, array_like=True):
     """Ranked entries of an archived result: (user id, score, version, tie order key), from
     ``first_rank`` on. The tie order key is empty on a USER_ID board. ``metadata`` holds, by index
     in ``entries``, the metadata (JSON text) of the entries that have some (none in chunks written
-    before results carried it)."""
+    before results carried it). ``verified``, by index, the verified counts of an approximate
+    board's candidates, whose scores are estimates (none in chunks written before results kept them
+    apart: those kept them in ``metadata``); a reader that predates it ignores it."""
 
     first_rank: int
     entries: list[tuple[str, int, int, str]]
     metadata: dict[int, str] = msgspec.field(default_factory=dict)
+    verified: dict[int, int] = msgspec.field(default_factory=dict)
 
 
 class LifecycleCodec:

@@ -196,7 +196,7 @@ async def _result(
     self: RankedBoard, info: Info[Context, None], version: int | None = None
 ) -> BoardResult | None:
     header = await info.context.services.cassandra.adapter.results.get(self.board.id, version)
-    return None if header is None else BoardResult(header=header)
+    return None if header is None else BoardResult(header=header, approximate=self.board.approximate is not None)
 
 
 def result(description: str) -> BoardResult | None:

@@ -101,8 +101,9 @@ class ErasureQuery:
 
     @fields.field(
         "Everything this region holds about a player (admin), as one JSON document: every board's total, "
-        "rank and metadata, their audit history, their entries in archived results, their profile "
-        "(ops/lb export-player writes the same document)."
+        "rank and metadata (on an approximate board: the estimate, no rank, and whether its count is verified), "
+        "their audit history, their entries in archived results, their profile (ops/lb export-player writes "
+        "the same document)."
     )
     async def player_export(self, info: Info[Context, None], user_id: strawberry.ID) -> JSON:
         services = admin_services(info)

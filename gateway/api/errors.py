@@ -9,7 +9,7 @@ Each carries ``extensions.code``:
 | UNAUTHORIZED | an admin operation without ``Authorization: Bearer <admin token>`` |
 | NOT_FOUND | a subscription, ``closeLeaderboard`` or ``publishCorrection`` names a board that does not exist |
 | ALREADY_EXISTS | ``createLeaderboard`` with an id already taken; ``publishCorrection`` with a correction id used for another correction |
-| BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule); a close or correction outside the board's home region; a correction of a board that is not CLOSED, or of a player not in its result |
+| BAD_USER_INPUT | an argument or input field breaks a rule, e.g. an id (the message names it and the rule); a close or correction outside the board's home region; a correction of a board that is not CLOSED, of an approximate board, or of a player not in its result |
 | SUBSCRIPTION_LIMIT | this gateway follows too many players of one board |
 | STORE_UNAVAILABLE | a store the operation needs (Cassandra: catalog, archives; the projection being rebuilt, for a correction's check) is down or not reached yet; retry |
 | HOME_UNAVAILABLE | a HOME read of a board homed in another region could not reach that region's projection within ``gateway.home_timeout_s``; retry, or read with ``scope: REGIONAL`` |

@@ -160,7 +160,8 @@ class Mutation(ModerationMutation, ErasureMutation):
         "Correct a CLOSED board's result (admin, in the board's home region): give some of its players "
         "a corrected final score. Recorded at once as the next result version (PENDING); the served "
         "standings change in every region and the version is archived (PUBLISHED), then subscribers "
-        "get BoardStatusChanged. The same correctionId again answers the same correction."
+        "get BoardStatusChanged. The same correctionId again answers the same correction. An approximate "
+        "board's result holds estimates and takes no correction (BAD_USER_INPUT naming input.leaderboardId)."
     )
     async def publish_correction(
         self, info: Info[Context, None], input: PublishCorrectionInput

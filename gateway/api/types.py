@@ -15,10 +15,10 @@ from gateway.api.scalars import JSON, Long
 from gateway.profiles import UNAVAILABLE
 from regions.core import freshness, reads
 from regions.core.boards import Aggregation, BoardStatus, Consistency, SortOrder, TiePolicy
-from regions.core.candidates import noted_exact
+from regions.core.candidates import Shown, shown
 from regions.core.periods import Period, Weekday, WindowSpec
 from regions.core.reads import Scope, top_percent
-from regions.core.results import ResultEntry, page, page_chunks, page_shared_ranks
+from regions.core.results import ResultEntry, holds_estimates, page, page_chunks, page_shared_ranks
 from regions.stores.cassandra.profiles import ProfileRecord
 from regions.stores.cassandra.results import ResultHeader
 
@@ -173,7 +173,8 @@ class RankedPlayer:
     metadata: JSON | None = strawberry.field(
         default=None,
         description="The metadata of the award that holds the score (MAX/MIN: the one that reached the "
-        "best; SUM: the newest applied; LATEST: the latest); null when that award had none.",
+        "best; SUM: the newest applied; LATEST: the latest); null when that award had none, and on an "
+        "approximate board (whose scores are estimates: it keeps no award's metadata).",
     )
     as_of: AsOf | None = strawberry.field(
         default=None,
@@ -203,36 +204,35 @@ class RankedPlayer:
         return None if record is None else Profile.of(record)
 
     @staticmethod
-    def archived(rank: int, entry: ResultEntry, shared_rank: int, player_count: int) -> RankedPlayer:
-        """An entry of an archived result of ``player_count`` players."""
-        return RankedPlayer.of(reads.RankedEntry(
+    def archived(
+        rank: int, entry: ResultEntry, shared_rank: int, player_count: int, *, estimated: bool
+    ) -> RankedPlayer:
+        """An entry of an archived result of ``player_count`` players (``estimated``: an approximate
+        board's, its score an estimate)."""
+        return RankedPlayer.viewed(reads.RankedEntry(
             rank, entry.user_id, entry.score, entry.version, shared_rank, top_percent(rank, player_count),
-            entry.metadata,
-        ))  # fmt: skip
+        ), entry.shown(estimated=estimated))  # fmt: skip
 
     @staticmethod
     def of(entry: reads.RankedEntry, as_of: AsOf | None = None) -> RankedPlayer:
-        return RankedPlayer(
-            rank=entry.rank,
-            user_id=strawberry.ID(entry.user_id),
-            score=Long(entry.score),
-            version=Long(entry.version),
-            shared_rank=entry.shared_rank,
-            top_percent=entry.top_percent,
-            metadata=JSON(entry.metadata) if entry.metadata else None,
-            as_of=as_of,
-            exact_score=Long(entry.score),
-        )
+        """A player of an exact board."""
+        return RankedPlayer.viewed(entry, shown(entry.score, entry.metadata, estimated=False), as_of)
 
     @staticmethod
     def candidate(entry: reads.RankedEntry) -> RankedPlayer:
-        """An approximate board's candidate: ``score`` its estimate, beside it (where an exact board
-        keeps metadata) its verified count, if any."""
-        exact = noted_exact(entry.metadata)
+        """An approximate board's candidate: ``score`` its estimate, with its verified count, if any
+        (kept beside it in the projection, where an exact board keeps metadata)."""
+        return RankedPlayer.viewed(entry, shown(entry.score, entry.metadata, estimated=True))
+
+    @staticmethod
+    def viewed(entry: reads.RankedEntry, view: Shown, as_of: AsOf | None = None) -> RankedPlayer:
+        """An entry as ``view`` shows it (``regions.core.candidates.shown``)."""
+        exact = view.exact_score
         return RankedPlayer(
             rank=entry.rank, user_id=strawberry.ID(entry.user_id), score=Long(entry.score),
             version=Long(entry.version), shared_rank=entry.shared_rank, top_percent=entry.top_percent,
-            verified=exact is not None, exact_score=None if exact is None else Long(exact),
+            metadata=JSON(view.metadata) if view.metadata else None, as_of=as_of,
+            verified=view.verified, exact_score=None if exact is None else Long(exact),
         )  # fmt: skip
 
 
@@ -288,9 +288,14 @@ class PlayerContext:
         )
 
 
-@strawberry.type(description="An immutable archived result of a closed board (version 1 at close).")
+@strawberry.type(
+    description="An immutable archived result of a closed board (version 1 at close). An approximate "
+    "(trending) board's is its final chart: its best k items as top(k) showed them, each score an "
+    "estimate, with each item's verified count (verified, exactScore) and the estimates' errorBound then."
+)
 class BoardResult:
     header: strawberry.Private[ResultHeader]
+    approximate: strawberry.Private[bool] = False  # the board's (a result archived before it kept its error bound)
 
     @strawberry.field
     def leaderboard_id(self) -> strawberry.ID:
@@ -311,6 +316,25 @@ class BoardResult:
     @fields.field("Players in the result.")
     def player_count(self) -> Long:
         return Long(self.header.player_count)
+
+    @fields.field(
+        "The scores are estimates (an approximate board's result): never below the true count, above it "
+        "by at most errorBound (with the board's probability 1 - delta)."
+    )
+    def estimated(self) -> bool:
+        return self._estimated()
+
+    def _estimated(self) -> bool:
+        return holds_estimates(self.header.error_bound, self.approximate)
+
+    @fields.field(
+        "On an approximate board's result: epsilon x the board's counted total at the close, the most an "
+        "estimate exceeds its true count (with probability 1 - delta); null on an exact board's result (and "
+        "on an approximate board's archived before the bound was kept)."
+    )
+    def error_bound(self) -> Long | None:
+        bound = self.header.error_bound
+        return None if bound is None else Long(bound)
 
     @fields.field(
         "Ranks after+1 .. after+first of the result, in rank order; first is capped "
@@ -335,8 +359,9 @@ class BoardResult:
         if found and "sharedRank" in _selected(info):
             start = await results.tie_start(h, found[0][0], found[0][1].score, chunks)
             shared = page_shared_ranks(found, start)
+        estimated = self._estimated()
         return [
-            RankedPlayer.archived(rank, e, s, h.player_count)
+            RankedPlayer.archived(rank, e, s, h.player_count, estimated=estimated)
             for (rank, e), s in zip(found, shared, strict=True)
         ]
 

@@ -1,8 +1,9 @@
 """Recording a correction of a closed board, for every caller (the gateway's publishCorrection,
 ``ops/lb correct``). Its home region's lifecycle worker then publishes it (``publish``).
 
-Checked here, each refusal naming the field: the board exists, this is its home region, it is
-CLOSED, and every adjusted player is in its result; the same correction id again answers the
+Checked here, each refusal naming the field: the board exists, this is its home region, it is not
+approximate (``regions.core.corrections.approximate_refusal``), it is CLOSED, and every adjusted
+player is in its result; the same correction id again answers the
 correction it recorded (with the same content) or is refused (with other content).
 """
 
@@ -12,7 +13,12 @@ from datetime import datetime
 
 from regions.actions.home import ActionRefused, home_record
 from regions.core.boards import BoardStatus
-from regions.core.corrections import CorrectionRequest, next_result_version, not_in_result
+from regions.core.corrections import (
+    CorrectionRequest,
+    approximate_refusal,
+    next_result_version,
+    not_in_result,
+)
 from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from regions.stores.redis.projection import RedisProjection
@@ -66,10 +72,13 @@ async def record_correction(
     at: str = "input.",
 ) -> CorrectionEntry:
     """Record ``request`` as the board's next result version (or answer the one its id recorded).
-    ``ActionRefused``: ``unknown`` (no such board), ``not_home``, ``not_closed``, ``not_in_result``,
-    ``conflict`` (the id holds other content) or ``unavailable`` (retry later)."""
+    ``ActionRefused``: ``unknown`` (no such board), ``not_home``, ``approximate``, ``not_closed``,
+    ``not_in_result``, ``conflict`` (the id holds other content) or ``unavailable`` (retry later)."""
     record = await home_record(lifecycle, request.board_id, region=region, done="corrected in",
                                action="correction", field=f"{at}leaderboardId: ")  # fmt: skip
+    refusal = approximate_refusal(record.board, f"{at}leaderboardId: ")
+    if refusal is not None:
+        raise ActionRefused("approximate", refusal)
     known = await corrections.get(request.board_id, request.correction_id)
     if known is not None:
         return _same(known, request, at)

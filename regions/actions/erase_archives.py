@@ -1,7 +1,8 @@
 """Taking a player out of every archived result that holds them (a deleted account).
 
 Archives are immutable except for this. Per board (or period) whose archives hold the player:
-1. its published version n holds the player: version n+1 is published without them, ranks closed up,
+1. its published version n holds the player: version n+1 is published without them, ranks closed up
+   (an approximate board's with the error bound of version n: the sketch keeps what the item counted),
    recorded as the board's newest result as a correction's is (its version claimed in
    ``board_corrections`` by the same lightweight transaction, chunks, then the header, then the
    catalog's ``result_version`` moved from n to n+1, then the claim marked published). The lifecycle
@@ -103,6 +104,7 @@ async def _publish_without(stores: ArchiveStores, board_id: str, user_id: str, n
     await stores.results.put_chunks(board_id, claim.result_version, chunks)
     await stores.results.put_header(ResultHeader(
         board_id, claim.result_version, now, ERASURE_REASON, len(kept), len(chunks), size,
+        error_bound=header.error_bound,  # the same estimates: the sketch keeps what the item counted
     ))  # fmt: skip
     await _move_catalog(stores, board_id, claim.result_version)
     await stores.corrections.record_published(board_id, claim.correction_id, now)

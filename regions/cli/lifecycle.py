@@ -18,12 +18,14 @@ from regions.actions.correct import record_correction
 from regions.cli.command import CommandError, Commands, add_command, cassandra_session, say
 from regions.core.corrections import CorrectionRequest, parse_correction
 from regions.core.redaction import mask_url
-from regions.core.results import page, page_chunks
+from regions.core.results import holds_estimates, page, page_chunks
 from regions.runtime.settings import Settings
+from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.corrections import CassandraCorrections, CorrectionEntry
 from regions.stores.cassandra.lifecycle import CassandraLifecycle
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.redis.projection import RedisProjection, connect_redis
+from schema.scoped import split_board_id
 
 PROGRESS_EVERY_S = 10.0
 
@@ -42,18 +44,28 @@ async def close_command(
 async def results_command(
     session: Session, board_id: str, version: int | None, first: int, after: int, say: Callable[[str], None]
 ) -> bool:
-    """Print a result's header and ranks after+1 .. after+first; False when there is no such result."""
+    """Print a result's header and ranks after+1 .. after+first; False when there is no such result.
+    An approximate board's result says its scores are estimates, with their error bound, and each
+    entry whether its count is verified."""
     results = CassandraResults(session)
     header = await results.get(board_id, version)
     if header is None:
         say(f"no archived result {version if version is not None else ''} for {board_id}".replace("  ", " "))
         return False
+    board = await CassandraCatalog(session).get(split_board_id(board_id)[0])
+    estimated = holds_estimates(header.error_bound, board is not None and board.approximate is not None)
+    bound = "unknown" if header.error_bound is None else header.error_bound
     say(f"{board_id} result version {header.version}, created {header.created_at}, reason {header.reason!r}, "
-        f"{header.player_count} players in {header.chunk_count} chunks of {header.chunk_size}")  # fmt: skip
+        f"{header.player_count} players in {header.chunk_count} chunks of {header.chunk_size}"
+        + (f"; scores are estimates, error bound {bound}" if estimated else ""))  # fmt: skip
     numbers = page_chunks(after, first, header.chunk_size, header.player_count)
     chunks = await results.chunks(board_id, header.version, numbers)
     for rank, entry in page(chunks, after, first, header.chunk_size):
-        say(f"{rank:>8}  {entry.user_id:<32} {entry.score:>16}  v{entry.version}")
+        line = f"{rank:>8}  {entry.user_id:<32} {entry.score:>16}  v{entry.version}"
+        if estimated:
+            exact = entry.shown(estimated=True).exact_score
+            line += "  not verified" if exact is None else f"  verified {exact}"
+        say(line)
     return True
 
 

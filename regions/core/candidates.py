@@ -245,3 +245,28 @@ def noted_exact(note: str | None) -> int | None:
     except (ValueError, AttributeError):
         return None
     return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a ranked entry shows besides its score: ``metadata``, the metadata of the award that
+    holds the score (JSON text; empty: none), and ``exact_score``, the entry's exact count (None:
+    not known; ``verified`` says it is)."""
+
+    metadata: str
+    exact_score: int | None
+
+    @property
+    def verified(self) -> bool:
+        return self.exact_score is not None
+
+
+def shown(score: int, metadata: str | None, *, estimated: bool, verified_count: int | None = None) -> Shown:
+    """How an entry shows, live or archived. On an exact board (or result) the score is exact and
+    the metadata the award's. On an approximate one the score is an estimate and no award's metadata
+    is kept: the place where an exact board keeps it holds the candidate's verified count
+    (``exact_note``, in the projection and in results archived before they kept the count apart),
+    never shown as metadata; ``verified_count``, when given, is the count kept apart."""
+    if not estimated:
+        return Shown(metadata or "", score)
+    return Shown("", verified_count if verified_count is not None else noted_exact(metadata))

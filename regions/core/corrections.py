@@ -18,6 +18,10 @@ as the next version (n+1); earlier versions stay as they were. The rules kept he
 - **Publishing.** The home region archives version n+1 once its projection's positions reach every
   correction record it wrote and every adjusted player holds the corrected score; version n+1 is then
   version n with exactly the adjustments, ranked again.
+- **Approximate boards take none.** A correction gives a player an exact final score; an approximate
+  (trending) board's result holds estimates ordered by estimate, with one error bound for all: an
+  exact score among them would be neither. Its result changes only by moderation (an item hidden or
+  shown again) and erasure; a correction is refused naming the board's field.
 - **Moderation.** Hiding a player of a CLOSED board (or showing them again) is a version with no
   adjustments that names the player (``moderated``): the moderation record, applied by every region,
   takes them out of (or back into) the projection, and the version is archived once the home
@@ -41,6 +45,7 @@ from regions.core.aggregation import (
     Seen,
     repeat_of,
 )
+from regions.core.boards import Board
 from regions.core.ids import text_error, user_id_error
 from regions.core.lifecycle import MAX_REASON
 from regions.core.validation import MAX_EXACT, FieldError
@@ -122,6 +127,18 @@ def parse_correction(
     if errors:
         return errors
     return CorrectionRequest(board_id, correction_id, reason, tuple(Adjustment(u, s) for u, s in adjustments))
+
+
+def approximate_refusal(board: Board, field: str) -> str | None:
+    """Why ``board`` takes no correction because it is approximate (``field`` names the board's
+    argument, with its separator); None for an exact board."""
+    if board.approximate is None:
+        return None
+    return (
+        f"{field}leaderboard {board.base_id!r} is approximate (trending): its result holds estimated counts "
+        f"of its best {board.approximate.k} items, not final scores, so it takes no corrections; hide an "
+        "item (hidePlayer) to publish the result without it"
+    )
 
 
 def next_result_version(last_assigned: int | None) -> int:

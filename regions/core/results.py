@@ -4,12 +4,23 @@ Pure: no I/O, no clock.
 Rules kept here (and property-tested):
 - a result lists every player once, in the board's rank order (``regions.core.ordering.rank_key``);
   chunk ``i`` holds ranks ``i*size+1 .. (i+1)*size``, so where a rank lives follows from the rank.
+- an approximate (trending) board's result is its final chart: the best k candidates as ``top(k)``
+  showed them at the archive, each with its estimate as the score and its verified count (if any)
+  kept apart from metadata; the result carries the error bound of the estimates then (epsilon x
+  the board's counted total). The candidates past k are not archived: the board ranks only its
+  best k, and which candidates a partition keeps past them depends on the order it read the awards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from regions.core.approximate import ApproximateSpec
+from regions.core.boards import Board, TiePolicy
+from regions.core.candidates import Shown, noted_exact, shown
+from regions.core.ordering import REACHED_WIDTH
+from regions.core.reads import Row, entry_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +32,36 @@ class ResultEntry:
     version: int
     reached: str = ""
     metadata: str = ""  # of the award that held the score (JSON text); empty: none
+    # of an estimated result: the candidate's verified count at the archive (None: not verified)
+    verified_count: int | None = None
+
+    def shown(self, *, estimated: bool) -> Shown:
+        """What the entry shows of a result that holds estimates (``estimated``) or exact scores."""
+        return shown(self.score, self.metadata, estimated=estimated, verified_count=self.verified_count)
+
+
+def archived_entry(board: Board, rank: int, row: Row) -> ResultEntry:
+    """A projection row of ``board`` as the entry of its result at ``rank``: an approximate board's
+    candidate keeps its verified count (beside it in the projection) apart from metadata.
+    ``BrokenProjection`` when the row has no version record."""
+    entry = entry_of(board, rank, row)
+    reached = row[0][:REACHED_WIDTH] if board.tie_policy is TiePolicy.FIRST_REACHED else ""
+    if board.approximate is None:
+        return ResultEntry(entry.user_id, entry.score, entry.version, reached, entry.metadata or "")
+    return ResultEntry(entry.user_id, entry.score, entry.version, reached,
+                       verified_count=noted_exact(entry.metadata))  # fmt: skip
+
+
+def archived_count(candidates: int, spec: ApproximateSpec | None) -> int:
+    """The entries of a board's result when its projection ranks ``candidates``: all of an exact
+    board's players, an approximate board's best k."""
+    return candidates if spec is None else min(candidates, spec.k)
+
+
+def holds_estimates(error_bound: int | None, approximate: bool) -> bool:
+    """Whether a result's scores are estimates: it was archived with an error bound, or (archived
+    before results kept one) its board is ``approximate``."""
+    return error_bound is not None or approximate
 
 
 def chunk_count(players: int, size: int) -> int:

@@ -28,7 +28,8 @@ from regions.stores.cassandra.session import execute_each
 from schema.lifecycle import LifecycleCodec, ResultChunk
 
 _HEADER_COLUMNS = (
-    "board_id, result_version, created_at, reason, player_count, chunk_count, chunk_size, players_indexed"
+    "board_id, result_version, created_at, reason, player_count, chunk_count, chunk_size, players_indexed, "
+    "error_bound"
 )
 
 
@@ -42,6 +43,9 @@ class ResultHeader:
     chunk_count: int
     chunk_size: int
     players_indexed: bool = True  # its players are in archived_players (False: archived before it)
+    # An approximate board's result: the most its estimates exceed the true counts, epsilon x the
+    # board's counted total at the archive (None: an exact result, or one archived before it was kept)
+    error_bound: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,7 @@ def _header(row: Row) -> ResultHeader:
     return ResultHeader(
         row.board_id, row.result_version, row.created_at, row.reason,
         row.player_count or 0, row.chunk_count or 0, row.chunk_size or 1, bool(row.players_indexed),
+        row.error_bound,
     )  # fmt: skip
 
 
@@ -65,6 +70,7 @@ def result_chunk(first_rank: int, entries: list[ResultEntry]) -> ResultChunk:
         first_rank=first_rank,
         entries=[(e.user_id, e.score, e.version, e.reached) for e in entries],
         metadata={i: e.metadata for i, e in enumerate(entries) if e.metadata},
+        verified={i: e.verified_count for i, e in enumerate(entries) if e.verified_count is not None},
     )
 
 
@@ -79,7 +85,7 @@ class CassandraResults(CassandraTable):
         "latest": f"SELECT {_HEADER_COLUMNS} FROM board_results WHERE board_id = ? LIMIT 1",
         "version": f"SELECT {_HEADER_COLUMNS} FROM board_results WHERE board_id = ? AND result_version = ?",
         "versions": f"SELECT {_HEADER_COLUMNS} FROM board_results WHERE board_id = ?",
-        "put_header": f"INSERT INTO board_results ({_HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+        "put_header": f"INSERT INTO board_results ({_HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
         "resize": (
             "UPDATE board_results SET player_count = ?, chunk_count = ?, players_indexed = true "
             "WHERE board_id = ? AND result_version = ?"
@@ -135,6 +141,7 @@ class CassandraResults(CassandraTable):
         await self._execute("put_header", (
             header.board_id, header.version, header.created_at, header.reason,
             header.player_count, header.chunk_count, header.chunk_size, header.players_indexed,
+            header.error_bound,
         ))  # fmt: skip
 
     async def all_entries(self, header: ResultHeader) -> list[ResultEntry]:
@@ -189,7 +196,8 @@ class CassandraResults(CassandraTable):
             if row is not None:
                 chunk = self._codec.chunk(row.ranked)
                 found[row.chunk] = [
-                    ResultEntry(*entry, metadata=chunk.metadata.get(i, "")) for i, entry in enumerate(chunk.entries)
+                    ResultEntry(*entry, metadata=chunk.metadata.get(i, ""), verified_count=chunk.verified.get(i))
+                    for i, entry in enumerate(chunk.entries)
                 ]
         return found
 

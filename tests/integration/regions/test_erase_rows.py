@@ -199,3 +199,29 @@ async def test_an_erasure_cut_in_the_middle_of_a_rewrite_is_finished_by_the_next
     versions = await _versions(stores, board)
     assert versions == {1: _without(half[2], gone), 2: _without(half[2], gone)}
     assert [r for r in _every_row(cassandra_session) if gone in r[1]] == []
+
+
+async def test_an_erased_item_leaves_an_approximate_boards_chart_with_its_estimates_kept(
+    cassandra_session: Session, stores: PlayerStores
+) -> None:
+    """The chart without the item, published and rewritten, keeps the other items' verified counts
+    and the result's error bound: the sketch keeps what the item counted."""
+    tag = uuid.uuid4().hex[:8]
+    gone, board = f"erased-{tag}", f"erase-chart-{tag}"
+    items = [f"song{i}-{tag}" for i in range(5)]
+    chart = [ResultEntry(u, 50 - i, 3, verified_count=50 - i if i % 2 else None)
+             for i, u in enumerate([items[0], gone, *items[1:]])]  # fmt: skip
+    await _closed_board(cassandra_session, stores, board)
+    results = stores.archives.results
+    chunks = result_chunks(chart, SIZE)
+    await results.put_chunks(board, 1, chunks)
+    await results.put_header(ResultHeader(board, 1, NOW, "close", len(chart), len(chunks), SIZE, error_bound=7))
+
+    steps = await erase_player_rows(stores, gone, now=NOW)
+
+    assert steps[2].detail.startswith("1 boards: 1 versions published without the player, 1 rewritten"), steps
+    kept = [e for e in chart if e.user_id != gone]
+    for version in (1, 2):
+        header = await results.get(board, version)
+        assert header is not None and (header.error_bound, header.player_count) == (7, len(kept))
+        assert await results.all_entries(header) == kept

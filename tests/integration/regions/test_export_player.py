@@ -62,15 +62,18 @@ async def test_export_holds_scores_history_archives_and_profile(
     assert json.loads(json.dumps(document)) == document
     assert document["userId"] == user and document["exportedAt"] == now.isoformat()
     assert sorted(document["scores"], key=lambda s: s["leaderboardId"]) == [
-        {"leaderboardId": today.id, "total": 7, "rank": 1, "sharedRank": 1, "metadata": None},
-        {"leaderboardId": live.id, "total": 40, "rank": 2, "sharedRank": 2, "metadata": {"map": "dust"}},
-    ]
+        {"leaderboardId": today.id, "total": 7, "rank": 1, "sharedRank": 1, "metadata": None,
+         "estimated": False, "verified": True, "exactScore": 7},
+        {"leaderboardId": live.id, "total": 40, "rank": 2, "sharedRank": 2, "metadata": {"map": "dust"},
+         "estimated": False, "verified": True, "exactScore": 40},
+    ]  # fmt: skip
     assert [(h["eventId"], h["leaderboardId"], h["amount"], h["userId"]) for h in document["awardHistory"]] == [
         (f"{live.id}-{user}-{i}", live.id, i + 1, user) for i in range(2)
     ]
     assert document["archivedResults"] == [
-        {"leaderboardId": closed, "version": 1, "rank": 5, "score": 96, "metadata": None}
-    ]
+        {"leaderboardId": closed, "version": 1, "rank": 5, "score": 96, "metadata": None, "errorBound": None,
+         "estimated": False, "verified": True, "exactScore": 96}
+    ]  # fmt: skip
     assert SIZE < 5  # the entry is found in a chunk past the first
     assert document["profile"] == {"userId": user, "displayName": "Exported", "country": "FR", "avatarUrl": None}
 

@@ -15,6 +15,7 @@ from regions.core.aggregation import (
     PlayerState,
     Seen,
 )
+from regions.core.approximate import ApproximateSpec
 from regions.core.boards import Board, BoardStatus
 from regions.core.corrections import (
     Adjustment,
@@ -25,6 +26,7 @@ from regions.core.corrections import (
     UnknownPlayer,
     WriteRecords,
     apply_correction,
+    approximate_refusal,
     content_digest,
     correction_step,
     is_final,
@@ -92,6 +94,18 @@ def test_versions_follow_the_close_result_and_players_must_be_in_it() -> None:
     assert next_result_version(None) == 2 and next_result_version(2) == 3
     adjustments = (Adjustment("ann", 1), Adjustment("zed", 2), Adjustment("bob", 3))
     assert not_in_result(adjustments, {"ann": True, "bob": True, "zed": False}) == [1]
+
+
+def test_an_approximate_board_takes_no_correction_and_the_refusal_names_its_field() -> None:
+    trending = Board("trending", "Trending", "eu", approximate=ApproximateSpec(10, 0.01, 0.01))
+    refusal = approximate_refusal(trending, "input.leaderboardId: ")
+    assert refusal is not None and refusal.startswith(
+        "input.leaderboardId: leaderboard 'trending' is approximate (trending): its result holds estimated "
+        "counts of its best 10 items, not final scores, so it takes no corrections"
+    )
+    daily = trending.for_period("2026-12-04")  # a period is refused under its board's id
+    assert approximate_refusal(daily, "") == refusal.removeprefix("input.leaderboardId: ")
+    assert approximate_refusal(Board("season", "Season", "eu"), "input.leaderboardId: ") is None
 
 
 def test_a_record_sets_the_score_as_the_next_version_and_keeps_the_tie_order() -> None:
