@@ -123,7 +123,7 @@ class Replicator:
         return AIOKafkaConsumer(
             bootstrap_servers=self._source.bootstrap_servers,
             **connection_options(self._source),
-            **live_fetch(self._source),
+            **live_fetch(self._source, int(self._cfg.round_interval_ms)),
             group_id=None,
             isolation_level="read_committed",
             enable_auto_commit=False,

@@ -38,6 +38,7 @@ from cassandra import InvalidRequest
 
 from regions.core.audit_progress import intent_metadata, unsure_before
 from regions.core.rate_limit import TokenBuckets
+from regions.runtime.cadence import Cadence
 from regions.runtime.erasure_list import ErasureList
 from regions.runtime.health import Health
 from regions.runtime.logs import ThrottledLog
@@ -62,6 +63,7 @@ from schema.records import AppliedAward, Codec, Reconciliation
 
 log = logging.getLogger(__name__)
 CONCURRENCY = 128  # rows in flight to Cassandra at once
+BACKLOG_REPORT_S = 1.0  # the backlog (one ListOffsets request) is read at most this often
 # Errors that a retry cannot cure: the driver cannot bind the row's values, or Cassandra refuses them.
 REFUSED_FOR_GOOD = (TypeError, ValueError, InvalidRequest)
 
@@ -248,7 +250,8 @@ class AuditSink:
         AUDIT_BACKLOG.set(sum(lag.values()))
 
     async def run(self, stop: asyncio.Event) -> None:
-        consumer = make_consumer(self._settings.kafka, group_id=self._group, live=True)
+        interval_ms = self._settings.audit.round_interval_ms
+        consumer = make_consumer(self._settings.kafka, group_id=self._group, fetch_wait_ms=int(interval_ms))
         producer = make_producer(self._settings.kafka)
         await consumer.start()
         await producer.start()
@@ -262,7 +265,9 @@ class AuditSink:
             intents = await committed_metadata(self._settings.kafka, self._group, tps)
             unsure = {tp: unsure_before(done[tp], intents.get(tp, "")) for tp in tps}
             self._report = lambda: self._report_backlog(consumer, done)
+            cadence, reported = Cadence(interval_ms / 1000), 0.0
             while not stop.is_set():
+                cadence.begin()
                 polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
                 records = [r for rs in polled.values() for r in rs]
                 # Every record before the position is handled once this batch is; it also steps over
@@ -277,7 +282,10 @@ class AuditSink:
                 if not records and done != committed:
                     await consumer.commit(dict(done))
                     committed = dict(done)
-                await self._report_backlog(consumer, done)
+                if time.monotonic() >= reported + BACKLOG_REPORT_S:
+                    reported = time.monotonic()
+                    await self._report_backlog(consumer, done)
+                await cadence.end(bool(records))
             if done != committed:
                 await consumer.commit(dict(done))
         finally:

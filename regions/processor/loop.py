@@ -203,7 +203,7 @@ class Processor:
             group_id=self._group,
             session_timeout_ms=self._cfg.session_timeout_ms,
             co_partitioned=True,
-            live=True,
+            fetch_wait_ms=int(self._cfg.round_interval_ms),
         )
         consumer.subscribe(list(self.sources), listener=_RebalanceListener(self, consumer))
         await consumer.start()

@@ -55,6 +55,9 @@ from schema.records import Reconciliation
 
 log = logging.getLogger(__name__)
 TICK_S = 2.0  # lag report, epoch and shard checks (Redis may lose data while idle), rebuild requests
+COMMIT_S = 1.0
+"""Offsets are committed at most this often (the first at once): a restart replays what was applied
+since, which changes nothing (applies are versioned) and costs a second of totals at most."""
 DELETE_PAUSE_S = 0.002  # between two commands deleting a retired layout's keys
 
 
@@ -76,6 +79,8 @@ class Projector:
         self._rebuild: asyncio.Task[RebuildReport] | None = None
         self._deleting: asyncio.Task[None] | None = None  # of layouts swapped out (rebuilds, reshards)
         self._fetched_at_ms: int | None = None  # write time of the oldest record fetched, not yet visible
+        self._uncommitted: dict[TopicPartition, int] = {}  # offsets applied, not yet committed
+        self._committed_at: float | None = None
         metrics.OLDEST_UNPROJECTED.set_function(self._oldest_unprojected_s)
         self.running = asyncio.Event()
 
@@ -93,7 +98,7 @@ class Projector:
         metrics.LEASE_HELD.set(1)
         for advice in await listpack_advice(self._projection.redis):
             log.warning("the projection's version buckets need compact hashes: %s", advice)
-        consumer = make_consumer(self._kafka, group_id=self._group, live=True)
+        consumer = make_consumer(self._kafka, group_id=self._group, fetch_wait_ms=self._kafka.fetch_wait_ms)
         producer = make_producer(self._kafka)
         try:
             await consumer.start()
@@ -147,6 +152,8 @@ class Projector:
             if loop.time() >= next_tick:
                 next_tick = loop.time() + TICK_S
                 await self._tick(consumer, tps)
+                await self._commit(consumer)  # what a quiet second left uncommitted
+        await self._commit(consumer, now=True)
 
     async def _tick(self, consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> None:
         self._health.report_lag(self._kafka.topic("totals"), await consumer_lag(consumer, tps))
@@ -187,8 +194,17 @@ class Projector:
         else:
             if not applied:
                 await self._lost("the projection has no epoch (new or lost Redis data)")
-        await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs})
+        self._uncommitted |= {tp: rs[-1].offset + 1 for tp, rs in polled.items() if rs}
         self._fetched_at_ms = None
+        await self._commit(consumer)
+
+    async def _commit(self, consumer: AIOKafkaConsumer, *, now: bool = False) -> None:
+        """Commit the offsets applied, once ``COMMIT_S`` has passed since the last commit (or ``now``)."""
+        clock = asyncio.get_running_loop().time()
+        due = now or self._committed_at is None or clock >= self._committed_at + COMMIT_S
+        if self._uncommitted and due:
+            await consumer.commit(self._uncommitted)
+            self._uncommitted, self._committed_at = {}, clock
 
     async def _apply(self, batch: TotalsBatch) -> bool:
         """Apply, advance, then publish hints; False when Redis lost the epoch meanwhile (what this

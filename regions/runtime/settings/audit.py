@@ -25,6 +25,14 @@ class AuditSettings(BaseModel):
         description="Audit rows per unlogged batch, all of one replica set (1: a request per row); above "
         "10 Cassandra logs a warning per batch (unlogged_batch_across_partitions_warn_threshold).",
     )
+    round_interval_ms: float = Field(
+        250.0,
+        ge=0,
+        le=10_000,
+        description="Least time from the start of a batch that found records to the start of the next: each "
+        "batch takes every applied award fetched meanwhile (regions/runtime/cadence.py), so its Kafka commits "
+        "and Cassandra round trips are shared by more rows. The audit is eventual: this only delays it.",
+    )
     retry_initial_s: float = Field(0.2, gt=0, description="First retry delay after a Cassandra error.")
     retry_max_s: float = Field(10.0, gt=0, description="Longest retry delay.")
     health_port: HealthPort = 8084

@@ -42,10 +42,11 @@ class KafkaSettings(BaseModel):
         50,
         ge=0,
         le=1_000,
-        description="How long a live consumer's fetch (processor, projector, audit sink, replicator) waits at "
-        "the broker for a full response (fetch.max.wait.ms, with fetch.min.bytes of fetch_min_bytes) before "
-        "answering with what it has: while awards flow, each consumer asks a broker about 1000 / this many times a "
-        "second instead of once per record batch. Adds at most this to each hop's latency; 0: answer at once.",
+        description="How long the projector's fetch waits at the broker for a full response (fetch.max.wait.ms, "
+        "with fetch.min.bytes of fetch_min_bytes) before answering with what it has: while totals flow, it asks "
+        "about 1000 / this many times a second instead of once per record batch. Adds at most this to "
+        "freshness; 0: answer at once. The processor, replicator and audit sink wait as long as their round "
+        "interval, the most they wait anyway.",
     )
     fetch_min_bytes: int = Field(
         262_144,

@@ -148,18 +148,18 @@ def make_consumer(
     from_beginning: bool = True,
     session_timeout_ms: int = 10_000,
     co_partitioned: bool = False,
-    live: bool = False,
+    fetch_wait_ms: int | None = None,
 ) -> AIOKafkaConsumer:
     """A read_committed consumer that never auto-commits. ``co_partitioned``: the group gives the same
     partition number of every subscribed topic to one member (range assignment; the topics must
-    have equal partition counts), so one member owns partition p of every source. ``live``: it follows
-    a stream as it grows, and its fetches wait at the broker (``live_fetch``); otherwise (a restore, a
-    replay to the end) every fetch is answered at once."""
+    have equal partition counts), so one member owns partition p of every source. ``fetch_wait_ms``: it
+    follows a stream as it grows, and its fetches wait at the broker that long for a full response
+    (``live_fetch``); otherwise (a restore, a replay to the end) every fetch is answered at once."""
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap_servers,
         **connection_options(kafka),
-        **(live_fetch(kafka) if live else {}),
+        **(live_fetch(kafka, fetch_wait_ms) if fetch_wait_ms is not None else {}),
         group_id=group_id,
         isolation_level="read_committed",
         enable_auto_commit=False,
@@ -170,11 +170,12 @@ def make_consumer(
     )
 
 
-def live_fetch(kafka: KafkaSettings) -> dict[str, int]:
+def live_fetch(kafka: KafkaSettings, wait_ms: int) -> dict[str, int]:
     """Fetch options of a consumer that follows a stream: each fetch waits at the broker for
-    ``fetch_min_bytes`` or ``fetch_wait_ms``, whichever comes first, so a steady flow of small record
-    batches is read in a few large fetches instead of one fetch per batch."""
-    return {"fetch_max_wait_ms": kafka.fetch_wait_ms, "fetch_min_bytes": kafka.fetch_min_bytes}
+    ``fetch_min_bytes`` or ``wait_ms``, whichever comes first, so a steady flow of small record batches
+    is read in a few large fetches instead of one fetch per batch. A consumer that takes records on
+    a cadence waits as long as its interval: a shorter wait only costs requests."""
+    return {"fetch_max_wait_ms": wait_ms, "fetch_min_bytes": kafka.fetch_min_bytes}
 
 
 def assignment_strategy(co_partitioned: bool) -> tuple[type[AbstractPartitionAssignor], ...]:
