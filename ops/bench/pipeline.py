@@ -57,6 +57,7 @@ from ops.bench.load import (
 )
 from ops.bench.record import Figures, recorded
 from ops.bench.steps import redis_benchmark
+from ops.bench.vegeta import Vegeta
 from ops.stack import SERVICES, data_dir, region_env, server_pids, start_service, stop_all, until_ready
 from regions.core.boards import Board
 from regions.projector.rebuild import rebuild
@@ -200,12 +201,15 @@ async def measure(
     results, history, stop = Results(), PositionHistory(), asyncio.Event()
     schedule = Schedule.of(args, settings.intake.port, board.id, args.duration, start_at=time.time() + 1.0,
                            max_connections=max(1, args.connections // max(1, args.generators)))  # fmt: skip
-    generators = generator_processes(schedule, args.generators) if args.generators else []
+    vegeta = Vegeta(schedule) if args.generator == "vegeta" else None
+    generators = generator_processes(schedule, args.generators) if args.generators and not vegeta else []
     await asyncio.sleep(max(0.0, schedule.start_at - time.time()))
     clock = CpuClock(pids)
     watcher = asyncio.create_task(history.watch(projection, stop, results.pending))
     print("== load running ...", flush=True)
-    if generators:
+    if vegeta is not None:
+        await vegeta.run(results)
+    elif generators:
         await collect(generators, args.batch, results)
     else:
         await drive(schedule, results)
@@ -222,7 +226,7 @@ async def measure(
         await drain_audit(settings, within=args.drain)
     after = clock.read()
     drained, used = after.wall, after.seconds
-    if generators:
+    if generators or vegeta is not None:
         cpu[GENERATORS], idle[GENERATORS], rss[GENERATORS] = (
             results.generator_cpu_s / wall * 100,
             0.0,
@@ -306,6 +310,9 @@ def parse() -> argparse.Namespace:
         default=2,
         help="load generator processes (default 2; 0: the load runs in the benchmark process itself)",
     )
+    p.add_argument("--generator", choices=("python", "vegeta"), default="python",
+                   help="who sends the load: --generators Python processes (default) or vegeta, a compiled "
+                        "open-loop generator built once from the Go module proxy (its CPU is reported apart)")  # fmt: skip
     p.add_argument("--no-audit", action="store_true", help="leave the audit sink off (isolates its CPU cost)")
     p.add_argument(
         "--audit-rate", type=float, default=0, help="LB_AUDIT__MAX_ROWS_PER_S for the run (0: no cap)"

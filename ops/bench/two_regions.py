@@ -42,6 +42,7 @@ from pathlib import Path
 
 import httpx
 
+from ops.bench.freshness import PositionHistory
 from ops.bench.kit import (
     Column,
     CpuClock,
@@ -184,20 +185,6 @@ async def until_ready(regions: list[Region], logs: Path, within: float) -> None:
         print(f"   region {region.name} ready: " + ", ".join(f"{p.name} :{p.port}" for p in region.programs))
 
 
-def still_waiting(
-    pending: list[Pending], positions: Mapping[tuple[str, int], int], now: float, visible_ms: list[float]
-) -> list[Pending]:
-    """The acknowledged batches ``positions`` do not reach yet; those they reach add their time from
-    acknowledgement to ``now`` to ``visible_ms``."""
-    waiting = []
-    for acked, source, offset in pending:
-        if positions.get(source, -1) >= offset:
-            visible_ms.append((now - acked) * 1000)
-        else:
-            waiting.append((acked, source, offset))
-    return waiting
-
-
 @dataclass
 class Visibility:
     """Awards acknowledged by ``source`` becoming visible in ``seen_in``'s projection."""
@@ -207,23 +194,21 @@ class Visibility:
     label: str
     ms: list[float] = field(default_factory=list)
     waiting: list[Pending] = field(default_factory=list)
-    cursor: int = 0
 
 
-async def watch(views: list[Visibility], stop: asyncio.Event) -> None:
-    """Polls every projection's asOf every 10 ms; an acknowledged batch is visible in a projection once
-    the position of its (accepting region, partition) there reaches its offset."""
-    while not (
-        stop.is_set() and all(not v.waiting and v.cursor == len(v.source.results.pending) for v in views)
-    ):
-        positions = {r.name: (await r.projection.positions()).offsets for r in {v.seen_in.name: v.seen_in for v in views}.values()}  # fmt: skip
-        now = time.perf_counter()
-        for view in views:
-            fresh = view.source.results.pending  # appended to by the load, never consumed here
-            view.waiting.extend(fresh[view.cursor :])
-            view.cursor = len(fresh)
-            view.waiting = still_waiting(view.waiting, positions[view.seen_in.name], now, view.ms)
-        await asyncio.sleep(0.01)
+def visibility(views: list[Visibility], histories: Mapping[str, PositionHistory]) -> None:
+    """Each view's acknowledged batches against the history of its projection's asOf positions: an
+    acknowledged batch is visible once the position of its (accepting region, partition) there
+    reached its offset. Found after the load, so a generator that reports its answers only at the
+    end (vegeta) is measured as one that reports each as it comes."""
+    for view in views:
+        history = histories[view.seen_in.name]
+        for acked, source, offset in view.source.results.pending:
+            seen = history.visible_at(acked, source, offset)
+            if seen is None:
+                view.waiting.append((acked, source, offset))
+            else:
+                view.ms.append((seen - acked) * 1000)
 
 
 async def replicator_lag(
@@ -404,7 +389,9 @@ async def measure(
     ]
     pids = process_pids(regions)
     stop, lag_samples = asyncio.Event(), dict[str, list[tuple[float, float]]]()
-    watcher = asyncio.create_task(watch(views, stop))
+    histories = {r.name: PositionHistory() for r in regions}
+    accepted: list[Pending] = []  # filled once the load is over: what every projection must reach
+    watchers = [asyncio.create_task(histories[r.name].watch(r.projection, stop, accepted)) for r in regions]
     sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
     clock = CpuClock(pids)
     print(f"== load running: {rate} awards/s for {args.duration:.0f} s ({args.generator}) ...", flush=True)
@@ -418,7 +405,7 @@ async def measure(
         await asyncio.gather(*loads)
     except BaseException:
         stop.set()
-        for task in (watcher, sampler):
+        for task in (*watchers, sampler):
             task.cancel()
         raise
     use = clock.read()
@@ -428,12 +415,14 @@ async def measure(
         cpu[VEGETA] = generator_cpu / wall * 100
     rss = {n: rss_mib(p) for n, p in pids.items()} | ({VEGETA: math.nan} if VEGETA in cpu else {})
     print("== load done; waiting (at most 60 s) for every acknowledged award to be visible ...", flush=True)
+    accepted.extend(p for r in regions for p in r.results.pending)
     stop.set()
     try:
-        await asyncio.wait_for(watcher, 60)
+        await asyncio.wait_for(asyncio.gather(*watchers), 60)
     except TimeoutError:
         print("   some awards were still not visible after 60 s")
     await sampler
+    visibility(views, histories)
     args_at_rate = argparse.Namespace(**{**vars(args), "rate": rate})
     report(args_at_rate, regions, views, wall, cpu, rss, lag_samples)
     row = judge(rate, args.duration, wall, regions, views)

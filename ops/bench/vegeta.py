@@ -69,7 +69,7 @@ class _Result(msgspec.Struct):
     code: int
     timestamp: str
     latency: int  # ns
-    body: str = ""
+    body: str | None = None
     error: str = ""
 
 
@@ -149,7 +149,7 @@ def _reply(due: float, sent: float, done: float, result: _Result) -> Reply:
     status = result.code
     if status != 202:
         return Reply(due, sent, done, status)
-    accepted = _accepted.decode(base64.b64decode(result.body))["accepted"]
+    accepted = _accepted.decode(base64.b64decode(result.body or ""))["accepted"]
     last = accepted[-1]
     return Reply(due, sent, done, status, len(accepted), str(last["region"]), int(str(last["partition"])),
                  int(str(last["offset"])), sum(a.get("applied") is not None for a in accepted))  # fmt: skip
