@@ -9,6 +9,7 @@ import asyncio
 from gateway import metrics
 from gateway.core.admission import OperationBounds
 from regions.core.admission import Bound
+from regions.runtime.loop_lag import loop_lag
 from regions.runtime.settings import GatewaySettings
 
 
@@ -19,13 +20,20 @@ class Admission:
             settings.push_shed_at_operations,
         )
         self.retry_after_s = settings.overload_retry_after_s
+        self.max_behind_ms = settings.max_loop_behind_ms
+        self.behind_ms: float | None = None  # how far behind the loop was when the last query was refused
         self.in_flight = 0
         self._push_open = asyncio.Event()
         self._push_open.set()
 
     def enter(self, mutation: bool) -> bool:
-        """Count one more operation (then call :meth:`leave`); False when it must be refused."""
+        """Count one more operation (then call :meth:`leave`); False when it must be refused: over the
+        bound, or a query while the process runs behind its work."""
+        self.behind_ms = None
         if not self.bounds.admits(self.in_flight, mutation):
+            return False
+        if not mutation and self.max_behind_ms and (behind := loop_lag().behind_ms) > self.max_behind_ms:
+            self.behind_ms = behind
             return False
         self._moved(1)
         return True

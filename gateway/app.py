@@ -293,9 +293,13 @@ class GraphQLView(GraphQL[Context, None]):
 def _overloaded(request: Request, admission: Admission) -> Response:
     metrics.REFUSED.labels("overloaded").inc()
     limit = admission.bounds.operations.limit
+    why = (
+        f"runs as many operations as it may (gateway.max_concurrent_operations = {limit})"
+        if admission.behind_ms is None
+        else f"is {admission.behind_ms:.0f} ms behind its work (gateway.max_loop_behind_ms = {admission.max_behind_ms:g})"
+    )
     error = {
-        "message": f"the gateway runs as many operations as it may (gateway.max_concurrent_operations = {limit}); "
-        "retry after Retry-After seconds",
+        "message": f"the gateway {why}; retry after Retry-After seconds",
         "extensions": {"code": "OVERLOADED"},
     }
     return Response(

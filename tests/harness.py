@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,3 +156,10 @@ class Region:
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"{what} did not hold within {within}s")
             await asyncio.sleep(0.1)
+
+
+def work(seconds: float) -> None:
+    """Keep the CPU busy for ``seconds`` without yielding to the event loop (a process over its CPU)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass

@@ -1,7 +1,9 @@
 """The intake's admission control: the awards held between reading a request and Kafka's
-acknowledgement, counted per process and bounded by ``intake.max_in_flight_awards``. The rule is
-``regions.core.admission.Bound``; this only counts, and queues those allowed to wait
-(``intake.admission_wait_s``) in arrival order."""
+acknowledgement, counted per process and bounded by ``intake.max_in_flight_awards`` (the rule is
+``regions.core.admission.Bound``; this counts, and queues those allowed to wait,
+``intake.admission_wait_s``, in arrival order); and how far behind the process's event loop runs
+(``regions.runtime.loop_lag``), bounded by ``intake.max_loop_behind_ms``: requests that queue before
+they are read are in flight nowhere, and only the loop's delay shows them."""
 
 from __future__ import annotations
 
@@ -9,21 +11,31 @@ import asyncio
 from collections import deque
 
 from regions.core.admission import Bound
+from regions.runtime.loop_lag import loop_lag
 from regions.runtime.metrics import INTAKE_IN_FLIGHT
 
 _Waiter = tuple[int, "asyncio.Future[None]"]
 
 
 class AwardAdmission:
-    def __init__(self, limit: int, wait_s: float) -> None:
+    def __init__(self, limit: int, wait_s: float, max_behind_ms: float = 0) -> None:
         self.bound = Bound(limit)
         self.wait_s = wait_s
+        self.max_behind_ms = max_behind_ms
         self.in_flight = 0
         self._waiters: deque[_Waiter] = deque()
 
     def full(self) -> bool:
         """No award could start now and none may wait: the request is refused before it is read."""
         return self.wait_s == 0 and self.bound.full(self.in_flight)
+
+    def behind(self) -> float | None:
+        """How far behind the event loop runs (ms), when that is over the bound: the request is
+        refused before it is read; None otherwise."""
+        if not self.max_behind_ms:
+            return None
+        behind = loop_lag().behind_ms
+        return behind if behind > self.max_behind_ms else None
 
     async def enter(self, awards: int) -> bool:
         """Hold ``awards`` in flight (then call :meth:`leave`); False when refused, holding nothing."""

@@ -105,7 +105,9 @@ class Intake:
             self._catalog_failed,
             max_stale_s=intake.catalog_max_stale_s,
         )
-        self._admission = AwardAdmission(intake.max_in_flight_awards, intake.admission_wait_s)
+        self._admission = AwardAdmission(
+            intake.max_in_flight_awards, intake.admission_wait_s, intake.max_loop_behind_ms
+        )
         self._produce = AwardRouter(settings.region, publish, home).produce
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
         workers = settings.intake.workers  # each process holds its share of every key's rate
@@ -226,6 +228,8 @@ class Intake:
     async def accept(self, scope: Scope, receive: Receive) -> Answer:
         if self._admission.full():  # refused before anything is read: it costs next to nothing
             raise self._overloaded()
+        if (behind := self._admission.behind()) is not None:
+            raise self._overloaded(behind)
         waiting = _wait_of(scope["query_string"])
         # One pass over the raw headers; the first of repeated headers counts, as with Starlette's.
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
@@ -296,12 +300,16 @@ class Intake:
             ) from exc  # fmt: skip
         return events, positions, pending
 
-    def _overloaded(self) -> Rejection:
+    def _overloaded(self, behind_ms: float | None = None) -> Rejection:
         intake = self._settings.intake
-        INTAKE_OVERLOADED.inc()
+        INTAKE_OVERLOADED.labels("in_flight" if behind_ms is None else "behind").inc()
+        why = (
+            f"holds as many awards in flight as it may (intake.max_in_flight_awards = {intake.max_in_flight_awards})"
+            if behind_ms is None
+            else f"is {behind_ms:.0f} ms behind its work, over intake.max_loop_behind_ms = {intake.max_loop_behind_ms:g}"
+        )
         return Rejection(
-            503, "overloaded", f"this intake holds as many awards in flight as it may (intake.max_in_flight_awards "
-            f"= {intake.max_in_flight_awards}); nothing was written: send the same awards again after "
+            503, "overloaded", f"this intake {why}; nothing was written: send the same awards again after "
             "Retry-After seconds", retry_after=intake.overload_retry_after_s,
         )  # fmt: skip
 

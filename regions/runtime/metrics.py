@@ -26,7 +26,9 @@ INTAKE_SECONDS = Histogram(
 )
 INTAKE_OVERLOADED = Counter(
     "lb_intake_overloaded",
-    "Award requests refused 503 overloaded: over intake.max_in_flight_awards, nothing of them produced",
+    "Award requests refused 503 overloaded, nothing of them produced, by reason: in_flight (over "
+    "intake.max_in_flight_awards) or behind (the process's event loop over intake.max_loop_behind_ms)",
+    ["reason"],
 )
 INTAKE_IN_FLIGHT = Gauge(
     "lb_intake_awards_in_flight",

@@ -156,6 +156,14 @@ class GatewaySettings(BaseModel):
     overload_retry_after_s: int = Field(
         1, ge=1, le=60, description="Retry-After (seconds) of a query refused as OVERLOADED."
     )
+    max_loop_behind_ms: float = Field(
+        100.0,
+        ge=0,
+        description="Queries are refused as OVERLOADED, before they run, while the process's event loop has "
+        "been more than this far behind its work for the last 100 ms (regions/runtime/loop_lag.py): requests "
+        "queue before they are read, where no count of operations in flight sees them. Admin mutations are "
+        "still run. 0: off.",
+    )
     region_stale_after_s: float = Field(
         5.0,
         gt=0,

@@ -38,6 +38,15 @@ class IntakeSettings(BaseModel):
         "flight is always admitted, whatever its size. The default is about 200 ms of what one process has "
         "Kafka acknowledge on a 2-core machine (~2,500 awards/s) and one full batch (max_batch).",
     )
+    max_loop_behind_ms: float = Field(
+        50.0,
+        ge=0,
+        description="Requests are answered 503 overloaded, before anything is read, while the process's event "
+        "loop has been more than this far behind its work for the last 100 ms (regions/runtime/loop_lag.py): "
+        "the process is over its CPU, and requests queue before they are read, where no count of awards in "
+        "flight sees them. A refusal costs far less than an acceptance, so the backlog clears and accepted "
+        "awards keep their latency. 0: off.",
+    )
     admission_wait_s: float = Field(
         0.0,
         ge=0,

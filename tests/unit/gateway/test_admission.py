@@ -13,7 +13,9 @@ from regions.runtime.settings import GatewaySettings
 
 def test_queries_are_shed_while_mutations_use_the_reserved_share() -> None:
     admission = Admission(
-        GatewaySettings(max_concurrent_operations=3, reserved_for_mutations=1, push_shed_at_operations=1)
+        GatewaySettings(
+            max_concurrent_operations=3, reserved_for_mutations=1, push_shed_at_operations=1, max_loop_behind_ms=0
+        )
     )
     assert admission.enter(mutation=False) and admission.enter(mutation=False)
     assert not admission.enter(mutation=False)

@@ -1,0 +1,57 @@
+"""How far behind this process's event loop runs: its queueing delay, the signal that a process is
+over its CPU (more ready work than it gets done), which no count of work in flight can see, since
+requests waiting to be read are not in flight yet.
+
+A tick is scheduled every ``interval_s``; its lateness is how long after its time it ran. ``behind_ms``
+is the *least* lateness over the last ``window`` ticks: the loop has been at least that far behind
+for the whole window. One long callback or a pause of the process (a garbage collection, a busy
+neighbour, a blocking call) makes one tick late, not all of them; an overload makes every tick late.
+There is one watcher per event loop (``loop_lag``), however many parts of the process ask.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections import deque
+
+INTERVAL_S = 0.005
+WINDOW = 20  # ticks: 100 ms
+
+_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopLag] = weakref.WeakKeyDictionary()
+
+
+class LoopLag:
+    def __init__(self, interval_s: float = INTERVAL_S, window: int = WINDOW) -> None:
+        self.interval_s = interval_s
+        self._late: deque[float] = deque([0.0] * window, maxlen=window)
+
+    @property
+    def behind_ms(self) -> float:
+        return min(self._late) * 1000
+
+    def tick(self, lateness_s: float) -> None:
+        self._late.append(max(0.0, lateness_s))
+
+    async def watch(self) -> None:
+        """Tick until cancelled."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + self.interval_s
+            await asyncio.sleep(self.interval_s)
+            self.tick(loop.time() - due)
+
+
+def loop_lag() -> LoopLag:
+    """The running loop's watcher, started on first use."""
+    loop = asyncio.get_running_loop()
+    found = _watchers.get(loop)
+    if found is None:
+        found = _watchers[loop] = LoopLag()
+        task = loop.create_task(found.watch())
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+    return found
+
+
+_tasks: set[asyncio.Task[None]] = set()  # the watchers' tasks, kept from the garbage collector
