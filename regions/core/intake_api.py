@@ -35,8 +35,9 @@ REFUSALS: dict[str, Refusal] = {
     "overloaded": Refusal(
         503,
         "the intake process holds intake.max_in_flight_awards awards between reading their requests and "
-        "Kafka's acknowledgement (after waiting intake.admission_wait_s, if set): refused before the body is "
-        "parsed when the bound is full; nothing was written, send the same awards after Retry-After",
+        "Kafka's acknowledgement (after waiting intake.admission_wait_s, if set), or its event loop has run "
+        "more than intake.max_loop_behind_ms behind its work for 100 ms: refused before the body is parsed "
+        "when it can be; nothing was written, send the same awards after Retry-After",
         retry_after=True,
     ),
     "unsupported_media_type": Refusal(415, "Content-Type is not application/json (a charset, if given, UTF-8)"),
