@@ -126,13 +126,15 @@ def make_producer(
     kafka: KafkaSettings, *, transactional_id: str | None = None, batch_bytes: int = 16_384
 ) -> AIOKafkaProducer:
     """An idempotent acks=all producer; transactional when given a transactional id. A partition's
-    records wait for its previous batch to be sent: ``batch_bytes`` bounds each batch."""
+    records wait for its previous batch to be sent: ``batch_bytes`` bounds each batch. Records of
+    single sends wait ``kafka.linger_ms`` for others to share their request; a transactional producer
+    sends whole batches, which have nothing to wait for."""
     return AIOKafkaProducer(
         bootstrap_servers=kafka.bootstrap_servers,
         **connection_options(kafka),
         acks="all",
         enable_idempotence=True,
-        linger_ms=kafka.linger_ms,
+        linger_ms=0 if transactional_id is not None else kafka.linger_ms,
         request_timeout_ms=kafka.request_timeout_ms,
         transactional_id=transactional_id,
         transaction_timeout_ms=kafka.transaction_timeout_ms,
