@@ -273,7 +273,9 @@ Pending = tuple[float, tuple[str, int], int]  # an accepted request: answered at
 class Results:
     """What the answers to a load said, added up as they arrive (``add``)."""
 
-    ack_ms: list[float] = field(default_factory=list)
+    ack_ms: list[float] = field(default_factory=list)  # every answer's latency, refusals included
+    accepted_ms: list[float] = field(default_factory=list)  # of the requests answered 202
+    refused_ms: list[float] = field(default_factory=list)  # of the requests answered otherwise
     accepted: int = 0
     applied: int = 0  # accepted awards answered with their ``applied`` (``?wait=applied``)
     rejected: dict[int, int] = field(default_factory=dict)
@@ -288,7 +290,9 @@ class Results:
 
     def add(self, reply: Reply, batch: int) -> None:
         self.offered += batch
-        self.ack_ms.append((reply.done - reply.scheduled) * 1000)
+        latency = (reply.done - reply.scheduled) * 1000
+        self.ack_ms.append(latency)
+        (self.accepted_ms if reply.status == 202 else self.refused_ms).append(latency)
         self.send_delay_ms.append((reply.sent - reply.scheduled) * 1000)
         if reply.sent - reply.scheduled > LATE_S:
             self.late_sends += 1
@@ -305,7 +309,8 @@ class Results:
         return {"offered": self.offered, "accepted": self.accepted, "accepted_per_s": self.accepted / seconds,
                 "applied": self.applied, "rejected": self.rejected, "late_requests": self.late_sends,
                 "waited_for_connection": self.waited_for_connection, "connections": self.connections,
-                "send_delay_ms": distribution(self.send_delay_ms), "ack_ms": distribution(self.ack_ms)}  # fmt: skip
+                "send_delay_ms": distribution(self.send_delay_ms), "ack_ms": distribution(self.ack_ms),
+                "accepted_ms": distribution(self.accepted_ms), "refused_ms": distribution(self.refused_ms)}  # fmt: skip
 
 
 async def drive(schedule: Schedule, results: Results) -> None:

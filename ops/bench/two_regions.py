@@ -80,7 +80,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ("intake", "processor", "projector", "audit")  # and the replicators (--all-processes: every one)
 ACK_P99_MS, REGIONAL_P99_MS, HOME_P99_MS = 200.0, 1000.0, 2000.0  # the targets
 VEGETA = "load generators (vegeta)"  # their CPU is counted apart, from the kernel's accounting
-CARRIED = 0.95  # a rate is carried when at least this share of the offered awards was accepted
+CARRIED = 0.95
+GOODPUT, REFUSAL_MS = 0.90, 50.0  # overload at 2R: goodput share of R, refusal p99  # a rate is carried when at least this share of the offered awards was accepted
 
 
 @contextlib.contextmanager
@@ -248,7 +249,7 @@ async def main(args: argparse.Namespace) -> Figures:
     names = args.regions.split(",")
     if len(names) != 2:
         raise SystemExit("--regions names exactly two regions")
-    rates = args.rates or [args.rate]
+    rates = [args.rate, 2 * args.rate] if args.overload else args.rates or [args.rate]
     print(f"== setup: topics bench{tag}.*, {args.duration:.0f} s at {' then '.join(map(str, rates))} awards/s in "
           f"batches of {args.batch}, half into each region's intake; board homed in {names[0]}", flush=True)  # fmt: skip
     regions = []
@@ -285,6 +286,7 @@ async def main(args: argparse.Namespace) -> Figures:
             points.append(figures)
         if len(rows) > 1:
             summary(rows)
+        overload = overload_verdict(args.rate, args.duration, regions, rows[-1]) if args.overload else None
     finally:
         stop_all(p for region in regions for p in region.procs.values())
         for region in regions:
@@ -298,6 +300,7 @@ async def main(args: argparse.Namespace) -> Figures:
     targets = {"ack_p99_ms": ACK_P99_MS, "regional_p99_ms": REGIONAL_P99_MS, "home_p99_ms": HOME_P99_MS,
                "carried": CARRIED}  # fmt: skip
     return {"regions": names, "home": names[0], "targets": targets, "points": points, "idle_cpu_percent": idle,
+            "overload": overload,
             "highest_rate_meeting_targets": max(met, default=None)}  # fmt: skip
 
 
@@ -320,7 +323,7 @@ def judge(rate: int, duration: float, wall: float, regions: list[Region], views:
     which lengthen ``wall``, do not count against it."""
     home, other = regions
     accepted = sum(r.results.accepted for r in regions)
-    ack = {r.name: percentile(r.results.ack_ms, 0.99) for r in regions}
+    ack = {r.name: percentile(r.results.accepted_ms, 0.99) for r in regions}
     regional = {v.source.name: percentile(v.ms, 0.99) for v in views if v.source is v.seen_in}
     [to_home] = [v for v in views if v.source is other and v.seen_in is home]
     home_ms = (percentile(to_home.ms, 0.5), percentile(to_home.ms, 0.95), percentile(to_home.ms, 0.99))
@@ -338,6 +341,26 @@ def judge(rate: int, duration: float, wall: float, regions: list[Region], views:
     if never_seen:
         misses.append(f"{never_seen} acknowledged batches never visible")
     return Row(rate, accepted / wall, ack, regional, home_ms, never_seen, tuple(misses))
+
+
+def overload_verdict(rate: int, duration: float, regions: list[Region], over: Row) -> Figures:
+    """At 2R (the regions' results of the last load): the accepted awards' ack p99 under the target,
+    goodput (awards accepted over the load's seconds) at least ``GOODPUT`` of R, refusals answered
+    within ``REFUSAL_MS`` at p99, and every acknowledged award visible (nothing accepted lost)."""
+    accepted_ms = [ms for r in regions for ms in r.results.accepted_ms]
+    refused_ms = [ms for r in regions for ms in r.results.refused_ms]
+    goodput = sum(r.results.accepted for r in regions) / duration / rate
+    checks = {
+        f"accepted ack p99 < {ACK_P99_MS:.0f} ms": percentile(accepted_ms, 0.99) < ACK_P99_MS,
+        f"goodput >= {GOODPUT:.0%} of R": goodput >= GOODPUT,
+        f"refusal p99 < {REFUSAL_MS:.0f} ms": not refused_ms or percentile(refused_ms, 0.99) < REFUSAL_MS,
+        "every acknowledged award visible": over.never_seen == 0,
+    }
+    print(f"\n== overload at 2R = {2 * rate}/s (R = {rate}/s): goodput {goodput:.0%} of R, accepted ack ms "
+          f"{shown(percentiles(accepted_ms))}, refusals {len(refused_ms)} ms {shown(percentiles(refused_ms))}")  # fmt: skip
+    print("   " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in checks.items()))
+    return {"rate": rate, "goodput_share": goodput, "accepted_ms": distribution(accepted_ms),
+            "refused_ms": distribution(refused_ms), "checks": checks}  # fmt: skip
 
 
 def process_pids(regions: list[Region]) -> dict[str, int]:
@@ -482,7 +505,9 @@ def report(
         res = r.results
         print(f"  {r.name}: accepted/s {res.accepted / wall:6.0f}  rejected requests {sum(res.rejected.values())} "
               f"{res.rejected or ''}  late send slots {res.late_sends}")  # fmt: skip
-        print(f"  {r.name}: ack ms                          {ms(res.ack_ms)}")
+        print(f"  {r.name}: ack ms (accepted)               {ms(res.accepted_ms)}")
+        if res.refused_ms:
+            print(f"  {r.name}: refusal ms                      {ms(res.refused_ms)}")
     print("\n== visibility ms (acknowledged -> position reached in the projection)")
     for v in views:
         print(f"  {v.label:36} {ms(v.ms)}   ({len(v.ms)} batches, {len(v.waiting)} never seen)")
@@ -516,6 +541,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--generator", choices=("python", "vegeta"), default="python",
                    help="who sends the load: this process (python, default) or vegeta, a compiled open-loop "
                         "generator built once from the Go module proxy, whose CPU is reported apart")  # fmt: skip
+    p.add_argument("--overload", action="store_true",
+                   help="measure --rate R, then 2R, and judge the overload at 2R: accepted awards keep ack p99 < 200 "
+                        "ms, goodput >= 90%% of R, refusals answered within 50 ms, nothing accepted lost")  # fmt: skip
     p.add_argument(
         "--all-processes",
         action="store_true",
