@@ -9,7 +9,7 @@ from aiokafka.errors import KafkaError
 
 from regions.runtime.health import Health, serve_health
 from regions.runtime.settings import load_settings
-from regions.runtime.worker import run_process, run_until_stopped
+from regions.runtime.worker import lower_priority, run_process, run_until_stopped
 from replicator.config import ReplicationStopped, replication_pair
 from replicator.loop import Replicator
 
@@ -22,6 +22,7 @@ EXIT_STOPPED = 3
 async def amain() -> int:
     """Replicate until stopped; the exit status (``EXIT_STOPPED`` when an operator must act)."""
     settings = load_settings()
+    lower_priority(settings.replicator.niceness)
     try:
         pair = replication_pair(settings)
         health = Health("replicator")

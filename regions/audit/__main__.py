@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 
 from aiokafka.errors import KafkaError
 
@@ -12,7 +11,7 @@ from regions.audit.loop import AuditSink
 from regions.runtime.erasure_list import ErasureList, after
 from regions.runtime.health import Health, serve_health
 from regions.runtime.settings import load_settings
-from regions.runtime.worker import run_process, run_until_stopped
+from regions.runtime.worker import lower_priority, run_process, run_until_stopped
 from regions.stores.cassandra.audit import CassandraAudit
 from regions.stores.cassandra.erasures import CassandraErasures
 from regions.stores.cassandra.session import CassandraConnection
@@ -20,7 +19,7 @@ from regions.stores.cassandra.session import CassandraConnection
 
 async def amain() -> None:
     settings = load_settings()
-    os.nice(settings.audit.niceness)
+    lower_priority(settings.audit.niceness)
     health = Health("audit")
     # Connected in the background: during a Cassandra outage the sink starts, waits and reports its backlog.
     audit = CassandraConnection.to(

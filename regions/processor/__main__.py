@@ -7,11 +7,12 @@ from aiokafka.errors import KafkaError
 from regions.processor.loop import Processor
 from regions.runtime.health import Health, serve_health
 from regions.runtime.settings import load_settings
-from regions.runtime.worker import run_process, run_until_stopped
+from regions.runtime.worker import lower_priority, run_process, run_until_stopped
 
 
 async def amain() -> None:
     settings = load_settings()
+    lower_priority(settings.processor.niceness)
     health = Health("processor")
     processor = Processor(settings, health)
     health.checks["restored"] = processor.restored.is_set

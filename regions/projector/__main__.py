@@ -8,7 +8,7 @@ from redis.exceptions import RedisError
 from regions.projector.loop import Projector
 from regions.runtime.health import Health, serve_health
 from regions.runtime.settings import load_settings
-from regions.runtime.worker import run_process, run_until_stopped
+from regions.runtime.worker import lower_priority, run_process, run_until_stopped
 from regions.stores.redis.control import LeaseLost, ProjectionControl
 from regions.stores.redis.layouts import LayoutMoved
 from regions.stores.redis.projection import RedisProjection, connect_redis
@@ -16,6 +16,7 @@ from regions.stores.redis.projection import RedisProjection, connect_redis
 
 async def amain() -> None:
     settings = load_settings()
+    lower_priority(settings.projector.niceness)
     health = Health("projector")
     redis, prefix = connect_redis(settings.redis), settings.redis.key_prefix
     projector = Projector(settings, RedisProjection(redis, prefix), ProjectionControl(redis, prefix), health)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
@@ -55,6 +56,12 @@ def run_process(service: str, main: Coroutine[Any, Any, None]) -> None:
         _refused(service, exc)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def lower_priority(niceness: int) -> None:
+    """Add ``niceness`` to this process's CPU niceness (a service's ``niceness`` setting)."""
+    if niceness:
+        os.nice(niceness)
 
 
 def process_settings(service: str) -> Settings:

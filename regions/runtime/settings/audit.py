@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from regions.runtime.settings.fields import HealthPort
+from regions.runtime.settings.fields import HealthPort, Niceness
 
 
 class AuditSettings(BaseModel):
     max_rows_per_s: float = Field(
         0, ge=0, description="Cap on audit writes per second (0: none); peaks then queue in Kafka."
     )
-    niceness: int = Field(
-        10,
-        ge=0,
-        le=19,
-        description="CPU niceness the sink adds to itself: the audit is eventual, so on a shared host a "
-        "peak slows it rather than acceptance and ranking (0: same priority as the rest).",
-    )
+    niceness: Niceness = 10  # the audit is eventual: behind folding and projection too
     batch_rows: int = Field(
         10,
         ge=1,

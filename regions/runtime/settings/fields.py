@@ -15,6 +15,18 @@ ListenHost = Annotated[str, Field(description="Listen address.")]
 Workers = Annotated[int, Field(ge=1, le=64)]
 """Processes of one server sharing its port (SO_REUSEPORT); each section says what they share."""
 
+Niceness = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=19,
+        description="CPU niceness the process adds to itself. On a host whose CPU is shared, under a peak the "
+        "intake and Kafka (acceptance: a 202 only once Kafka has the award) get the CPU first, and folding, "
+        "projection and the audit wait (freshness grows, nothing is lost); 0: the same priority as the rest.",
+    ),
+]
+"""How much a worker lowers its own CPU priority (``regions.runtime.worker.lower_priority``)."""
+
 UnknownBoards = Annotated[
     int,
     Field(ge=1, description="Unknown board ids remembered (the least recently asked is forgotten first)."),

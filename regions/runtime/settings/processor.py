@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from regions.runtime.settings.fields import HealthPort
+from regions.runtime.settings.fields import HealthPort, Niceness
 
 
 class ProcessorSettings(BaseModel):
@@ -76,6 +76,7 @@ class ProcessorSettings(BaseModel):
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
     )
     health_port: HealthPort = 8082
+    niceness: Niceness = 5
     honour_cutoffs: bool = Field(
         True,
         description="Send awards after a closing board's cutoff to reconciliation (late). false only in "

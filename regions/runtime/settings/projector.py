@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from regions.runtime.settings.fields import HealthPort
+from regions.runtime.settings.fields import HealthPort, Niceness
 
 
 class ProjectorSettings(BaseModel):
     max_batch: int = Field(5000, ge=1, description="Most totals applied per Redis round.")
     health_port: HealthPort = 8083
+    niceness: Niceness = 5
     lease_ttl_s: float = Field(
         10.0,
         ge=1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from regions.runtime.settings.fields import HealthPort
+from regions.runtime.settings.fields import HealthPort, Niceness
 
 
 class RegionEndpoint(BaseModel):
@@ -32,6 +32,7 @@ class ReplicatorSettings(BaseModel):
     max_batch: int = Field(
         5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
     )
+    niceness: Niceness = 5
     round_interval_ms: float = Field(
         100.0,
         ge=0,

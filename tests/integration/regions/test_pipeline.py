@@ -186,13 +186,16 @@ async def test_every_process_reports_health_readiness_and_lag(region: Region) ->
     assert 'lb_consumer_lag{partition="0",service="processor"' in metrics
 
 
-async def test_audit_sink_runs_at_its_configured_lower_cpu_priority(region: Region) -> None:
+async def test_folding_projection_and_audit_run_at_their_lower_cpu_priority_and_the_intake_at_its_own(
+    region: Region,
+) -> None:
     own = os.getpriority(os.PRIO_PROCESS, 0)
-    audit = os.getpriority(os.PRIO_PROCESS, region.processes["audit"].pid)
-    intake = os.getpriority(os.PRIO_PROCESS, region.processes["intake"].pid)
-    assert region.settings.audit.niceness > 0
-    assert audit == min(19, own + region.settings.audit.niceness)
-    assert intake == own
+    s = region.settings
+    for service, niceness in (("audit", s.audit.niceness), ("processor", s.processor.niceness),
+                              ("projector", s.projector.niceness)):  # fmt: skip
+        assert niceness > 0
+        assert os.getpriority(os.PRIO_PROCESS, region.processes[service].pid) == min(19, own + niceness)
+    assert os.getpriority(os.PRIO_PROCESS, region.processes["intake"].pid) == own
 
 
 def _metric(text: str, sample: str) -> float:
