@@ -19,6 +19,15 @@ class AuthFailure(StrEnum):
     BAD_SIGNATURE = "bad_signature"
 
 
+AUTH_HEADERS = ("X-Award-Key-Id", "X-Award-Timestamp", "X-Award-Signature")
+HEADER_AT_FAULT = {  # the header a refusal names
+    AuthFailure.MALFORMED: "X-Award-Timestamp",
+    AuthFailure.SKEWED: "X-Award-Timestamp",
+    AuthFailure.UNKNOWN_KEY: "X-Award-Key-Id",
+    AuthFailure.BAD_SIGNATURE: "X-Award-Signature",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Denied:
     reason: AuthFailure

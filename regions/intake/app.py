@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import InvalidWindow, WindowSpec, closed_rule
 from regions.core.rate_limit import TokenBuckets
-from regions.core.signing import AuthFailure, Denied, verify
+from regions.core.signing import AUTH_HEADERS, HEADER_AT_FAULT, AuthFailure, Denied, verify
 from regions.core.validation import (
     AwardInput,
     BatchTooLarge,
@@ -53,13 +53,6 @@ from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent
 
 log = logging.getLogger(__name__)
-AUTH_HEADERS = ("X-Award-Key-Id", "X-Award-Timestamp", "X-Award-Signature")
-_AUTH_HEADER_AT_FAULT = {
-    AuthFailure.MALFORMED: "X-Award-Timestamp",
-    AuthFailure.SKEWED: "X-Award-Timestamp",
-    AuthFailure.UNKNOWN_KEY: "X-Award-Key-Id",
-    AuthFailure.BAD_SIGNATURE: "X-Award-Signature",
-}
 
 
 class Rejection(Exception):
@@ -139,7 +132,7 @@ class Intake:
                     FieldError(name, "is required") for name in AUTH_HEADERS if not h.get(name.lower())
                 )
             else:
-                fields = (FieldError(_AUTH_HEADER_AT_FAULT[result.reason], result.message),)
+                fields = (FieldError(HEADER_AT_FAULT[result.reason], result.message),)
             raise Rejection(result.status, f"auth_{result.reason}", result.message, fields)
         return result
 
