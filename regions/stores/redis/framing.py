@@ -40,37 +40,50 @@ class Frame:
         self._epoch_last = False  # the epoch was read after every key read so far
         self._running, self._overlapped = 0, False  # rounds in flight; whether two ever were at once
 
-    async def round(self, commands: Sequence[Command]) -> list[Any]:
+    async def round(self, commands: Sequence[Command], *, last: bool = False) -> list[Any]:
         """The replies to ``commands``, read after the positions. The first round runs alone (the
-        positions it reads come before every key of the read)."""
+        positions it reads come before every key of the read); ``last``: no round follows, so one
+        that reads the epoch's master and others goes to the others first, then to that master
+        with the epoch after (two writes where the epoch alone would be a third)."""
         if self._running and self._positions is None:
             raise RuntimeError("a frame's first round runs alone: it reads the positions")
         self._overlapped = self._overlapped or self._running > 0
         self._running += 1
         try:
-            return await self._round(commands)
+            return await self._round(commands, last)
         finally:
             self._running -= 1
 
-    async def _round(self, commands: Sequence[Command]) -> list[Any]:
+    async def _round(self, commands: Sequence[Command], last: bool) -> list[Any]:
         here = [self._rounds.together(self._key, [c.key]) for c in commands]
-        if self._positions is not None:
-            return await self._send(commands, all(here))
         near = [c for c, h in zip(commands, here, strict=True) if h]
-        sent = [self._read_positions, *near, *([self._read_epoch] if all(here) else [])]
-        try:  # the positions, then the commands on their server, in that order
+        far = [c for c, h in zip(commands, here, strict=True) if not h]
+        if self._positions is None:
+            near_replies, far_replies = await self._first(near, far)
+        elif last and near and far:  # the other masters, then the epoch's, the epoch after
+            far_replies = await self._send(far, False)
+            near_replies = await self._send(near, True)
+        else:
+            return await self._send(commands, not far)
+        near_in, far_in = iter(near_replies), iter(far_replies)
+        return [next(near_in) if h else next(far_in) for h in here]
+
+    async def _first(self, near: list[Command], far: list[Command]) -> tuple[list[Any], list[Any]]:
+        """The first round: the positions, then the commands on their server, in that order (the
+        epoch after them when there is no other), then the other commands."""
+        sent = [self._read_positions, *near, *([] if far else [self._read_epoch])]
+        try:
             replies = await self._rounds.run(sent, in_order=True)
         except Rerouted:  # a slot is moving: no order to count on
             self._positions = positions_of(_hash((await self._rounds.run([self._read_positions]))[0]))
-            return await self._send(commands, False)
+            replies = await self._send([*near, *far], False)
+            return replies[: len(near)], replies[len(near) :]
         self._positions = positions_of(_hash(replies[0]))
-        if all(here):
+        if not far:
             self._epoch, self._epoch_last = replies[-1], True
-            return replies[1:-1]
+            return replies[1:-1], []
         self._epoch_last = False
-        far = iter(await self._rounds.run([c for c, h in zip(commands, here, strict=True) if not h]))
-        answered = iter(replies[1:])
-        return [next(answered) if h else next(far) for h in here]
+        return replies[1:], await self._rounds.run(far)
 
     async def close(self) -> tuple[Positions, str | None]:
         """The positions read before the read's first round, and the epoch read after its last."""
@@ -103,5 +116,5 @@ class Unframed:
     def __init__(self, rounds: Rounds) -> None:
         self._rounds = rounds
 
-    async def round(self, commands: Sequence[Command]) -> list[Any]:
+    async def round(self, commands: Sequence[Command], *, last: bool = False) -> list[Any]:
         return await self._rounds.run(commands)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from regions.core.boards import Board
 from regions.core.freshness import FreshnessRule
@@ -64,7 +64,11 @@ from schema.resources import lua_script
 T = TypeVar("T")
 
 
-Send = Callable[[Sequence[Command]], Awaitable[list[Any]]]  # one round of a read: the replies, in order
+class Send(Protocol):
+    """One round of a read (``Frame.round``, ``Unframed.round``): the replies, in order; ``last``:
+    no round of the read follows."""
+
+    def __call__(self, commands: Sequence[Command], *, last: bool = False) -> Awaitable[list[Any]]: ...
 
 
 MOVED_RETRIES = 5  # a board's layout is swapped at most once in a while: a read retries that often
@@ -132,7 +136,9 @@ class RankReader:
             return empty, True
 
     async def _top(self, send: Send, board: Board, layout: Layout, k: int) -> Window:
-        replies = await send([self._call(board, layout, s, "top", k) for s in range(layout.shards)])
+        replies = await send(
+            [self._call(board, layout, s, "top", k) for s in range(layout.shards)], last=True
+        )
         windows = [full_window(r) for r in replies]
         return windows[0] if layout.shards == 1 else merged_top(windows, k)
 
@@ -149,7 +155,7 @@ class RankReader:
             for s in range(layout.shards)
             if s != mine
         ]
-        return merged_context(owner, [full_window(r) for r in await send(calls)], around)
+        return merged_context(owner, [full_window(r) for r in await send(calls, last=True)], around)
 
     async def _player(
         self, send: Send, board: Board, layout: Layout, user_id: str, around: int
@@ -332,7 +338,7 @@ class RankReader:
         shards = [s for s in range(n) if asks[s]]
         forms = [[v for u in asks[s] for v in (found[u].score, found[u].member)] for s in shards]
         calls = [self._call(board, layout, s, "counts", *form) for s, form in zip(shards, forms, strict=True)]
-        for s, reply in zip(shards, await send(calls) if calls else [], strict=True):
+        for s, reply in zip(shards, await send(calls, last=True) if calls else [], strict=True):
             counted(reply)
             for i, user in enumerate(asks[s]):
                 counts[user].append((int(reply[2 + 2 * i]), int(reply[3 + 2 * i])))

@@ -110,3 +110,16 @@ async def test_rounds_of_one_read_at_once_have_the_epoch_read_after_them_all() -
     await asyncio.gather(frame.round(_read("s1")), frame.round(_read("s2")))
     await frame.close()
     assert rounds.sent[-1] == (["epoch"], True) and len(rounds.sent) == 4
+
+
+async def test_a_last_round_on_both_goes_to_the_other_masters_first_then_to_the_epochs_with_it() -> None:
+    rounds = RecordedRounds(near={"p0", "p1"})
+    frame = Frame(rounds, KEY)
+    await frame.round(_read("p0"))
+    assert await frame.round(_read("p1", "b1", "b2"), last=True) == ["reply p1", "reply b1", "reply b2"]
+    await frame.close()
+    assert rounds.sent == [
+        (["positions", "p0", "epoch"], True),
+        (["b1", "b2"], False),
+        (["p1", "epoch"], True),  # after every other key: nothing left to read after the read
+    ]
