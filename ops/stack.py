@@ -115,6 +115,7 @@ def region_env(settings: Settings) -> dict[str, str]:
         "LB_INTAKE__CATALOG_TTL_S": str(settings.intake.catalog_ttl_s),
         "LB_INTAKE__CATALOG_MAX_STALE_S": str(settings.intake.catalog_max_stale_s),
         "LB_INTAKE__WORKERS": str(settings.intake.workers),
+        "LB_INTAKE__ERASURE_REFRESH_S": str(settings.intake.erasure_refresh_s),
         "LB_PROCESSOR__HEALTH_PORT": str(settings.processor.health_port),
         "LB_PROCESSOR__SESSION_TIMEOUT_MS": str(settings.processor.session_timeout_ms),
         "LB_PROCESSOR__STORE_DIR": settings.processor.store_dir,

@@ -25,9 +25,12 @@ spent, so a run interrupted by a shell's time limit goes on where it stopped whe
             per call, pipelined (-P 64; on the cluster with --cluster).
 5. apply:   the live projector's apply rate: ``--apply`` changed totals (a new version each) through
             ``RedisProjection.apply_live`` in batches of the projector's size, as the live loop does.
-6. reads:   top-10, player and context latency through the gateway at a paced rate (default 500 q/s),
-            and pages of 100: from a rank deep in the board (``--page-rank``, default 40% of it:
-            rank 10,000,000 of 25M), and after cursors read at random ranks.
+6. reads:   the reader's cost of top-10, player and context reads (``RankReader`` in this process,
+            ``--reader-reads`` of each one at a time: CPU and wall time per read, GraphQL and HTTP
+            not counted); then their latency through the gateway at a paced rate (default 500
+            q/s), with the gateway's CPU per request, and pages of 100: from a rank deep in the board
+            (``--page-rank``, default 40% of it: rank 10,000,000 of 25M), and after cursors read at
+            random ranks (``--no-pages`` leaves the pages out).
 7. archive: the lifecycle's archive of the board's final standings (chunks of the lifecycle's
             chunk size, then the header) into a Cassandra keyspace of the benchmark's own, as the
             home lifecycle worker writes it once every cutoff is reached; then a page from the
@@ -60,7 +63,7 @@ import uvloop
 from ops.bench.kit import parser
 from ops.bench.queries import CONTEXT, PAGE_AFTER, PAGE_FROM, PLAYER, TOP, cursors, paced, post, start, stop
 from ops.bench.record import Figures, recorded
-from ops.bench.steps import archive_timed, redis_benchmark, redis_cli
+from ops.bench.steps import archive_timed, reader_cost, redis_benchmark, redis_cli
 from ops.clusters import end_offsets
 from ops.stack import delete_topics, free_port
 from regions.cli.projection import ProgressPrinter
@@ -75,6 +78,7 @@ from regions.stores.cassandra.session import connect as connect_cassandra
 from regions.stores.kafka.clients import ensure_topics, make_producer
 from regions.stores.redis.control import ProjectionControl, RebuildCause, RebuildRequest
 from regions.stores.redis.projection import BoardTotals, ProjectedTotal, RedisProjection, connect_redis
+from regions.stores.redis.reads import RankReader
 from schema.records import Codec, PlayerTotal, totals_key
 from schema.redis_keys import LISTPACK_ENTRIES, LISTPACK_VALUE
 
@@ -111,7 +115,7 @@ class State:
     def done(self, step: str) -> bool:
         return step in self.mode
 
-    def record(self, step: str, figures: dict[str, float]) -> None:
+    def record(self, step: str, figures: dict[str, Any]) -> None:
         self.mode[step] = figures
         self.save()
 
@@ -333,11 +337,43 @@ async def apply_rate(settings: Settings, players: int, count: int) -> float:
 # ------------------------------------------------------------------ 6. reads through the gateway
 
 
+def board_of(settings: Settings, shards: int) -> Board:
+    return Board(BOARD, "Scale benchmark board", settings.region, sort_order=SortOrder.DESC,
+                 tie_policy=TiePolicy.USER_ID, shards=shards)  # fmt: skip
+
+
+async def reader_costs(
+    settings: Settings, players: int, shards: int, count: int
+) -> dict[str, dict[str, float]]:
+    """The reader's CPU and wall time per read, ``count`` of each read one at a time."""
+    redis = connect_redis(settings.redis)
+    reader, board, rng = (
+        RankReader(RedisProjection(redis, PREFIX), PREFIX, settings.region),
+        board_of(settings, shards),
+        random.Random(3),
+    )
+    reads = {
+        "top(k: 10)": lambda: reader.top(board, 10),
+        "player": lambda: reader.player(board, user_id(rng.randrange(players))),
+        "context(4)": lambda: reader.context(board, user_id(rng.randrange(players)), 4),
+    }
+    costs = {}
+    try:
+        for label, read in reads.items():
+            cost = await reader_cost(read, count)
+            print(f"  {label:<29} reader CPU {cost.cpu_ms:.3f} ms a read, {cost.wall_ms:.3f} ms a read one at a time",
+                  flush=True)  # fmt: skip
+            costs[label] = {"cpu_ms": cost.cpu_ms, "wall_ms": cost.wall_ms}
+    finally:
+        await redis.aclose()
+    return costs
+
+
 async def reads(
-    settings: Settings, players: int, rate: float, duration: float, shards: int, page_rank: int
-) -> dict[str, float]:
-    board = Board(BOARD, "Scale benchmark board", settings.region, sort_order=SortOrder.DESC,
-                  tie_policy=TiePolicy.USER_ID, shards=shards)  # fmt: skip
+    settings: Settings, players: int, rate: float, duration: float, shards: int, page_rank: int | None
+) -> dict[str, dict[str, Any]]:
+    """Paced reads through the gateway; the pages of 100 too unless ``page_rank`` is None."""
+    board = board_of(settings, shards)
     apply_migrations(settings.cassandra)
     cluster, session = connect_cassandra(settings.cassandra)
     await CassandraCatalog(session).create(board)  # False when it exists: reads follow the Redis layout
@@ -352,29 +388,33 @@ async def reads(
         "top(k: 10)": lambda: post(port, TOP % BOARD),
         "player": lambda: post(port, PLAYER % (BOARD, user_id(rng.randrange(players)))),
         "context(4)": lambda: post(port, CONTEXT % (BOARD, user_id(rng.randrange(players)))),
-        f"page 100 from rank {page_rank:,}": lambda: post(port, PAGE_FROM % (BOARD, page_rank)),
-        "page 100 from a random rank": lambda: post(port, PAGE_FROM % (BOARD, rng.randrange(1, players))),
     }
-    p99: dict[str, float] = {}
+    measured: dict[str, dict[str, Any]] = {}
     try:
         await paced("warm-up", port, queries["player"], 16, rate, 2)
-        pool = await cursors(port, BOARD, players, rng, 200)
-        queries["page 100 after a cursor"] = lambda: post(port, PAGE_AFTER % (BOARD, rng.choice(pool)))
+        if page_rank is not None:
+            pool = await cursors(port, BOARD, players, rng, 200)
+            queries[f"page 100 from rank {page_rank:,}"] = lambda: post(port, PAGE_FROM % (BOARD, page_rank))
+            queries["page 100 from a random rank"] = lambda: post(
+                port, PAGE_FROM % (BOARD, rng.randrange(1, players))
+            )
+            queries["page 100 after a cursor"] = lambda: post(port, PAGE_AFTER % (BOARD, rng.choice(pool)))
         for label, make in queries.items():
+            cpu = gateway.cpu_seconds()
             result = await paced(label, port, make, 16, rate, duration)
-            print(result.line(), flush=True)
-            p99[label] = result.p99_ms
+            cpu_ms = (gateway.cpu_seconds() - cpu) * 1000 / max(1, result.requests)
+            print(result.line() + f"   gateway CPU {cpu_ms:.2f} ms a request", flush=True)
+            measured[label] = {**result.figures(), "p99_ms": result.p99_ms, "gateway_cpu_ms": cpu_ms}
     finally:
         await stop(gateway)
-    return p99
+    return measured
 
 
 # ------------------------------------------------------------------ 7. the lifecycle's archive
 
 
 async def archive(settings: Settings, shards: int, keep: bool) -> dict[str, float]:
-    board = Board(BOARD, "Scale benchmark board", settings.region, sort_order=SortOrder.DESC,
-                  tie_policy=TiePolicy.USER_ID, shards=shards)  # fmt: skip
+    board = board_of(settings, shards)
     cassandra = settings.cassandra.model_copy(update={"keyspace": ARCHIVE_KEYSPACE})
     apply_migrations(cassandra)
     cluster, session = connect_cassandra(cassandra)
@@ -463,11 +503,16 @@ async def run(args: argparse.Namespace) -> Figures | None:
         rate = await apply_rate(settings, args.players, args.apply)
         state.record("apply", {"rate": rate})
         print(f"   {rate:,.0f} totals/s applied")
-        print(f"== 6. reads through the gateway, paced at {args.rate:.0f} q/s, {args.duration:.0f} s each")
-        page_rank = args.page_rank or max(1, args.players * 2 // 5)
-        p99 = await reads(settings, args.players, args.rate, args.duration, args.shards, page_rank)
-        state.record("reads_p99_ms", p99)
-        for label, value in p99.items():
+        print(f"== 6. reads: the reader's cost, {args.reader_reads:,} reads of each one at a time")
+        state.record(
+            "reader_cost", await reader_costs(settings, args.players, args.shards, args.reader_reads)
+        )
+        print(f"   through the gateway, paced at {args.rate:.0f} q/s, {args.duration:.0f} s each")
+        page_rank = None if args.no_pages else args.page_rank or max(1, args.players * 2 // 5)
+        measured = await reads(settings, args.players, args.rate, args.duration, args.shards, page_rank)
+        state.record("reads", measured)
+        for label, figures in measured.items():
+            value = float(figures["p99_ms"])
             print(f"   {label:29} p99 {value:6.1f} ms (target < 10 ms: {met(value < 10)})")
         if not args.no_archive:
             print(
@@ -504,6 +549,12 @@ def main() -> None:
         "--page-rank", type=int, default=0, help="rank of the deep page (default: 40%% of the board)"
     )
     p.add_argument("--shards", type=int, default=1, help="the board's shards (default 1)")
+    p.add_argument(
+        "--reader-reads",
+        type=int,
+        default=2000,
+        help="reads of each kind for the reader's cost (default 2,000)",
+    )
     p.add_argument("--redis-cluster", action="store_true", help="a Redis Cluster of 3 masters of its own")
     p.add_argument("--apply", type=int, default=200_000, help="changed totals for the apply rate (200,000)")
     p.add_argument("--keep-redis", action="store_true", help="leave the benchmark's Redis running")
@@ -511,6 +562,7 @@ def main() -> None:
         "--keep-archive", action="store_true", help=f"keep the archive's keyspace ({ARCHIVE_KEYSPACE})"
     )
     p.add_argument("--no-archive", action="store_true", help="leave out step 7 (the archive)")
+    p.add_argument("--no-pages", action="store_true", help="leave the pages of 100 out of step 6")
     p.add_argument(
         "--metadata-bytes", type=int, default=0, help="bytes of award metadata per player (default 0: none)"
     )

@@ -4,7 +4,9 @@
   reference the projector's replay (``ops/bench/pipeline``) and rebuild (``ops/bench/scale``) rates
   are compared with;
 - ``archive_timed``: the lifecycle's archive of a board's final standings, then a page read back
-  (``ops/bench/close``, and step 7 of ``ops/bench/scale``).
+  (``ops/bench/close``, and step 7 of ``ops/bench/scale``);
+- ``reader_cost``: the CPU a read takes in the process that reads (the gateway's share of a read
+  that is the projection's client, without GraphQL and HTTP), and its wall time, reads one at a time.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import subprocess
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -72,3 +75,20 @@ async def archive_timed(
     chunks = await results.chunks(board.id, 1, page_chunks(middle, 100, chunk_size, players))
     entries = page(chunks, middle, 100, chunk_size)
     return Timed(archived, seconds, middle, len(entries), (time.perf_counter() - started) * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderCost:
+    cpu_ms: float  # this process's CPU per read
+    wall_ms: float  # per read, one at a time
+
+
+async def reader_cost(read: Callable[[], Awaitable[object]], count: int) -> ReaderCost:
+    """``count`` reads one after another (after ``count // 10`` to warm up): this process's CPU and
+    the wall time per read. The servers' CPU is not counted: they are other processes."""
+    for _ in range(count // 10):
+        await read()
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(count):
+        await read()
+    return ReaderCost((time.process_time() - cpu) * 1000 / count, (time.perf_counter() - wall) * 1000 / count)

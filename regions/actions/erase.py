@@ -4,8 +4,12 @@ carries it out (``regions.lifecycle.erasure``).
 
 Either is answered only once the change is in the erasure change log (this region's lane), which
 every intake and audit sink reads every ``intake.erasure_refresh_s``: an answered erasure is refused
-by every intake within that bound, once it reached the intake's data center. A change a crash left
-out of the log is appended when asked again, or by the lifecycle worker.
+by every intake within that bound, once it reached the intake's data center.
+
+A change is recorded, then queued for a lifecycle worker, then appended to the log: each step is
+idempotent, so asking again after a crash in between completes it (the worker of the region asked
+also finds such a change on its own, ``regions.lifecycle.erasure``). Queued before logged: a change
+the intakes honour is always one some worker will carry out.
 """
 
 from __future__ import annotations
@@ -30,13 +34,13 @@ async def request_erasure(
             if await erasures.request(token, request.user_id, request.reason, region, now):
                 break
         elif known.lifted_at is None:
-            return await logged(erasures, known, region)
+            return await under_way(erasures, known, region)
         elif await erasures.renew(known, request.user_id, request.reason, region, now):
             break
     entry = await erasures.get(token)
     if entry is None:
         raise ActionRefused("unavailable", "the erasure could not be recorded; retry")
-    return await logged(erasures, entry, region)
+    return await under_way(erasures, entry, region)
 
 
 async def lift_erasure(erasures: CassandraErasures, user_id: str, *, region: str, now: datetime) -> ErasureEntry:
@@ -46,14 +50,18 @@ async def lift_erasure(erasures: CassandraErasures, user_id: str, *, region: str
     known = await erasures.get(token)
     if known is None:
         raise ActionRefused("unknown", f"userId: {user_id!r} has no erasure to lift")
-    if known.lifted_at is None and not await erasures.lift(known, region, now):
+    if known.lifted_at is None and not await erasures.lift(known, now):
         raise ActionRefused("unavailable", "the lift could not be recorded; retry")
     entry = await erasures.get(token)
-    return await logged(erasures, entry or known, region)
+    return await under_way(erasures, entry or known, region)
 
 
-async def logged(erasures: CassandraErasures, entry: ErasureEntry, region: str) -> ErasureEntry:
-    """``entry``, once its newest change is in the change log (appended to ``region``'s lane if not)."""
+async def under_way(erasures: CassandraErasures, entry: ErasureEntry, region: str) -> ErasureEntry:
+    """``entry``, once queued while work is left (an erasure for the region that carries it out, a lift
+    for ``region``, the one asking) and its newest change is in the change log (appended to
+    ``region``'s lane if not)."""
+    if entry.outstanding:
+        await erasures.queue(region if entry.lifted_at is not None else entry.region, entry.token)
     if entry.unlogged and not await erasures.append_change(entry, region):
         raise ActionRefused("unavailable", "the erasure list is being changed concurrently here; retry")
     return entry

@@ -4,10 +4,14 @@
 Erasure records go into every partition of this region's awards topic; every region's projection
 positions (read from its Redis: this one's, and the others' through ``settings.regions``) tell when
 its processor and projector passed them; then, once every intake and audit sink has read the
-erasure list (twice ``intake.erasure_refresh_s`` after the request), the player's Cassandra rows go
-(``regions.actions.erase_rows``); then
-the erasure is DONE. A lift is one record per partition too, written once. An erasure or lift that
-a crash left out of the erasure change log is appended to this region's lane first.
+erasure list (twice ``intake.erasure_refresh_s`` after the request reached the change log), the
+player's Cassandra rows go (``regions.actions.erase_rows``); then the erasure is DONE. A lift is one
+record per partition too, written once. An erasure or lift that a crash left out of the erasure
+change log is appended to this region's lane first.
+
+The worker carries out what is queued for its region. At start, then every
+``lifecycle.erasure_sweep_s``, it also scans the erasures for those of its region with work left and
+queued nowhere (a crash of the asking process between recording and queuing) and queues them.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from aiokafka import AIOKafkaProducer
@@ -38,10 +43,15 @@ from regions.stores.redis.projection import RedisProjection, connect_redis
 from schema.erasure import ErasureRecord, encode_erasure, erasure_key
 
 log = logging.getLogger(__name__)
+
+
 class ErasureWorker:
-    def __init__(self, settings: Settings, projection: RedisProjection) -> None:
+    def __init__(
+        self, settings: Settings, projection: RedisProjection, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._settings, self._region = settings, settings.region
         self._projections = {self._region: projection}
+        self._clock, self._next_sweep = clock, clock()
 
     def _projection(self, region: str) -> RedisProjection | None:
         known = self._projections.get(region)
@@ -54,7 +64,10 @@ class ErasureWorker:
     async def tick(
         self, erasures: CassandraErasures, players: PlayerStores, producer: AIOKafkaProducer, partitions: list[int]
     ) -> None:
-        """One step of each erasure and lift queued for this region."""
+        """One step of each erasure and lift queued for this region (after a sweep, when one is due)."""
+        if self._clock() >= self._next_sweep:
+            await self.sweep(erasures)
+            self._next_sweep = self._clock() + self._settings.lifecycle.erasure_sweep_s
         for token in await erasures.queued(self._region):
             entry = await erasures.get(token)
             if entry is None:
@@ -65,6 +78,20 @@ class ErasureWorker:
                 await self._lift(erasures, entry, producer, partitions)
             else:
                 await self._step(erasures, players, entry, producer, partitions)
+
+    async def sweep(self, erasures: CassandraErasures) -> list[str]:
+        """Queue here every erasure asked in this region (and its lift) with work left and queued in
+        no region; the tokens queued. Racing the asking process (which queues it too) is harmless."""
+        queued = set[str]().union(*[await erasures.queued(r) for r in self._settings.region_names()])
+        found = []
+        async for page in erasures.entries():
+            for entry in page:
+                if entry.region == self._region and entry.outstanding and entry.token not in queued:
+                    await erasures.queue(self._region, entry.token)
+                    found.append(entry.token)
+        if found:
+            log.warning("erasures: %d recorded but not queued (a crash of the asking process), queued now", len(found))
+        return found
 
     async def _write(self, entry: ErasureEntry, user_id: str, producer: AIOKafkaProducer, partitions: list[int],
                      *, lifted: bool) -> dict[int, int]:  # fmt: skip
@@ -100,7 +127,9 @@ class ErasureWorker:
                     await erasures.record_step(entry.token, projection_step(region), status, detail)
         elif isinstance(step, EraseRows):
             # Every intake and audit sink has read the erasure list by then: no row of the player comes back.
-            lists_read_ms = (ms(entry.requested_at) or 0) + int(2000 * self._settings.intake.erasure_refresh_s)
+            # From when the change reached the log, which a crash may have delayed past the request.
+            in_log_ms = max(ms(entry.requested_at) or 0, ms(entry.logged_at) or 0)
+            lists_read_ms = in_log_ms + int(2000 * self._settings.intake.erasure_refresh_s)
             if time.time() * 1000 < lists_read_ms:
                 return
             for region in reached:
@@ -123,8 +152,9 @@ class ErasureWorker:
     async def _lift(
         self, erasures: CassandraErasures, entry: ErasureEntry, producer: AIOKafkaProducer, partitions: list[int]
     ) -> None:
-        written: dict[int, int] = {}
-        if entry.written is not None and entry.lift_written is None:  # the processors were told: tell them again
-            written = await self._write(entry, entry.user_id or "", producer, partitions, lifted=True)
+        if entry.written is None or entry.lift_written is not None:  # nothing to tell, or told already
+            await erasures.dequeue(self._region, entry.token)
+            return
+        written = await self._write(entry, entry.user_id or "", producer, partitions, lifted=True)
         await erasures.record_lift_written(entry.token, self._region, written)
         log.info("erasure %s: lifted", entry.token)

@@ -49,7 +49,8 @@ from regions.stores.kafka.clients import (
 from regions.stores.redis.control import Lease, ProjectionControl, RebuildRequest
 from regions.stores.redis.cutoffs import record_cutoffs
 from regions.stores.redis.layouts import ShardLost, listpack_advice
-from regions.stores.redis.projection import ApplyResult, Positions, RedisProjection
+from regions.stores.redis.positions import Positions
+from regions.stores.redis.projection import ApplyResult, RedisProjection
 from schema.hints import changes_hint
 from schema.records import Reconciliation
 

@@ -57,7 +57,8 @@ from regions.stores.redis.control import (
 )
 from regions.stores.redis.cutoffs import record_cutoffs
 from regions.stores.redis.layouts import ShardLost
-from regions.stores.redis.projection import Positions, RedisProjection
+from regions.stores.redis.positions import Positions
+from regions.stores.redis.projection import RedisProjection
 from schema.hints import resync_hint, sequence_base
 from schema.redis_keys import LAYOUT_FORMAT
 

@@ -12,6 +12,13 @@ class LifecycleSettings(BaseModel):
     poll_interval_s: float = Field(
         1.0, gt=0, description="How often the lifecycle worker reads the catalog for closing boards."
     )
+    erasure_sweep_s: float = Field(
+        300.0,
+        gt=0,
+        description="How often (and once at start) the lifecycle worker scans the recorded erasures for "
+        "those asked in its region with work left and queued nowhere (the asking process died between "
+        "recording and queuing one) and queues them. A scan reads every row of player_erasures.",
+    )
     marker_delay_s: float | None = Field(
         None,
         ge=0,

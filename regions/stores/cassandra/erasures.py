@@ -2,8 +2,11 @@
 is carried out, and the erasure list the intakes refuse awards by.
 
 A player's erasure is one row keyed by the player's token (``schema.erasure.erasure_token``); it is
-recorded once (``IF NOT EXISTS``: asking again answers the first), queued for the lifecycle worker of
-the region it was asked in, and dequeued when carried out. The user id is cleared when it is DONE.
+recorded once (``IF NOT EXISTS``: asking again answers the first), then queued for the lifecycle worker
+of the region it was asked in (``erasure_queue``), and dequeued when carried out. The row is the
+record; the queue only says where work is: a crash between recording and queuing leaves the row
+``outstanding`` and unqueued, which asking again, or that region's worker scanning the rows, mends.
+The user id is cleared when it is DONE.
 Each change of the row (asked, asked anew, lifted) is a lightweight transaction conditioned on the
 state it changes, which takes the player's next ``version``; the change is then appended to the
 change log (``log``, ``regions.stores.cassandra.erasure_log``) and ``logged`` records that it is.
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import ClassVar
 
 from cassandra import ConsistencyLevel
@@ -24,7 +27,7 @@ from regions.stores.cassandra.erasure_log import CassandraErasureLog
 
 _COLUMNS = (
     "player_token, user_id, reason, region, requested_at, completed_at, written, steps, lifted_at, lift_written, "
-    "version, logged"
+    "version, logged, WRITETIME(logged) AS logged_at"
 )
 SCAN_PAGE_ROWS = 5000
 
@@ -43,11 +46,22 @@ class ErasureEntry:
     lift_written: Mapping[int, int] | None = None
     version: int = 0  # the player's erasure changes so far (0: recorded before versions)
     logged: int | None = None  # the newest version appended to the change log
+    logged_at: datetime | None = None  # when ``logged`` was recorded (the writer's clock)
 
     @property
     def unlogged(self) -> bool:
         """A change made but not in the change log yet (a row from before versions never is)."""
         return self.version > 0 and self.logged != self.version
+
+    @property
+    def outstanding(self) -> bool:
+        """Work is left for a lifecycle worker: the change is not in the log, the erasure is not DONE,
+        or it is lifted after its records were written and the lift's records are not."""
+        if self.unlogged:
+            return True
+        if self.lifted_at is None:
+            return self.user_id is not None
+        return self.written is not None and self.lift_written is None
 
 
 def _entry(row: Row) -> ErasureEntry:
@@ -58,6 +72,7 @@ def _entry(row: Row) -> ErasureEntry:
         steps={k: tuple(v) for k, v in (row.steps or {}).items()},
         lifted_at=row.lifted_at, lift_written=None if row.lift_written is None else dict(row.lift_written),
         version=row.version or 0, logged=row.logged,
+        logged_at=None if row.logged_at is None else datetime.fromtimestamp(row.logged_at / 1e6, UTC),
     )  # fmt: skip
 
 
@@ -96,20 +111,23 @@ class CassandraErasures(CassandraTable):
         self.log = CassandraErasureLog(session)
 
     async def request(self, token: str, user_id: str, reason: str, region: str, at: datetime) -> bool:
-        """Record the erasure and queue it for ``region``; False when the player's erasure exists."""
-        if not await self._applied("request", (token, user_id, reason, region, at)):
-            return False
-        await self._execute("queue", (region, token))
-        return True
+        """Record the erasure, for ``region`` to carry out (not queued yet: ``queue``); False when the
+        player's erasure exists."""
+        return await self._applied("request", (token, user_id, reason, region, at))
 
     async def renew(self, entry: ErasureEntry, user_id: str, reason: str, region: str, at: datetime) -> bool:
-        """Erase a player again whose erasure ``entry`` was lifted; False when it changed meanwhile."""
-        if entry.lifted_at is None or not await self._applied(
+        """Erase a player again whose erasure ``entry`` was lifted (not queued yet); False when it
+        changed meanwhile."""
+        return entry.lifted_at is not None and await self._applied(
             "renew", (user_id, reason, region, at, entry.version + 1, entry.token, entry.lifted_at, _stored(entry))
-        ):
-            return False
-        await self._execute("queue", (region, entry.token))
-        return True
+        )
+
+    async def queue(self, region: str, token: str) -> None:
+        """Queue the player's erasure (or lift) for ``region``'s lifecycle worker; queuing twice is once."""
+        await self._execute("queue", (region, token))
+
+    async def dequeue(self, region: str, token: str) -> None:
+        await self._execute("dequeue", (region, token))
 
     async def get(self, token: str) -> ErasureEntry | None:
         return await self._one("get", (token,), _entry)
@@ -129,15 +147,12 @@ class CassandraErasures(CassandraTable):
         await self._execute("done", (at, entry.token))
         await self._execute("dequeue", (entry.region, entry.token))
 
-    async def lift(self, entry: ErasureEntry, region: str, at: datetime) -> bool:
-        """Lift the player's standing erasure ``entry`` (queued for ``region`` to tell the processors);
-        False when it changed meanwhile."""
-        if entry.lifted_at is not None or not await self._applied(
+    async def lift(self, entry: ErasureEntry, at: datetime) -> bool:
+        """Lift the player's standing erasure ``entry`` (not queued yet: ``queue``); False when it
+        changed meanwhile."""
+        return entry.lifted_at is None and await self._applied(
             "lift", (at, entry.version + 1, entry.token, _stored(entry))
-        ):
-            return False
-        await self._execute("queue", (region, entry.token))
-        return True
+        )
 
     async def append_change(self, entry: ErasureEntry, lane: str) -> bool:
         """Append the entry's newest change to ``lane`` of the change log (this region's), and record
@@ -150,6 +165,11 @@ class CassandraErasures(CassandraTable):
     async def record_lift_written(self, token: str, region: str, written: Mapping[int, int]) -> None:
         await self._execute("lift_written", (dict(written), token))
         await self._execute("dequeue", (region, token))
+
+    async def entries(self) -> AsyncIterator[list[ErasureEntry]]:
+        """Every player's erasure, a page at a time (a scan of the table)."""
+        async for rows in self._pages(f"SELECT {_COLUMNS} FROM player_erasures", SCAN_PAGE_ROWS):
+            yield [_entry(row) for row in rows]
 
     async def states(self) -> AsyncIterator[list[tuple[str, int, bool]]]:
         """Every player's ``(token, version, erased)``, a page at a time (a scan of the table: the

@@ -12,7 +12,8 @@ answers NOSCRIPT the scripts are loaded (on every master) and the pipeline runs 
 
 Commands to one server are packed in C (hiredis), as redis-py's synchronous client packs them; its
 asyncio client packs them in Python, which is most of the client's time when a projector applies
-thousands of totals per call. (A cluster client packs them in Python: it takes no connection class.)
+thousands of totals per call. (A cluster client packs them in Python: it takes no connection class.
+Reads do not go through it: ``regions.stores.redis.rounds`` routes them over links of their own.)
 """
 
 from __future__ import annotations

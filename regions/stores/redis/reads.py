@@ -15,16 +15,21 @@ reads, and a Redis that lost it need not be empty when the board is read: the pr
 flight at that moment writes its totals into it before it finds the epoch gone (and then removes
 them). Such an answer holds a few players while the positions read before claim the whole board, so
 an answer read across a change of epoch is stale, whatever it holds.
+
+Every read goes over the client's links (``regions.stores.redis.rounds``: commands packed in C, one
+write per server a round, routed by slot on a cluster), in rounds framed by those two reads
+(``regions.stores.redis.framing``). On one server a read of one shard is one round trip, positions
+and epoch included, and so is a sharded top K; a sharded player or context is two (its own shard,
+then the others). On a cluster the first round's commands on other masters than the positions'
+wait for them, and the epoch is read after the last round unless that round was all on its master.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import heapq
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from regions.core.boards import Board
 from regions.core.freshness import FreshnessRule
@@ -43,27 +48,36 @@ from regions.core.reads import (
     member_strip,
     merged_context,
     merged_top,
-    row_order,
 )
-from regions.stores.redis.connection import ScriptCall, call_scripts
+from regions.stores.redis.framing import Frame, Unframed
 from regions.stores.redis.layouts import Layout, LayoutMoved, ShardLost
+from regions.stores.redis.links import Command
 from regions.stores.redis.pages import Form, Round, read_page
-from regions.stores.redis.projection import Positions, RedisProjection
+from regions.stores.redis.positions import Positions
+from regions.stores.redis.projection import RedisProjection
 from regions.stores.redis.replies import EMPTY, Moved, counted, found_players, full_window, window_of
-from schema.redis_keys import shard_of
+from regions.stores.redis.rounds import Rounds, rounds_of
+from regions.stores.redis.whole import ShardRows, first_rows, merged_rows
+from schema.redis_keys import positions_key, shard_of
 from schema.resources import lua_script
 
 T = TypeVar("T")
 
 
+class Send(Protocol):
+    """One round of a read (``Frame.round``, ``Unframed.round``): the replies, in order; ``last``:
+    no round of the read follows."""
+
+    def __call__(self, commands: Sequence[Command], *, last: bool = False) -> Awaitable[list[Any]]: ...
+
+
 MOVED_RETRIES = 5  # a board's layout is swapped at most once in a while: a read retries that often
-
-
 
 
 class RankReader:
     """Reads of one region's projection; ``region`` names it in every asOf. With ``freshness``,
     each asOf also says how fresh the projection is for every region (``clock``: wall time, s).
+    ``rounds``: how its commands travel (by default the client's links).
 
     A board of several shards is read with one script call per shard, in parallel, after the asOf:
     each shard holds at least what the asOf covers, so the merged answer does too."""
@@ -75,27 +89,28 @@ class RankReader:
         region: str,
         freshness: FreshnessRule | None = None,
         clock: Callable[[], float] = time.time,
+        rounds: Rounds | None = None,
     ) -> None:
         self._projection = projection
         self._prefix = key_prefix
         self._region = region
         self._freshness = freshness
         self._clock = clock
-        self._script = projection.redis.register_script(lua_script("read_window"))
+        self._source = lua_script("read_window")
+        self._sha = projection.redis.register_script(self._source).sha
+        self._rounds = rounds or rounds_of(projection.redis)
 
     @property
     def region(self) -> str:
         return self._region
 
-    def _call(self, board: Board, layout: Layout, shard: int, *form: str | int) -> ScriptCall:
+    def _call(self, board: Board, layout: Layout, shard: int, *form: str | int) -> Command:
         keys = layout.shard(self._prefix, shard)
-        return self._script, [keys.ranking, keys.state], [keys.buckets, member_strip(board), *form]
+        args = (keys.ranking, keys.state, keys.buckets, member_strip(board), *form)
+        return Command(keys.ranking, ("EVALSHA", self._sha, 2, *args), self._source)
 
-    async def _calls(self, calls: list[ScriptCall]) -> list[Any]:
-        if len(calls) == 1:  # one script call needs no pipeline
-            script, keys, args = calls[0]
-            return [await script(keys=keys, args=args)]
-        return await call_scripts(self._projection.redis, calls)
+    def _frame(self, positions: Positions | None = None) -> Frame:
+        return Frame(self._rounds, positions_key(self._prefix), positions)
 
     async def _laid_out(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> T:
         """``read`` on the board's live layout (``empty`` when it has none), again on the new
@@ -120,12 +135,16 @@ class RankReader:
         except ShardLost:
             return empty, True
 
-    async def _top(self, board: Board, layout: Layout, k: int) -> Window:
-        replies = await self._calls([self._call(board, layout, s, "top", k) for s in range(layout.shards)])
+    async def _top(self, send: Send, board: Board, layout: Layout, k: int) -> Window:
+        replies = await send(
+            [self._call(board, layout, s, "top", k) for s in range(layout.shards)], last=True
+        )
         windows = [full_window(r) for r in replies]
         return windows[0] if layout.shards == 1 else merged_top(windows, k)
 
-    async def _others(self, board: Board, layout: Layout, user_id: str, owner: Window, around: int) -> Window:
+    async def _others(
+        self, send: Send, board: Board, layout: Layout, user_id: str, owner: Window, around: int
+    ) -> Window:
         """The player's window across every shard, from its own shard's ``owner`` window."""
         if layout.shards == 1:
             return owner
@@ -136,13 +155,15 @@ class RankReader:
             for s in range(layout.shards)
             if s != mine
         ]
-        return merged_context(owner, [full_window(r) for r in await self._calls(calls)], around)
+        return merged_context(owner, [full_window(r) for r in await send(calls, last=True)], around)
 
-    async def _player(self, board: Board, layout: Layout, user_id: str, around: int) -> Window | None:
+    async def _player(
+        self, send: Send, board: Board, layout: Layout, user_id: str, around: int
+    ) -> Window | None:
         mine = shard_of(user_id, layout.shards)
-        [reply] = await self._calls([self._call(board, layout, mine, "player", user_id, around)])
+        [reply] = await send([self._call(board, layout, mine, "player", user_id, around)])
         owner = window_of(reply)
-        return None if owner is None else await self._others(board, layout, user_id, owner, around)
+        return None if owner is None else await self._others(send, board, layout, user_id, owner, around)
 
     def _as_of(self, p: Positions, board: Board | None, *, stale: bool = False) -> AsOf:
         rule = self._freshness
@@ -155,39 +176,43 @@ class RankReader:
         """What the projection reflects (for ``board``: what a read of it claims)."""
         return self._as_of(await self._projection.positions(), board)
 
-    async def _confirmed(self, before: Positions, board: Board, lost: bool) -> AsOf:
-        """The asOf of an answer read after ``before``: stale when the epoch read now is another
-        (see the module's note), or when the board ``lost`` a shard."""
-        return self._as_of(before, board, stale=lost or await self._projection.epoch() != before.epoch)
+    async def _closed(self, frame: Frame, board: Board | None, lost: bool) -> AsOf:
+        """The asOf of a framed read: stale when the epoch read after it is another than the
+        positions' (see the module's note), or when the board ``lost`` a shard."""
+        before, epoch = await frame.close()
+        return self._as_of(before, board, stale=lost or epoch != before.epoch)
 
     async def top(self, board: Board, k: int) -> RankPage:
-        before = await self._projection.positions()
-        window, lost = await self._answer(board, lambda layout: self._top(board, layout, k), EMPTY)
-        return RankPage(entries_of(board, window), await self._confirmed(before, board, lost))
+        frame = self._frame()
+        window, lost = await self._answer(
+            board, lambda layout: self._top(frame.round, board, layout, k), EMPTY
+        )
+        return RankPage(entries_of(board, window), await self._closed(frame, board, lost))
 
     async def page(self, board: Board, request: PageRequest) -> tuple[Page, AsOf]:
         """A keyset page (``regions.stores.redis.pages``) with its asOf, read as ``top`` is."""
-        before = await self._projection.positions()
+        frame = self._frame()
         page, lost = await self._answer(
-            board, lambda layout: read_page(self._round(board, layout), layout.shards, request), EMPTY_PAGE
-        )
-        return page, await self._confirmed(before, board, lost)
+            board, lambda layout: read_page(self._round(frame.round, board, layout), layout.shards, request),
+            EMPTY_PAGE,
+        )  # fmt: skip
+        return page, await self._closed(frame, board, lost)
 
-    def _round(self, board: Board, layout: Layout) -> Round:
-        """One round trip of read_window calls on the layout's shards, as windows."""
+    def _round(self, send: Send, board: Board, layout: Layout) -> Round:
+        """One round of read_window calls on the layout's shards, as windows."""
 
         async def run(forms: Sequence[tuple[int, Form]]) -> list[Window]:
-            replies = await self._calls([self._call(board, layout, s, *form) for s, form in forms])
+            replies = await send([self._call(board, layout, s, *form) for s, form in forms])
             return [full_window(r) for r in replies]
 
         return run
 
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
-        before = await self._projection.positions()
+        frame = self._frame()
         window, lost = await self._answer(
-            board, lambda layout: self._player(board, layout, user_id, around), None
+            board, lambda layout: self._player(frame.round, board, layout, user_id, around), None
         )
-        as_of = await self._confirmed(before, board, lost)
+        as_of = await self._closed(frame, board, lost)
         return (None if window is None else context_of(board, window, as_of)), as_of
 
     async def context(self, board: Board, user_id: str, around: int) -> PlayerContext | None:
@@ -205,18 +230,19 @@ class RankReader:
         """Each (board, player)'s exact rank as ``player`` reads it (None: no score), for any number
         of players on any boards, with one asOf (``entries``, between the positions and the epoch).
         ``before``: the positions the caller has just read, which are then the asOf."""
-        before = before or await self._projection.positions()
-        entries, lost = await self._entries(wanted)
-        return entries, self._as_of(
-            before, None, stale=lost or await self._projection.epoch() != before.epoch
-        )
+        frame = self._frame(before)
+        entries, lost = await self._entries(frame.round, wanted)
+        return entries, await self._closed(frame, None, lost)
 
     async def entries(self, wanted: Sequence[tuple[Board, str]]) -> list[RankedEntry | None]:
-        """What ``entries_as_of`` reads, without its asOf (so two round trips fewer): for a caller that
-        knows nothing of what the read covers and needs not (a look before an award is sent)."""
-        return (await self._entries(wanted))[0]
+        """What ``entries_as_of`` reads, without its asOf (so the positions and the epoch are not
+        read): for a caller that knows nothing of what the read covers and needs not (a look before
+        an award is sent)."""
+        return (await self._entries(Unframed(self._rounds).round, wanted))[0]
 
-    async def _entries(self, wanted: Sequence[tuple[Board, str]]) -> tuple[list[RankedEntry | None], bool]:
+    async def _entries(
+        self, send: Send, wanted: Sequence[tuple[Board, str]]
+    ) -> tuple[list[RankedEntry | None], bool]:
         """The entries of ``entries_as_of`` and whether a board lost a shard: one pipelined round trip to
         the players' shards (and one more per player found on a sharded board, for the other
         shards). A board whose layout was swapped meanwhile is read again on its own."""
@@ -227,9 +253,12 @@ class RankReader:
         calls = [
             self._call(b, layout, shard_of(u, layout.shards), "player", u, 0) for _, b, u, layout in asked
         ]
-        replies = await call_scripts(self._projection.redis, calls)
+        replies = await send(calls)
         found = await asyncio.gather(
-            *(self._player_of(b, u, layout, r) for (_, b, u, layout), r in zip(asked, replies, strict=True))
+            *(
+                self._player_of(send, b, u, layout, r)
+                for (_, b, u, layout), r in zip(asked, replies, strict=True)
+            )
         )
         entries: list[RankedEntry | None] = [None for _ in wanted]
         for (i, board, _, _), (window, _) in zip(asked, found, strict=True):
@@ -237,14 +266,16 @@ class RankReader:
         return entries, any(gone for _, gone in found)
 
     async def _player_of(
-        self, board: Board, user_id: str, layout: Layout, reply: Any
+        self, send: Send, board: Board, user_id: str, layout: Layout, reply: Any
     ) -> tuple[Window | None, bool]:
         """A ``player`` reply as the player's window across shards, and whether a shard was lost."""
         try:
             owner = window_of(reply)
-            return (None if owner is None else await self._others(board, layout, user_id, owner, 0)), False
+            return (
+                None if owner is None else await self._others(send, board, layout, user_id, owner, 0)
+            ), False
         except Moved:
-            return await self._answer(board, lambda fresh: self._player(board, fresh, user_id, 0), None)
+            return await self._answer(board, lambda fresh: self._player(send, board, fresh, user_id, 0), None)
 
     def claimed(self, positions: Positions) -> AsOf:
         """What a read of the whole projection at ``positions`` claims."""
@@ -262,23 +293,23 @@ class RankReader:
         """The top ``k`` and each player's own rank (no neighbours) with their asOf: one round trip
         to the board for one shard, two for a sharded one."""
         none: list[Window | None] = [None for _ in user_ids]
-        before = await self._projection.positions()
+        frame = self._frame()
         (top, players), lost = await self._answer(
-            board, lambda layout: self._windows(board, layout, user_ids, k), (EMPTY, none)
+            board, lambda layout: self._windows(frame.round, board, layout, user_ids, k), (EMPTY, none)
         )
-        return await self._confirmed(before, board, lost), top, players
+        return await self._closed(frame, board, lost), top, players
 
     async def _windows(
-        self, board: Board, layout: Layout, user_ids: Sequence[str], k: int
+        self, send: Send, board: Board, layout: Layout, user_ids: Sequence[str], k: int
     ) -> tuple[Window, list[Window | None]]:
         tops = [self._call(board, layout, s, "top", k) for s in range(layout.shards)]
         players = [self._call(board, layout, shard_of(u, layout.shards), "player", u, 0) for u in user_ids]
-        replies = await call_scripts(self._projection.redis, tops + players)
+        replies = await send(tops + players)
         windows = [full_window(r) for r in replies[: layout.shards]]
         top = windows[0] if layout.shards == 1 else merged_top(windows, k)
         owners = [window_of(r) for r in replies[layout.shards :]]
         found = [(u, w) for u, w in zip(user_ids, owners, strict=True) if w is not None]
-        merged = await asyncio.gather(*(self._others(board, layout, u, w, 0) for u, w in found))
+        merged = await asyncio.gather(*(self._others(send, board, layout, u, w, 0) for u, w in found))
         by_user = dict(zip((u for u, _ in found), merged, strict=True))
         return top, [by_user.get(u) for u in user_ids]
 
@@ -286,15 +317,18 @@ class RankReader:
         """The entries of those of ``user_ids`` (distinct) that have a score, with their asOf: one
         script call per shard, and for a sharded board a second round of one per shard (the
         counts at the players' scores in the other shards)."""
-        before = await self._projection.positions()
-        none: dict[str, RankedEntry] = {}
-        found, lost = await self._answer(board, lambda layout: self._players(board, layout, user_ids), none)
-        return found, await self._confirmed(before, board, lost)
+        frame, none = self._frame(), dict[str, RankedEntry]()
+        found, lost = await self._answer(
+            board, lambda layout: self._players(frame.round, board, layout, user_ids), none
+        )
+        return found, await self._closed(frame, board, lost)
 
-    async def _players(self, board: Board, layout: Layout, user_ids: Sequence[str]) -> dict[str, RankedEntry]:
+    async def _players(
+        self, send: Send, board: Board, layout: Layout, user_ids: Sequence[str]
+    ) -> dict[str, RankedEntry]:
         n = layout.shards
         mine = [[u for u in user_ids if shard_of(u, n) == s] for s in range(n)]
-        replies = await self._calls([self._call(board, layout, s, "players", *mine[s]) for s in range(n)])
+        replies = await send([self._call(board, layout, s, "players", *mine[s]) for s in range(n)])
         count, found = 0, dict[str, Found]()
         for users, reply in zip(mine, replies, strict=True):
             count += counted(reply)
@@ -304,7 +338,7 @@ class RankReader:
         shards = [s for s in range(n) if asks[s]]
         forms = [[v for u in asks[s] for v in (found[u].score, found[u].member)] for s in shards]
         calls = [self._call(board, layout, s, "counts", *form) for s, form in zip(shards, forms, strict=True)]
-        for s, reply in zip(shards, await self._calls(calls) if calls else [], strict=True):
+        for s, reply in zip(shards, await send(calls, last=True) if calls else [], strict=True):
             counted(reply)
             for i, user in enumerate(asks[s]):
                 counts[user].append((int(reply[2 + 2 * i]), int(reply[3 + 2 * i])))
@@ -315,61 +349,18 @@ class RankReader:
         each shard read ``size`` rows per call. For a board that no longer changes (closed): parts
         read at different times are one answer only then. LayoutMoved when the board's layout is
         swapped after the first part."""
-        none: list[_ShardRows] = []
-        shards = await self._laid_out(board, lambda layout: self._first_rows(board, layout, size), none)
+
+        def first(layout: Layout) -> Awaitable[list[ShardRows]]:
+            return first_rows(lambda s, at, n: self.slice(board, layout, s, at, n), layout.shards, size)
+
+        none: list[ShardRows] = []
+        shards = await self._laid_out(board, first, none)
         try:
-            heads = [
-                (row_order(row), s) for s, shard in enumerate(shards) if (row := shard.head()) is not None
-            ]
-            heapq.heapify(heads)
-            part: list[Row] = []
-            while heads:
-                _, s = heapq.heappop(heads)
-                part.append(shards[s].take())
-                if not shards[s].buffered():
-                    await shards[s].fill()
-                head = shards[s].head()
-                if head is not None:
-                    heapq.heappush(heads, (row_order(head), s))
-                if len(part) == size:
-                    yield part
-                    part = []
-            if part:
+            async for part in merged_rows(shards, size):
                 yield part
         except Moved:
             raise LayoutMoved(f"the layout of {board.id} changed while it was read whole") from None
 
-    async def _first_rows(self, board: Board, layout: Layout, size: int) -> list[_ShardRows]:
-        shards = [_ShardRows(self, board, layout, s, size) for s in range(layout.shards)]
-        await asyncio.gather(*(shard.fill() for shard in shards))
-        return shards
-
     async def slice(self, board: Board, layout: Layout, shard: int, first: int, count: int) -> Window:
-        [reply] = await self._calls([self._call(board, layout, shard, "slice", first, count)])
+        [reply] = await self._rounds.run([self._call(board, layout, shard, "slice", first, count)])
         return full_window(reply)
-
-
-class _ShardRows:
-    """One shard's rows in rank order, read ``size`` at a time."""
-
-    def __init__(self, reader: RankReader, board: Board, layout: Layout, shard: int, size: int) -> None:
-        self._reader, self._board, self._layout, self._shard = reader, board, layout, shard
-        self._rows: collections.deque[Row] = collections.deque()
-        self._next, self._size, self._done = 0, size, False
-
-    async def fill(self) -> None:
-        if self._done:
-            return
-        rows = (await self._reader.slice(self._board, self._layout, self._shard, self._next, self._size)).rows
-        self._rows.extend(rows)
-        self._next += len(rows)
-        self._done = len(rows) < self._size
-
-    def head(self) -> Row | None:
-        return self._rows[0] if self._rows else None
-
-    def take(self) -> Row:
-        return self._rows.popleft()
-
-    def buffered(self) -> bool:
-        return bool(self._rows)

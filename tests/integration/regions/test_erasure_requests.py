@@ -46,3 +46,29 @@ async def test_an_erasure_is_recorded_once_lifted_and_asked_anew(cassandra_sessi
     assert renewed.version == 3 and await erased()
     with pytest.raises(ActionRefused, match="userId"):
         await lift_erasure(erasures, f"never-{uuid.uuid4().hex[:8]}", region="eu", now=now)
+
+
+async def test_an_erasure_or_lift_a_crash_left_unqueued_is_queued_when_asked_again(cassandra_session: Session) -> None:
+    erasures, tag = CassandraErasures(cassandra_session), uuid.uuid4().hex[:8]
+    user, region, elsewhere, now = f"c-{tag}", f"eu-{tag}", f"us-{tag}", datetime.now(UTC)
+    token = erasure_token(user)
+    # Recorded, then the asking process dies before queuing it: no worker would carry it out.
+    assert await erasures.request(token, user, "deleted", region, now)
+    assert token not in await erasures.queued(region)
+
+    again = await request_erasure(erasures, ErasureRequest(user, "deleted"), region=elsewhere, now=now)
+    assert again.version == 1 and again.region == region and again.outstanding
+    assert token in await erasures.queued(region) and token not in await erasures.queued(elsewhere)
+    assert not (await erasures.get(token) or again).unlogged
+
+    # Its records written, the erasure is lifted, and the lifting process dies before queuing the lift.
+    await erasures.dequeue(region, token)
+    await erasures.record_written(token, {0: 7})
+    assert await erasures.lift(await erasures.get(token) or again, now + timedelta(seconds=1))
+    lifted = await lift_erasure(erasures, user, region=elsewhere, now=now + timedelta(seconds=2))
+    assert lifted.version == 2 and lifted.outstanding and token in await erasures.queued(elsewhere)
+
+    # Once the lift's records are written nothing is left: asking again queues nothing.
+    await erasures.record_lift_written(token, elsewhere, {0: 9})
+    assert not (await lift_erasure(erasures, user, region=region, now=now)).outstanding
+    assert token not in await erasures.queued(region) and token not in await erasures.queued(elsewhere)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 from redis.asyncio import Redis, RedisCluster
 
@@ -19,8 +22,10 @@ from regions.stores.redis.control import (
     RebuildState,
 )
 from regions.stores.redis.layouts import Layout, LayoutMoved, ShardLost
-from regions.stores.redis.projection import BoardTotals, Positions, ProjectedTotal, RedisProjection
+from regions.stores.redis.links import Command
+from regions.stores.redis.projection import BoardTotals, ProjectedTotal, RedisProjection
 from regions.stores.redis.reads import RankReader
+from regions.stores.redis.rounds import rounds_of
 from schema.redis_keys import board_keys, shard_of, shard_tag
 
 
@@ -263,27 +268,39 @@ async def _project(projection: RedisProjection, prefix: str, region: str) -> Non
     assert await projection.advance("e1", {(region, 0): SourcePosition(10, accepted_at_ms=1)})
 
 
-class _LostAfterPositions(RedisProjection):
-    """Redis loses the projection right after each read of the positions, so between a reader's
-    positions read and its board read; then the projector's batch in flight, if any, writes its
+class _LostAfterPositions:
+    """The client's rounds, where Redis loses the projection right after each read of the positions,
+    so between a reader's positions read and its board read (``together`` has the positions read in
+    a round of their own, as on a cluster); then the projector's batch in flight, if any, writes its
     totals into the emptied Redis, as it does before it finds the epoch gone."""
 
-    def __init__(self, redis: Redis, prefix: str, in_flight: list[ProjectedTotal]) -> None:
-        super().__init__(redis, prefix)
+    def __init__(self, projection: RedisProjection, prefix: str, in_flight: list[ProjectedTotal]) -> None:
+        self._rounds, self._projection = rounds_of(projection.redis), projection
         self._in_flight, self._forget = in_flight, prefix
 
-    async def positions(self) -> Positions:
-        positions = await super().positions()
-        await _forget_everything(self.redis, self._forget)
-        if self._in_flight:
-            await self.apply(RACE, self._in_flight)
-        return positions
+    def together(self, first: str, keys: Sequence[str]) -> bool:
+        return False
+
+    async def run(self, commands: Sequence[Command], *, in_order: bool = False) -> list[Any]:
+        replies = await self._rounds.run(commands, in_order=in_order)
+        if any(command.args[0] == "HGETALL" for command in commands):
+            await _forget_everything(self._projection.redis, self._forget)
+            if self._in_flight:
+                await self._projection.apply(RACE, self._in_flight)
+        return replies
+
+
+def _lost_after_positions(
+    redis: Redis, prefix: str, region: str, in_flight: list[ProjectedTotal]
+) -> tuple[RedisProjection, RankReader]:
+    projection = RedisProjection(redis, prefix)
+    return projection, RankReader(projection, prefix, region, rounds=_LostAfterPositions(projection, prefix, in_flight))
 
 
 async def test_an_answer_read_across_a_loss_says_stale(settings: Settings, redis_client: Redis) -> None:
     prefix, region = settings.redis.key_prefix, settings.region
-    projection, board = _LostAfterPositions(redis_client, prefix, []), Board(RACE, "Race", region)
-    reader = RankReader(projection, prefix, region)
+    projection, reader = _lost_after_positions(redis_client, prefix, region, [])
+    board = Board(RACE, "Race", region)
 
     await _project(projection, prefix, region)
     page = await reader.top(board, 10)
@@ -300,8 +317,8 @@ async def test_an_answer_read_across_a_loss_says_stale_though_the_projector_wrot
     epoch gone: answers show w alone, where the positions read before the loss claim u and v too."""
     prefix, region = settings.redis.key_prefix, settings.region
     in_flight = [ProjectedTotal("w", 2, 9, -9.0, "w")]
-    projection, board = _LostAfterPositions(redis_client, prefix, in_flight), Board(RACE, "Race", region)
-    reader = RankReader(projection, prefix, region)
+    projection, reader = _lost_after_positions(redis_client, prefix, region, in_flight)
+    board = Board(RACE, "Race", region)
 
     await _project(projection, prefix, region)
     page = await reader.top(board, 10)

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from regions.core.positions import SourceKey, SourcePosition
-from regions.stores.redis.projection import parse_positions, position_fields
+from regions.stores.redis.positions import parse_positions, position_fields
 
 positions = st.builds(
     SourcePosition,
