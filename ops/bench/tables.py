@@ -107,9 +107,35 @@ def regions(run: RecordedRun) -> Lines:
                      " / ".join(ms(p["by_region"][n]["ack_ms"]["p99"]) for n in names),
                      " / ".join(ms(regional[n]["p99"]) for n in names), quantiles(to_home), lag_text, meets])  # fmt: skip
     pair = " / ".join(names)
-    return markdown(["offered awards/s", "accepted/s", f"ack p99 {pair} ms", f"REGIONAL freshness p99 {pair} ms",
-                     f"HOME visibility ({other} -> {home}) p50 / p95 / p99 ms", "replicator lag p99",
-                     "meets the targets"], rows)  # fmt: skip
+    lines = markdown(["offered awards/s", "accepted/s", f"ack p99 {pair} ms", f"REGIONAL freshness p99 {pair} ms",
+                      f"HOME visibility ({other} -> {home}) p50 / p95 / p99 ms", "replicator lag p99",
+                      "meets the targets"], rows)  # fmt: skip
+    if all("cpu_ms_per_award" in x for p in figures["points"] for x in p["processes"].values()):
+        lines += ["", *per_process(figures["points"])]
+    return lines + _idle(figures.get("idle_cpu_percent")) + _overload(figures.get("overload"))
+
+
+def _idle(idle: Mapping[str, float] | None) -> Lines:
+    """Each process's CPU with no load, the largest first, and their sum."""
+    if not idle:
+        return []
+    largest = sorted(idle.items(), key=lambda kv: -kv[1])
+    parts = ", ".join(f"{name} {percent:.1f}%" for name, percent in largest[:4])
+    return ["", f"Idle (no load): {sum(idle.values()):.0f}% of one core for every process, {parts}, the others less."]
+
+
+def _overload(overload: Mapping[str, Any] | None) -> Lines:
+    """The verdict at 2R: accepted and refused answers' latency, goodput, and each check."""
+    if not overload:
+        return []
+    rate = overload["rate"]
+    checks = "; ".join(f"{name}: {'met' if ok else 'missed'}" for name, ok in overload["checks"].items())
+    rows = [[number(2 * rate), number(rate), f"{overload['goodput_share']:.0%}",
+             f"{number(overload['accepted_ms']['count'])}: {quantiles(overload['accepted_ms'])}",
+             f"{number(overload['refused_ms']['count'])}: {quantiles(overload['refused_ms'])}", checks]]  # fmt: skip
+    return ["", *markdown(["overload: offered awards/s (2R)", "R", "goodput, share of R",
+                           "accepted: count, ack p50 / p95 / p99 ms", "refused 503: count, p50 / p95 / p99 ms",
+                           "checks"], rows)]  # fmt: skip
 
 
 def _span(values: Sequence[float]) -> str:

@@ -317,10 +317,10 @@ class Row:
     misses: tuple[str, ...]  # the targets missed; empty: all met
 
 
-def judge(rate: int, duration: float, wall: float, regions: list[Region], views: list[Visibility]) -> Row:
+def judge(rate: int, duration: float, regions: list[Region], views: list[Visibility]) -> Row:
     """The figures of one rate against the targets. The rate is carried when the awards accepted
-    reach ``CARRIED`` of those offered (``rate`` for ``duration`` s): the last requests' answers,
-    which lengthen ``wall``, do not count against it."""
+    reach ``CARRIED`` of those offered (``rate`` for ``duration`` s); accepted/s is over the load's
+    ``duration`` too (the generator's start and the last answers lengthen the wall time, not the load)."""
     home, other = regions
     accepted = sum(r.results.accepted for r in regions)
     ack = {r.name: percentile(r.results.accepted_ms, 0.99) for r in regions}
@@ -340,7 +340,7 @@ def judge(rate: int, duration: float, wall: float, regions: list[Region], views:
         misses.append(f"HOME visibility p99 {home_ms[2]:.0f} ms")
     if never_seen:
         misses.append(f"{never_seen} acknowledged batches never visible")
-    return Row(rate, accepted / wall, ack, regional, home_ms, never_seen, tuple(misses))
+    return Row(rate, accepted / duration, ack, regional, home_ms, never_seen, tuple(misses))
 
 
 def overload_verdict(rate: int, duration: float, regions: list[Region], over: Row) -> Figures:
@@ -448,7 +448,7 @@ async def measure(
     visibility(views, histories)
     args_at_rate = argparse.Namespace(**{**vars(args), "rate": rate})
     report(args_at_rate, regions, views, wall, cpu, rss, lag_samples)
-    row = judge(rate, args.duration, wall, regions, views)
+    row = judge(rate, args.duration, regions, views)
     print(
         f"\n== targets at {rate}/s: " + ("all met" if not row.misses else "missed: " + "; ".join(row.misses))
     )
@@ -460,7 +460,7 @@ async def measure(
                                       "lag_seconds": distribution(s[1] for s in samples)}
                                for name, samples in lag_samples.items()},
                "processes": by_process(cpu_percent=cpu, rss_mib=rss,
-                                       cpu_ms_per_award=cpu_ms_per_award(cpu, wall, row.accepted_per_s * wall)),
+                                       cpu_ms_per_award=cpu_ms_per_award(cpu, wall, row.accepted_per_s * args.duration)),
                "generator": args.generator, "load_average": os.getloadavg()[0],
                "misses": row.misses}  # fmt: skip
     return row, figures
@@ -500,10 +500,10 @@ def report(
 
     accepted = sum(r.results.accepted for r in regions)
     print(f"\n== load ({wall:.1f} s, {args.batch} awards per request)")
-    print(f"accepted awards/s, both regions  {accepted / wall:8.0f}   (offered {args.rate}/s)")
+    print(f"accepted awards/s, both regions  {accepted / args.duration:8.0f}   (offered {args.rate}/s)")
     for r in regions:
         res = r.results
-        print(f"  {r.name}: accepted/s {res.accepted / wall:6.0f}  rejected requests {sum(res.rejected.values())} "
+        print(f"  {r.name}: accepted/s {res.accepted / args.duration:6.0f}  rejected requests {sum(res.rejected.values())} "
               f"{res.rejected or ''}  late send slots {res.late_sends}")  # fmt: skip
         print(f"  {r.name}: ack ms (accepted)               {ms(res.accepted_ms)}")
         if res.refused_ms:

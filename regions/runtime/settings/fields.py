@@ -20,9 +20,10 @@ Niceness = Annotated[
     Field(
         ge=0,
         le=19,
-        description="CPU niceness the process adds to itself. On a host whose CPU is shared, under a peak the "
-        "intake and Kafka (acceptance: a 202 only once Kafka has the award) get the CPU first, and folding, "
-        "projection and the audit wait (freshness grows, nothing is lost); 0: the same priority as the rest.",
+        description="CPU niceness the process adds to itself (0: the same priority as the rest). On a host whose "
+        "CPU is shared, a process with more waits for the others under a peak and catches up after it (nothing "
+        "is lost): the audit sink's default is 10. Folding, projection and replication default to 0: they are "
+        "what freshness waits for, and behind the intake they let it grow to seconds at a peak.",
     ),
 ]
 """How much a worker lowers its own CPU priority (``regions.runtime.worker.lower_priority``)."""

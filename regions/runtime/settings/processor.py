@@ -76,7 +76,7 @@ class ProcessorSettings(BaseModel):
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
     )
     health_port: HealthPort = 8082
-    niceness: Niceness = 5
+    niceness: Niceness = 0
     honour_cutoffs: bool = Field(
         True,
         description="Send awards after a closing board's cutoff to reconciliation (late). false only in "

@@ -10,7 +10,7 @@ from regions.runtime.settings.fields import HealthPort, Niceness
 class ProjectorSettings(BaseModel):
     max_batch: int = Field(5000, ge=1, description="Most totals applied per Redis round.")
     health_port: HealthPort = 8083
-    niceness: Niceness = 5
+    niceness: Niceness = 0
     lease_ttl_s: float = Field(
         10.0,
         ge=1,

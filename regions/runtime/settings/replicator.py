@@ -32,7 +32,7 @@ class ReplicatorSettings(BaseModel):
     max_batch: int = Field(
         5000, ge=1, description="Most source records copied in one local transaction, with their checkpoints."
     )
-    niceness: Niceness = 5
+    niceness: Niceness = 0
     round_interval_ms: float = Field(
         100.0,
         ge=0,

@@ -186,14 +186,14 @@ async def test_every_process_reports_health_readiness_and_lag(region: Region) ->
     assert 'lb_consumer_lag{partition="0",service="processor"' in metrics
 
 
-async def test_folding_projection_and_audit_run_at_their_lower_cpu_priority_and_the_intake_at_its_own(
+async def test_each_worker_runs_at_the_cpu_priority_its_settings_give_the_audit_lower_than_the_intake(
     region: Region,
 ) -> None:
     own = os.getpriority(os.PRIO_PROCESS, 0)
     s = region.settings
+    assert s.audit.niceness > 0
     for service, niceness in (("audit", s.audit.niceness), ("processor", s.processor.niceness),
                               ("projector", s.projector.niceness)):  # fmt: skip
-        assert niceness > 0
         assert os.getpriority(os.PRIO_PROCESS, region.processes[service].pid) == min(19, own + niceness)
     assert os.getpriority(os.PRIO_PROCESS, region.processes["intake"].pid) == own
 
