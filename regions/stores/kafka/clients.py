@@ -106,20 +106,26 @@ async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()
 
 
 async def _until_described(admin: AIOKafkaAdminClient, names: list[str], within_s: float = 30) -> None:
-    """Wait until the brokers describe every named topic with its partitions: the controller answers
-    a creation before the brokers' metadata holds it, and a client that looks at once finds nothing."""
+    """Wait until the brokers describe every named topic with its partitions, each with a leader: the
+    controller answers a creation before the brokers' metadata holds it, and a client that looks at
+    once finds nothing, or a partition no broker leads yet (its produce and fetch fail meanwhile)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within_s
     while True:
         described = await admin.describe_topics(names)
-        missing = [t["topic"] for t in described if t.get("error_code", 0) != 0 or not t["partitions"]]
+        missing = [t["topic"] for t in described if t.get("error_code", 0) != 0 or not _led(t["partitions"])]
         if not missing:
             return
         if loop.time() > deadline:
             raise TopicMissing(
-                f"topics {', '.join(missing)} were created but are not described after {within_s:.0f}s"
+                f"topics {', '.join(missing)} were created but are not described with a leader for every partition after {within_s:.0f}s"
             )
         await asyncio.sleep(0.1)
+
+
+def _led(partitions: list[dict[str, int]]) -> bool:
+    """Whether a topic has partitions and a broker leads each of them."""
+    return bool(partitions) and all(p.get("error_code", 0) == 0 and p.get("leader", -1) >= 0 for p in partitions)
 
 
 def make_producer(
