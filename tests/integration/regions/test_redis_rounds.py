@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import uuid
 from collections.abc import AsyncIterator
 
@@ -15,7 +16,7 @@ import pytest
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.cluster import ClusterNode
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from regions.runtime.settings import Settings
 from regions.stores.redis.connection import connect_redis
@@ -130,11 +131,34 @@ async def _kill(redis: Redis | RedisCluster, client_id: int, node: ClusterNode |
         await redis.execute_command("CLIENT", "KILL", "ID", client_id)
 
 
+@pytest.fixture
+async def cluster(settings: Settings) -> AsyncIterator[tuple[RedisCluster, RedisCluster]]:
+    """Two clients of the Redis Cluster (one changes the data, one drives rounds): the run's projection
+    when it is one, else the local cluster that ``ops/test`` starts beside the single server."""
+    url = settings.redis.url
+    if not url.startswith("redis+cluster://"):
+        url = f"redis+cluster://127.0.0.1:{os.environ.get('LB_OPS_REDIS_CLUSTER_PORT', '6380')}"
+    clients = [connect_redis(url) for _ in range(2)]
+    try:
+        for client in clients:
+            assert isinstance(client, RedisCluster)
+            try:
+                await client.initialize()
+            except (RedisError, OSError) as exc:
+                raise AssertionError(
+                    f"no Redis Cluster at {url}: start it with 'ops/services up --redis-cluster' "
+                    "(ops/test without arguments does)"
+                ) from exc
+        yield clients[0], clients[1]  # type: ignore[misc]
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
 async def test_on_a_cluster_a_moved_slot_is_followed_and_a_slot_being_moved_is_asked(
-    settings: Settings, redis_client: Redis | RedisCluster, reader: Redis | RedisCluster
+    settings: Settings, cluster: tuple[RedisCluster, RedisCluster]
 ) -> None:
-    if not isinstance(redis_client, RedisCluster) or not isinstance(reader, RedisCluster):
-        pytest.skip("slots move between the masters of a cluster only")
+    redis_client, reader = cluster
     key = f"{settings.redis.key_prefix}:{{m{uuid.uuid4().hex[:8]}}}:k"
     await redis_client.set(key, "v")
     rounds = rounds_of(reader)
