@@ -35,7 +35,7 @@ from gateway.api.cost import cost_model
 from gateway.api.plans import Declined, Plans, run_plan
 from gateway.body_limit import BodyLimit
 from gateway.core.admission import is_mutation
-from gateway.core.answers import Answer, AnswerCache
+from gateway.core.answers import Answer, AnswerCache, Flight, Flights
 from gateway.core.media import GRAPHQL_RESPONSE, JSON, is_request_error, response_media_type
 from gateway.core.persisted import (
     NOT_FOUND_CODE,
@@ -115,6 +115,7 @@ class GraphQLView(GraphQL[Context, None]):
             allowed_origins=gw.allowed_origins,
         )
         self._answers = AnswerCache(gw.top_cache_ttl_s, gw.answer_cache_bytes)
+        self._flights = Flights()
         self._persisted = PersistedDocuments(gw.persisted_query_entries)
         self._plans = (
             Plans(self._graphql_schema, cost_model(gw), gw.max_query_cost) if gw.planned_reads else None
@@ -186,17 +187,34 @@ class GraphQLView(GraphQL[Context, None]):
             return await super().__call__(scope, receive, send)
         request = Request(scope, receive)
         key = await self._answer_key(request)
-        projections = request.app.state.services.projections
-        cached = None if key is None else self._answers.get(key, time.monotonic(), projections.generation)
+        body, flight = (None, None) if key is None else await self._reused(request, key)
+        if body is not None:
+            media_type = response_media_type(request.headers.get("accept"))
+            response: Response = Response(body, media_type=media_type)
+        else:
+            try:
+                response = await self._admitted(request, key)
+            finally:
+                if key is not None and flight is not None:
+                    self._flights.land(key, flight, getattr(request.state, "answer", None))
+        await response(scope, receive, send)
+
+    async def _reused(self, request: Request, key: bytes) -> tuple[bytes | None, Flight | None]:
+        """The body of an identical read's answer (from the cache, or from the identical request
+        being answered once it is), else None and the flight this request leads, if it leads one
+        (see :mod:`gateway.core.answers`)."""
+        generation = request.app.state.services.projections.generation
+        cached = self._answers.get(key, time.monotonic(), generation)
         if cached is not None:
             metrics.ANSWER_CACHE.labels("hit").inc()
-            media_type = response_media_type(request.headers.get("accept"))
-            response: Response = Response(cached, media_type=media_type)
-        else:
-            if key is not None:
-                metrics.ANSWER_CACHE.labels("miss").inc()
-            response = await self._admitted(request, key)
-        await response(scope, receive, send)
+            return cached, None
+        if (flying := self._flights.flying(key)) is not None:
+            answer = await asyncio.shield(flying)
+            if answer is not None and answer.current(generation):
+                metrics.ANSWER_CACHE.labels("shared").inc()
+                return answer.body, None
+        metrics.ANSWER_CACHE.labels("miss").inc()
+        return None, self._flights.lead(key)
 
     async def _admitted(self, request: Request, key: bytes | None) -> Response:
         """The answer of an operation admitted under the bound of operations in flight
@@ -223,7 +241,9 @@ class GraphQLView(GraphQL[Context, None]):
         return isinstance(resolved, Document) and is_mutation(resolved.query, operation.operation_name)
 
     async def _answer_key(self, request: Request) -> bytes | None:
-        if "authorization" in request.headers:
+        """What identifies a reusable answer to the request; None: the request's answer is its own
+        (answers are not reused at all, or it names credentials)."""
+        if self._answers.ttl_s <= 0 or "authorization" in request.headers:
             return None
         if request.method == "GET":
             named = "query=" in request.url.query or "extensions=" in request.url.query
@@ -242,7 +262,8 @@ class GraphQLView(GraphQL[Context, None]):
         if key is None or context is None or not context.cacheable or not context.boards_read:
             return response
         if response.status_code == 200 and b'"errors"' not in response.body:
-            self._answers.put(key, Answer(started, dict(context.boards_read), bytes(response.body)))
+            request.state.answer = answer = Answer(started, dict(context.boards_read), bytes(response.body))
+            self._answers.put(key, answer)
             metrics.ANSWER_CACHE.labels("stored").inc()
             metrics.ANSWER_CACHE_BYTES.set(self._answers.bytes)
         return response

@@ -5,10 +5,16 @@ An answer is reused only while it is younger than the TTL and no board it read h
 reflects. The caller decides what is cacheable (queries on boards, no errors, no credentials).
 The cache is bounded by bytes (keys are whole request bodies, answers can be large), then by
 count; the least recently used answer goes first.
+
+Identical reads that arrive while one of them is being answered wait for that answer
+(:class:`Flights`) rather than each reading the boards again: when a hot answer expires, the
+requests that find it gone read once, not once each. The waiting requests take the answer under
+the cache's rule (no board it read has changed since it was read), else read on their own.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +25,10 @@ class Answer:
     made_at: float
     generations: Mapping[str, int]  # board -> generation when the answer was read
     body: bytes
+
+    def current(self, generation: Callable[[str], int]) -> bool:
+        """Whether no board the answer read has changed since (``generation``: a board's now)."""
+        return all(generation(b) == g for b, g in self.generations.items())
 
 
 def _size(key: bytes, answer: Answer) -> int:
@@ -38,7 +48,7 @@ class AnswerCache:
         if answer is None:
             return None
         fresh = now - answer.made_at < self.ttl_s
-        if fresh and all(generation(b) == g for b, g in answer.generations.items()):
+        if fresh and answer.current(generation):
             self._entries.move_to_end(key)
             return answer.body
         self._drop(key)
@@ -65,3 +75,36 @@ class AnswerCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+Flight = asyncio.Future[Answer | None]  # an identical read being answered: its answer, None if none
+
+
+class Flights:
+    """The cacheable reads being answered, by key: the first request of a key leads (reads), the
+    identical requests that arrive meanwhile wait for its answer."""
+
+    def __init__(self) -> None:
+        self._flying: dict[bytes, Flight] = {}
+
+    def flying(self, key: bytes) -> Flight | None:
+        """The read of ``key`` being answered, if any."""
+        return self._flying.get(key)
+
+    def lead(self, key: bytes) -> Flight | None:
+        """A new flight of ``key`` that the caller leads, or None when another request leads one."""
+        if key in self._flying:
+            return None
+        flight: Flight = asyncio.get_running_loop().create_future()
+        self._flying[key] = flight
+        return flight
+
+    def land(self, key: bytes, flight: Flight, answer: Answer | None) -> None:
+        """The leader's answer (None: not reusable) to the requests waiting for ``flight``."""
+        if self._flying.get(key) is flight:
+            del self._flying[key]
+        if not flight.done():
+            flight.set_result(answer)
+
+    def __len__(self) -> int:
+        return len(self._flying)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import heapq
 import itertools
 import json
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from regions.core.boards import Board
@@ -143,6 +145,10 @@ def page_entries(board: Board, page: Page) -> list[RankedEntry]:
     return entries_of(board, Window(-1, page.first, page.total, page.rows, page.above))
 
 
+def _score(row: Row) -> float:
+    return float(row[1])
+
+
 def _above(windows: Sequence[Window], rows: list[Row], lead: float | None) -> int:
     """The shards' entries with a strictly better score than the page's first row. A shard's
     ``above`` counts them against ``lead`` (the position a forward read starts at: every entry
@@ -155,26 +161,69 @@ def _above(windows: Sequence[Window], rows: list[Row], lead: float | None) -> in
     total = 0
     for w in windows:
         own = lead if lead is not None else (float(w.rows[0][1]) if w.rows else None)
-        total += (w.above if own == score else w.first) + sum(1 for r in w.rows if float(r[1]) < score)
+        total += (w.above if own == score else w.first) + bisect.bisect_left(w.rows, score, key=_score)
     return total
 
 
-def forward_page(windows: Sequence[Window], size: int, skip: int = 0, lead: float | None = None) -> Page:
+def forward_page(
+    windows: Sequence[Window], size: int, skip: int = 0, lead: float | None = None, merged: list[Row] | None = None
+) -> Page:
     """The page of ``size`` from shards' forward reads at one position (each shard's ``first``:
     its entries ranked before its rows; ``lead``: the position's score, which the reads' ``above``
-    counts from, or None for reads from each shard's start), ``skip`` merged rows left out first."""
-    merged = heapq.merge(*(w.rows for w in windows), key=row_order)
-    rows = list(itertools.islice(merged, skip, skip + size))
+    counts from, or None for reads from each shard's start), ``skip`` merged rows left out first
+    (``merged``: at least the first ``skip + size`` of the windows' rows in rank order, when the
+    caller has them)."""
+    if merged is None:
+        merged = list(itertools.islice(merge_rows(windows), skip + size))
+    rows = merged[skip : skip + size]
     first = sum(w.first for w in windows) + skip
     total = sum(w.count for w in windows)
     above = _above(windows, rows, lead)
     return Page(first, rows, total, min(first, total) > 0, first + len(rows) < total, above)
 
 
-def backward_page(windows: Sequence[Window], size: int) -> Page:
+def share_of(size: int, shards: int) -> int:
+    """The rows each of ``shards`` shards first gives a page of ``size``: its share and a margin.
+    Players are spread over shards by a hash of their id, whatever their score, so how many of a
+    page's rows one shard holds is a binomial count; 4.5 deviations over its mean, a page needs more
+    from one shard about once in 100,000 reads (then :func:`covered` sees it)."""
+    if shards <= 1:
+        return size
+    p = 1 / shards
+    return min(size, math.ceil(size * p + 4.5 * math.sqrt(size * p * (1 - p))) + 1)
+
+
+def covered(
+    windows: Sequence[Window], asked: Sequence[int], merged: list[Row], size: int, forward: bool
+) -> bool:
+    """Whether the ``size`` rows taken from ``merged`` (the windows' rows in rank order: the first
+    ``size`` of them forwards, the last ``size`` backwards) are the board's: no window that gave
+    all the rows ``asked`` of it and has more entries beyond them (after its last row forwards,
+    before its first backwards) stops inside those rows, where its next entries would belong."""
+    gave_all = [w for w, n in zip(windows, asked, strict=True) if len(w.rows) >= n]
+    if forward:
+        cut = [w for w in gave_all if w.first + len(w.rows) < w.count]
+        if not cut:
+            return True
+        return len(merged) >= size and all(row_order(w.rows[-1]) >= row_order(merged[size - 1]) for w in cut)
+    cut = [w for w in gave_all if w.first > 0]
+    if not cut:
+        return True
+    return len(merged) >= size and all(row_order(w.rows[0]) <= row_order(merged[-size]) for w in cut)
+
+
+def merge_rows(windows: Sequence[Window]) -> Iterator[Row]:
+    """The windows' rows in rank order, each window's in rank order (merged lazily: a page takes
+    the first few of many)."""
+    return heapq.merge(*(w.rows for w in windows), key=row_order)
+
+
+def backward_page(windows: Sequence[Window], size: int, merged: list[Row] | None = None) -> Page:
     """The page of ``size`` from shards' backward reads at one position (each shard's ``rank``: its
-    entries ranked before the position; its rows the nearest of them)."""
-    merged = list(heapq.merge(*(w.rows for w in windows), key=row_order))
+    entries ranked before the position; its rows the nearest of them; ``merged``: all their rows in
+    rank order, when the caller has them)."""
+    if merged is None:
+        merged = list(merge_rows(windows))
     rows = merged[max(0, len(merged) - size) :]
     before = sum(w.rank for w in windows)
     total = sum(w.count for w in windows)

@@ -26,12 +26,12 @@ caller then searches by position (:class:`regions.core.paging.RankSearch`).
 from __future__ import annotations
 
 import bisect
-import heapq
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from regions.core.paging import Page, Position, forward_page
+from regions.core.paging import Page, Position, covered, forward_page, merge_rows
 from regions.core.reads import Row, Window, row_order
 
 Key = tuple[float, str]
@@ -62,6 +62,7 @@ class RankJump:
         self._samples: list[list[tuple[Key, int, Row]]] = [[] for _ in range(shards)]  # in Redis order
         self._keys: list[list[Key]] = [[] for _ in range(shards)]
         self._round = 0
+        self._found: tuple[Key | None, Key | None] | None = None  # the bounds, until the next samples
 
     @property
     def total(self) -> int | None:
@@ -120,6 +121,7 @@ class RankJump:
             self._samples[s] = sorted(self._samples[s] + found, key=lambda sample: sample[0])
             self._keys[s] = [k for k, _, _ in self._samples[s]]
         self._sizes = sizes
+        self._found = None
 
     def _count(self, s: int, key: Key | None, upper: bool) -> int:
         """A bound on shard s's entries ranked before the position ``key`` (None: the first entry
@@ -143,11 +145,13 @@ class RankJump:
 
     def _bounds(self) -> tuple[Key | None, Key | None]:
         """The start and the end (module note), found by bisection: both bounds grow with the position."""
-        keys = list(heapq.merge(*self._keys))
-        surely_before = _last(keys, lambda k: sum(self._upper(k)) <= self.target)
-        surely_after = _last(keys, lambda k: sum(self._lower(k)) < self.target + self.size) + 1
-        start = keys[surely_before] if surely_before >= 0 else None
-        return start, keys[surely_after] if surely_after < len(keys) else None
+        if self._found is None:
+            keys = sorted(itertools.chain(*self._keys))
+            surely_before = _last(keys, lambda k: sum(self._upper(k)) <= self.target)
+            surely_after = _last(keys, lambda k: sum(self._lower(k)) < self.target + self.size) + 1
+            start = keys[surely_before] if surely_before >= 0 else None
+            self._found = start, keys[surely_after] if surely_after < len(keys) else None
+        return self._found
 
     def _widest(self) -> int:
         start, end = self._bounds()
@@ -176,17 +180,13 @@ class RankJump:
         board moved between the rounds): a full window ending before the page's last entry may
         have more entries inside it."""
         skip = self.target - sum(w.first for w in windows)
-        merged = list(heapq.merge(*(w.rows for w in windows), key=row_order))
-        full = [  # windows that stopped before their shard's end
-            w for w, n in zip(windows, plan.counts, strict=True) if len(w.rows) >= n and w.first + n < w.count
-        ]
-        needed = min(len(merged), skip + self.size)
-        if skip < 0 or (needed < skip + self.size and full):
+        if skip < 0:
             return None
-        if needed > 0 and any(row_order(w.rows[-1]) < row_order(merged[needed - 1]) for w in full):
+        merged = list(itertools.islice(merge_rows(windows), skip + self.size))
+        if not covered(windows, plan.counts, merged, skip + self.size, True):
             return None
         lead = None if plan.start is None else float(plan.start.score)
-        return forward_page(windows, self.size, skip, lead)
+        return forward_page(windows, self.size, skip, lead, merged)
 
 
 def _last(keys: Sequence[Key], holds: Callable[[Key], bool]) -> int:

@@ -1,7 +1,11 @@
 """Keyset pages of a board in the Redis projection (the rules: :mod:`regions.core.paging`).
 
 A page is one round of ``read_window`` calls, one per shard, at the same position: after or before
-a cursor's (score, member), from a rank of one shard, from the first, or the last. A jump to a rank
+a cursor's (score, member), from a rank of one shard, from the first, or the last. Each shard of a
+sharded board first gives only its share of the page with a margin (:func:`regions.core.paging.
+share_of`), since a shard's rows cost Redis as much whether the page shows them or not; when the
+merge cannot be shown whole from those (a shard gave all it was asked and could have more before
+the page's end), the page is read again with every shard giving the whole page. A jump to a rank
 of a sharded board first reads, in one call per shard, the entries at evenly spaced indices around
 the shard's share of the rank, then the page from the sampled position the samples bound it by
 (:class:`regions.core.rank_jump.RankJump`): two rounds as a rule, each call O(samples x log N) in
@@ -13,9 +17,20 @@ ranks before it, in rounds, O(shards x log N) calls).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable, Sequence
 
-from regions.core.paging import Page, PageRequest, RankSearch, backward_page, forward_page, past_the_end
+from regions.core.paging import (
+    Page,
+    PageRequest,
+    RankSearch,
+    backward_page,
+    covered,
+    forward_page,
+    merge_rows,
+    past_the_end,
+    share_of,
+)
 from regions.core.rank_jump import RankJump
 from regions.core.reads import Window
 
@@ -27,19 +42,32 @@ MAX_COUNT = 100_000  # read_window's bound on the entries of one call
 
 async def read_page(read: Round, shards: int, request: PageRequest) -> Page:
     """The page ``request`` asks for, read with ``read`` from a board of ``shards`` shards."""
-    n, cursor = request.size, request.cursor
-    every = range(shards)
+    if request.forward and request.cursor is None and request.start > 0 and shards > 1:
+        return await _jump(read, shards, request)
+    share = share_of(request.size, shards)
+    page = await _keyset(read, shards, request, share)
+    if page is None:  # a shard may have more rows inside the page than its share
+        page = await _keyset(read, shards, request, request.size)
+    assert page is not None  # every shard gave the whole page: nothing can be missing
+    return page
+
+
+async def _keyset(read: Round, shards: int, request: PageRequest, count: int) -> Page | None:
+    """The page from one round in which each shard gives ``count`` rows; None when the merge
+    cannot be shown to hold the page (:func:`regions.core.paging.covered`)."""
+    n, cursor, every = request.size, request.cursor, range(shards)
+    form: Form
     if not request.forward:
-        forms: list[Form] = [("bottom", n) if cursor is None else ("before", cursor.score, cursor.member, n)]
-        return backward_page(await read([(s, forms[0]) for s in every]), n)
-    if cursor is not None:
-        windows = await read([(s, ("after", cursor.score, cursor.member, n)) for s in every])
-        return forward_page(windows, n, lead=float(cursor.score))
-    if shards == 1 or request.start == 0:
-        return forward_page(
-            await read([(s, ("slice", request.start if shards == 1 else 0, n)) for s in every]), n
-        )
-    return await _jump(read, shards, request)
+        form = ("bottom", count) if cursor is None else ("before", cursor.score, cursor.member, count)
+        windows = await read([(s, form) for s in every])
+        merged = list(merge_rows(windows))
+        return backward_page(windows, n, merged) if covered(windows, [count] * shards, merged, n, False) else None
+    form = ("slice", request.start, count) if cursor is None else ("after", cursor.score, cursor.member, count)
+    windows = await read([(s, form) for s in every])
+    merged = list(itertools.islice(merge_rows(windows), n))
+    if not covered(windows, [count] * shards, merged, n, True):
+        return None
+    return forward_page(windows, n, lead=None if cursor is None else float(cursor.score), merged=merged)
 
 
 async def _jump(read: Round, shards: int, request: PageRequest) -> Page:

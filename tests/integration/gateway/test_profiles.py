@@ -235,6 +235,32 @@ async def test_concurrent_top_100_reads_share_one_profile_lookup_and_all_get_pro
         assert "extensions" not in body or "warnings" not in body["extensions"]
 
 
+def _operations(outcome: str = "ok") -> float:
+    labels = {"type": "query", "operation": "leaderboard", "outcome": outcome}
+    return REGISTRY.get_sample_value("lb_gateway_operation_seconds_count", labels) or 0.0
+
+
+async def test_identical_reads_that_arrive_while_one_is_answered_wait_for_its_answer_and_read_nothing(
+    settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
+) -> None:
+    board, users = await ranked_with_profiles(boards, cassandra_session, "f", 100, 1000)
+    proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
+    # An answer cache that outlives the test: a request that arrives after the first answer is a hit,
+    # never a second read, however slow the machine.
+    async with gateway_via_proxy(
+        settings, redis_client, proxy, profile_timeout_s=5, profile_cache_ttl_s=0, top_cache_ttl_s=60
+    ) as gw:
+        proxy.delay_s = 0.5  # the first read waits for its profiles while the others arrive
+        before, trips = _operations(), _round_trips(gw)
+        bodies = await asyncio.gather(*(gw.query(TOP_100, {"id": board.id}) for _ in range(10)))
+        operations, trips = _operations() - before, _round_trips(gw) - trips
+
+    assert operations == 1
+    assert trips == 1
+    assert all(body == bodies[0] for body in bodies)
+    assert _profiles(bodies[0]) == [{"displayName": f"Player {u}"} for u in users]
+
+
 async def test_a_lookup_past_the_budget_is_reported_and_its_late_answer_serves_the_next_read(
     settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
 ) -> None:

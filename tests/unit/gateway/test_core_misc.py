@@ -1,6 +1,8 @@
+import asyncio
+
 import pytest
 
-from gateway.core.answers import Answer, AnswerCache
+from gateway.core.answers import Answer, AnswerCache, Flights
 from gateway.core.auth import bearer_token, is_admin
 from gateway.core.hints import ChangedUser, InvalidHint, parse_hint
 from gateway.core.limits import ReadLimits
@@ -95,3 +97,28 @@ def test_answer_cache_is_bounded_by_bytes_least_recently_used_first() -> None:
         b"k0", b"k3", b"k4", b"k5",
     ]  # fmt: skip
     assert cache.get(b"huge", 1.0, lambda b: 0) is None
+
+
+async def test_the_first_identical_read_leads_and_the_others_wait_for_its_answer() -> None:
+    flights = Flights()
+    led = flights.lead(b"k")
+    assert led is not None and flights.flying(b"k") is led
+    assert flights.lead(b"k") is None  # another request of the same key waits instead
+    waiting = asyncio.ensure_future(asyncio.shield(led))
+    answer = Answer(0.0, {"b": 3}, b"{}")
+    flights.land(b"k", led, answer)
+    assert await waiting is answer
+    assert flights.flying(b"k") is None and len(flights) == 0
+    assert answer.current({"b": 3}.__getitem__) and not answer.current({"b": 4}.__getitem__)
+
+
+async def test_a_flight_that_lands_without_an_answer_leaves_the_next_request_to_lead() -> None:
+    flights = Flights()
+    first = flights.lead(b"k")
+    assert first is not None
+    flights.land(b"k", first, None)
+    assert await first is None
+    second = flights.lead(b"k")
+    assert second is not None and second is not first
+    flights.land(b"k", first, Answer(0.0, {}, b"late"))  # a landed flight's leader cannot end a newer one
+    assert flights.flying(b"k") is second and not second.done()

@@ -22,11 +22,13 @@ from regions.core.paging import (
     Page,
     PageRequest,
     PagingError,
+    Position,
     RankSearch,
     decode_cursor,
     encode_cursor,
     page_entries,
     page_request,
+    share_of,
 )
 from regions.core.reads import Row, Window, row_order
 from regions.stores.redis.pages import Form, read_page
@@ -195,6 +197,32 @@ def test_a_skewed_spread_is_still_found_by_bisection() -> None:
     for start in (0, 1, 2999, 3000, 3500, 3989, 3995, 3999, 4000):
         page = _read(shards, 3, PageRequest(7, True, start=start))
         assert (page.first, page.rows) == (start, rows[start : start + 7])
+
+
+def test_each_shard_gives_its_share_of_a_page_and_the_page_is_read_whole_only_when_a_share_falls_short() -> None:
+    rows = [(f"u{i:05d}", str(i), "1") for i in range(2000)]
+    spread: list[list[Row]] = [[] for _ in range(4)]
+    for row in rows:
+        spread[_hash(row[0]) % 4].append(row)
+    assert share_of(100, 4) < 100 and share_of(100, 1) == 100
+    cursor = Position(rows[999][1], rows[999][0])
+    pages = [
+        (PageRequest(100, True), rows[:100]),
+        (PageRequest(100, True, cursor), rows[1000:1100]),
+        (PageRequest(100, False), rows[-100:]),
+        (PageRequest(100, False, cursor), rows[899:999]),
+    ]
+    even = Shards(spread)
+    for request, expected in pages:
+        before = even.rounds
+        assert _read(even, 4, request).rows == expected
+        assert even.rounds - before == 1  # players spread by a hash: every share was enough
+    # Every row a page shows is in one shard: its share falls short, so the page is read whole.
+    skewed = Shards([rows[:1000], rows[1000:1500], rows[1500:1800], rows[1800:]])
+    for request, expected in pages:
+        before = skewed.rounds
+        assert _read(skewed, 4, request).rows == expected
+        assert skewed.rounds - before == 2
 
 
 @settings(max_examples=100, deadline=None)
