@@ -200,15 +200,19 @@ class GraphQLView(GraphQL[Context, None]):
         await response(scope, receive, send)
 
     async def _reused(self, request: Request, key: bytes) -> tuple[bytes | None, Flight | None]:
-        """The body of an identical read's answer (from the cache, or from the identical request
-        being answered once it is), else None and the flight this request leads, if it leads one
-        (see :mod:`gateway.core.answers`)."""
-        generation = request.app.state.services.projections.generation
-        cached = self._answers.get(key, time.monotonic(), generation)
+        """The body of an identical read's answer (from the cache; while the identical request that
+        reads it again is answered, the expired one or, without it, that request's answer once it
+        is), else None and the flight this request leads, if it leads one (see
+        :mod:`gateway.core.answers`)."""
+        generation, now = request.app.state.services.projections.generation, time.monotonic()
+        cached = self._answers.get(key, now, generation)
         if cached is not None:
             metrics.ANSWER_CACHE.labels("hit").inc()
             return cached, None
         if (flying := self._flights.flying(key)) is not None:
+            if (stale := self._answers.stale(key, now, generation)) is not None:
+                metrics.ANSWER_CACHE.labels("stale").inc()
+                return stale, None
             answer = await asyncio.shield(flying)
             if answer is not None and answer.current(generation):
                 metrics.ANSWER_CACHE.labels("shared").inc()

@@ -2,7 +2,8 @@
 
 What operators look at: requests by operation and outcome (``lb_gateway_operation_seconds``), their
 cost (``lb_gateway_query_cost``), the answer cache's hit ratio (``lb_gateway_answer_cache_total``:
-(hit + shared) / (hit + shared + miss); shared: the answer of an identical request in flight),
+(hit + stale + shared) / (hit + stale + shared + miss); stale: an expired answer given while it is
+read again, shared: the answer of an identical request in flight),
 subscribers (``lb_gateway_subscriptions``), mailbox drops (updates overwritten
 before a slow subscriber read them: ``lb_gateway_updates_total{outcome="coalesced"}``), resyncs by
 reason (``lb_gateway_resyncs_total``), live push shed under load (``lb_gateway_hints_shed_total``,
@@ -40,9 +41,10 @@ HINTS_SHED = Counter(
 )
 ANSWER_CACHE = Counter(
     "lb_gateway_answer_cache_total",
-    "Cacheable requests answered from the cache, by an identical request in flight, or read; answers stored",
+    "Cacheable requests answered from the cache (fresh, or expired while read again), by an identical request "
+    "in flight, or read; answers stored",
     ["result"],
-)  # hit | shared | miss | stored
+)  # hit | stale | shared | miss | stored
 ANSWER_CACHE_BYTES = Gauge("lb_gateway_answer_cache_bytes", "Bytes held by the whole-answer cache")
 TOP_CACHE = Counter("lb_gateway_top_cache_total", "Top-K micro-cache lookups", ["result"])
 PROFILE_LOOKUPS = Counter(

@@ -9,7 +9,10 @@ count; the least recently used answer goes first.
 Identical reads that arrive while one of them is being answered wait for that answer
 (:class:`Flights`) rather than each reading the boards again: when a hot answer expires, the
 requests that find it gone read once, not once each. The waiting requests take the answer under
-the cache's rule (no board it read has changed since it was read), else read on their own.
+the cache's rule (no board it read has changed since it was read), else read on their own. While
+an expired answer is being read again, identical requests get the expired one if no board it read
+has changed since and it is less than twice the TTL old (:meth:`AnswerCache.stale`): a hot page
+then never waits for the read that renews it.
 """
 
 from __future__ import annotations
@@ -44,15 +47,25 @@ class AnswerCache:
     _bytes: int = 0
 
     def get(self, key: bytes, now: float, generation: Callable[[str], int]) -> bytes | None:
+        """The answer of ``key`` younger than the TTL, of boards unchanged since it was read."""
         answer = self._entries.get(key)
         if answer is None:
             return None
-        fresh = now - answer.made_at < self.ttl_s
-        if fresh and answer.current(generation):
-            self._entries.move_to_end(key)
-            return answer.body
-        self._drop(key)
-        return None
+        if not answer.current(generation):
+            self._drop(key)
+            return None
+        if now - answer.made_at >= self.ttl_s:
+            return None  # kept for stale() while it is read again
+        self._entries.move_to_end(key)
+        return answer.body
+
+    def stale(self, key: bytes, now: float, generation: Callable[[str], int]) -> bytes | None:
+        """The expired answer of ``key``, of boards unchanged since it was read and less than twice
+        the TTL old: what identical requests get while one of them reads it again."""
+        answer = self._entries.get(key)
+        if answer is None or now - answer.made_at >= 2 * self.ttl_s or not answer.current(generation):
+            return None
+        return answer.body
 
     def put(self, key: bytes, answer: Answer) -> None:
         if self.ttl_s <= 0 or _size(key, answer) > self.max_bytes:

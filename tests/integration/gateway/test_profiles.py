@@ -261,6 +261,38 @@ async def test_identical_reads_that_arrive_while_one_is_answered_wait_for_its_an
     assert _profiles(bodies[0]) == [{"displayName": f"Player {u}"} for u in users]
 
 
+def _answers(result: str) -> float:
+    return REGISTRY.get_sample_value("lb_gateway_answer_cache_total", {"result": result}) or 0.0
+
+
+async def test_while_an_expired_answer_is_read_again_identical_reads_get_the_expired_one(
+    settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
+) -> None:
+    board, _ = await ranked_with_profiles(boards, cassandra_session, "s", 100, 1000)
+    proxy = TcpProxy("127.0.0.1", settings.cassandra.port)
+    async with gateway_via_proxy(
+        settings, redis_client, proxy, profile_timeout_s=5, profile_cache_ttl_s=0, top_cache_ttl_s=1.0
+    ) as gw:
+        for attempt in range(3):  # the expired answer is given until it is twice the TTL (2 s) old
+            proxy.delay_s = 0
+            if attempt:
+                await asyncio.sleep(2.1)  # the last attempt's answer is past giving
+            first = await gw.query(TOP_100, {"id": board.id})
+            read_at = time.monotonic()
+            await asyncio.sleep(1.05)  # expired, and younger than 2 s if the loop was not held up
+            proxy.delay_s = 1.0  # the read that renews it waits for its profiles
+            before, stale, shared = _operations(), _answers("stale"), _answers("shared")
+            sent_at = time.monotonic()
+            bodies = await asyncio.gather(*(gw.query(TOP_100, {"id": board.id}) for _ in range(10)))
+            if sent_at - read_at < 1.5:
+                break
+        operations, stale, shared = _operations() - before, _answers("stale") - stale, _answers("shared") - shared
+
+    assert operations == 1
+    assert stale >= 1 and stale + shared == 9
+    assert all(body == first for body in bodies)  # nothing changed on the board: the same answer
+
+
 async def test_a_lookup_past_the_budget_is_reported_and_its_late_answer_serves_the_next_read(
     settings: Settings, redis_client: Redis, boards: Boards, cassandra_session: Session
 ) -> None:

@@ -80,6 +80,11 @@ def test_answer_cache_reuses_only_fresh_answers_of_unchanged_boards() -> None:
     assert cache.get(b"q", 10.6, lambda b: generations[b]) is None
     cache.put(b"q", Answer(made_at=11.0, generations={"b1": 4}, body=b"{}"))
     assert cache.get(b"q", 12.0, lambda b: generations[b]) is None
+    assert cache.stale(b"q", 12.9, lambda b: generations[b]) == b"{}"  # expired, kept while read again
+    assert cache.stale(b"q", 13.0, lambda b: generations[b]) is None  # twice the TTL old
+    generations["b1"] = 5
+    assert cache.stale(b"q", 12.5, lambda b: generations[b]) is None
+    assert cache.get(b"q", 11.5, lambda b: generations[b]) is None
     assert len(cache) == 0
 
 
