@@ -96,6 +96,7 @@ async def ensure_topics(kafka: KafkaSettings, remote_regions: Sequence[str] = ()
             except TopicAlreadyExistsError:
                 log.info("topics were created concurrently")
             await _until_described(admin, [t.name for t in wanted])
+            await _until_served(kafka, [t.name for t in wanted])
         dedupe = next(s for s in platform_topics(kafka) if s.name == kafka.topic("dedupe"))
         if dedupe.name in existing:  # made by an older release with time retention: compacted only now
             resource = ConfigResource(ConfigResourceType.TOPIC, dedupe.name, _topic_config(kafka, dedupe))
@@ -121,6 +122,20 @@ async def _until_described(admin: AIOKafkaAdminClient, names: list[str], within_
                 f"topics {', '.join(missing)} were created but are not described with a leader for every partition after {within_s:.0f}s"
             )
         await asyncio.sleep(0.1)
+
+
+async def _until_served(kafka: KafkaSettings, names: list[str]) -> None:
+    """Wait until the leader of every partition of the named topics answers for it: a broker the
+    metadata already names as a new partition's leader can still refuse it (not the leader) for a
+    moment, and a first produce or fetch then fails and is retried. Asking each leader for the
+    partition's end offset retries until it answers (within the request timeout)."""
+    consumer = make_consumer(kafka, group_id=None)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(name, p) for name in names for p in range(kafka.partitions)]
+        await consumer.end_offsets(tps)
+    finally:
+        await consumer.stop()
 
 
 def _led(partitions: list[dict[str, int]]) -> bool:
