@@ -28,7 +28,7 @@ from aiokafka.errors import KafkaError, OffsetOutOfRangeError, ProducerFenced
 from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import live_fetch, partitions_of
+from regions.stores.kafka.clients import FetchPace, live_fetch, partitions_of
 from regions.stores.kafka.security import connection_options
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
@@ -150,11 +150,13 @@ class Replicator:
             consumer.seek(tp, self.checkpoints[tp.partition].next_offset)
         probe = asyncio.create_task(self._probe(consumer, tps, stop))
         cadence = Cadence(self._cfg.round_interval_ms / 1000)
+        pace = FetchPace(consumer, self._source, int(self._cfg.round_interval_ms))
         try:
             while not stop.is_set():
                 cadence.begin()
                 try:
                     batch = await consumer.getmany(timeout_ms=200, max_records=self._cfg.max_batch)
+                    pace.after(batch)
                 except OffsetOutOfRangeError as exc:
                     out = sorted(exc.args[0], key=lambda tp: tp.partition)
                     await self._resume(consumer, local, out)

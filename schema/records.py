@@ -212,6 +212,11 @@ WATERMARK_KEY = b"\x00watermark"
 HEARTBEAT_KEY = b"\x00hb"
 
 
+def only_time(key: bytes | None) -> bool:
+    """Whether a record only says that time passed (a heartbeat, a watermark): no work for a reader."""
+    return key is not None and (key == HEARTBEAT_KEY or key.startswith(WATERMARK_KEY))
+
+
 def watermark_key(region: str) -> bytes:
     """Kafka key of a region's watermark in a totals partition: compaction keeps one per region."""
     return WATERMARK_KEY + b"|" + region.encode()

@@ -53,6 +53,7 @@ from regions.runtime.settings import Settings
 from regions.stores.cassandra.audit import AuditRow, CassandraAudit
 from regions.stores.cassandra.session import CassandraConnection, CassandraUnavailable
 from regions.stores.kafka.clients import (
+    FetchPace,
     assign_from_committed,
     committed_metadata,
     make_consumer,
@@ -266,9 +267,11 @@ class AuditSink:
             unsure = {tp: unsure_before(done[tp], intents.get(tp, "")) for tp in tps}
             self._report = lambda: self._report_backlog(consumer, done)
             cadence, reported = Cadence(interval_ms / 1000), 0.0
+            pace = FetchPace(consumer, self._settings.kafka, int(interval_ms))
             while not stop.is_set():
                 cadence.begin()
                 polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
+                pace.after(polled)
                 records = [r for rs in polled.values() for r in rs]
                 # Every record before the position is handled once this batch is; it also steps over
                 # transaction markers.

@@ -32,7 +32,7 @@ from regions.processor.transactions import TaskTransactions
 from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import cluster_id, make_consumer, make_producer, partitions_of
+from regions.stores.kafka.clients import FetchPace, cluster_id, make_consumer, make_producer, partitions_of
 from regions.stores.rocksdb import open_store, store_options
 from regions.stores.task_state import MemoryStore, StoreIdentity, TaskStore
 from schema.records import HEARTBEAT_KEY
@@ -156,9 +156,10 @@ class Processor:
         """One transaction for one task's records of every source; the store is written after commit."""
         return await self._transactions.process(task, batch)
 
-    async def _round(self, consumer: AIOKafkaConsumer) -> bool:
+    async def _round(self, consumer: AIOKafkaConsumer, pace: FetchPace) -> bool:
         """One round: what was fetched, one transaction per task it holds records of; whether any did."""
         batch = await consumer.getmany(timeout_ms=100, max_records=self._cfg.max_batch)
+        pace.after(batch)
         # Which task the records were fetched for: ownership may change before the lock.
         fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
         async with self._tasks.lock:
@@ -208,6 +209,7 @@ class Processor:
         consumer.subscribe(list(self.sources), listener=_RebalanceListener(self, consumer))
         await consumer.start()
         try:
+            pace = FetchPace(consumer, self._kafka, int(self._cfg.round_interval_ms))
             loop = asyncio.get_running_loop()
             next_lag = 0.0
             cadence = Cadence(self._cfg.round_interval_ms / 1000)
@@ -215,7 +217,7 @@ class Processor:
                 self._tasks.raise_failure()
                 await self._tasks.adopt(consumer)
                 cadence.begin()
-                await cadence.end(await self._round(consumer))
+                await cadence.end(await self._round(consumer, pace))
                 if loop.time() >= next_lag:
                     await report_lag(consumer, self._health, self.sources, self.owned.values())
                     report_memory(self.owned.values())

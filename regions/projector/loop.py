@@ -40,6 +40,7 @@ from regions.projector.totals import TotalsBatch, Unprojectable
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import (
+    FetchPace,
     assign_from_committed,
     consumer_lag,
     make_consumer,
@@ -137,12 +138,14 @@ class Projector:
         lease: Lease,
     ) -> None:
         loop, next_tick = asyncio.get_running_loop(), 0.0
+        pace = FetchPace(consumer, self._kafka, self._kafka.fetch_wait_ms)
         while not stop.is_set():
             await self._collect_rebuild()
             if not self._positions.rebuilding:
                 polled = await consumer.getmany(
                     *tps, timeout_ms=100, max_records=self._settings.projector.max_batch
                 )
+                pace.after(polled)
                 if any(polled.values()):
                     async with self._live:
                         await self._project(consumer, producer, lease, polled)

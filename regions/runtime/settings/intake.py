@@ -95,10 +95,12 @@ class IntakeSettings(BaseModel):
         "award rate per key is shared among them (each process allows rate_per_key / workers).",
     )
     heartbeat_interval_s: float = Field(
-        1.0,
+        2.0,
         gt=0,
         description="How often a heartbeat is written to every awards partition, so positions advance while "
-        "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s).",
+        "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s: "
+        "an idle region's positions are about this old, plus the processor's idle_round_interval_ms at most). "
+        "Each heartbeat costs every region's processor one transaction per partition.",
     )
     applied_poll_ms: float = Field(
         10.0,

@@ -46,7 +46,15 @@ class KafkaSettings(BaseModel):
         "with fetch.min.bytes of fetch_min_bytes) before answering with what it has: while totals flow, it asks "
         "about 1000 / this many times a second instead of once per record batch. Adds at most this to "
         "freshness; 0: answer at once. The processor, replicator and audit sink wait as long as their round "
-        "interval, the most they wait anyway.",
+        "interval, the most they wait anyway. While a stream is idle, quiet_fetch_wait_ms applies instead.",
+    )
+    quiet_fetch_wait_ms: int = Field(
+        1_000,
+        ge=0,
+        le=10_000,
+        description="How long a live consumer's fetch waits at the broker while its stream carries nothing but "
+        "heartbeats and watermarks; such a fetch is answered by the first record that lands, so an idle stream "
+        "costs a fetch per heartbeat or per this wait, and the first award after it is read at once.",
     )
     fetch_min_bytes: int = Field(
         262_144,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
@@ -23,6 +23,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from regions.runtime.settings import KafkaSettings
 from regions.stores.kafka.partitioner import KeyPartitioner
 from regions.stores.kafka.security import connection_options
+from schema.records import only_time
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
 
 log = logging.getLogger(__name__)
@@ -199,6 +200,38 @@ def live_fetch(kafka: KafkaSettings, wait_ms: int) -> dict[str, int]:
     is read in a few large fetches instead of one fetch per batch. A consumer that takes records on
     a cadence waits as long as its interval: a shorter wait only costs requests."""
     return {"fetch_max_wait_ms": wait_ms, "fetch_min_bytes": kafka.fetch_min_bytes}
+
+
+class FetchPace:
+    """How long a started live consumer's fetches wait, by what its stream carries. While it carries
+    work, each fetch waits up to ``busy_wait_ms`` for ``fetch_min_bytes`` (``live_fetch``), so a flow
+    is read in a few large fetches. Once a poll brings nothing but records that only say time passed
+    (heartbeats, watermarks), the next fetches are answered by the first record that lands
+    (fetch.min.bytes 1) and otherwise wait ``kafka.quiet_fetch_wait_ms``: an idle stream costs the
+    broker a fetch per heartbeat or per quiet wait instead of one per busy wait, and the first award
+    after a quiet spell is read at once, not after a busy wait.
+
+    aiokafka builds every fetch request from its fetcher's ``_fetch_max_wait_ms`` and
+    ``_fetch_min_bytes`` (the version is pinned in the lock files); ``FetchPace`` refuses to start
+    if they are gone, rather than pace nothing."""
+
+    def __init__(self, consumer: AIOKafkaConsumer, kafka: KafkaSettings, busy_wait_ms: int) -> None:
+        fetcher = getattr(consumer, "_fetcher", None)
+        if fetcher is None or not {"_fetch_max_wait_ms", "_fetch_min_bytes"} <= vars(fetcher).keys():
+            raise RuntimeError("FetchPace needs a started aiokafka consumer whose fetcher keeps its fetch options; "
+                               "check the aiokafka version against the lock file")
+        self._fetcher = fetcher
+        self._busy = (busy_wait_ms, kafka.fetch_min_bytes)
+        self._quiet = (kafka.quiet_fetch_wait_ms, 1)
+        self.quiet = False
+
+    def after(self, polled: Mapping[TopicPartition, Sequence[ConsumerRecord]]) -> None:
+        """Set the pace of the next fetches from what a poll brought."""
+        quiet = all(only_time(r.key) for records in polled.values() for r in records)
+        if quiet != self.quiet:
+            self.quiet = quiet
+            wait_ms, min_bytes = self._quiet if quiet else self._busy
+            self._fetcher._fetch_max_wait_ms, self._fetcher._fetch_min_bytes = wait_ms, min_bytes
 
 
 def assignment_strategy(co_partitioned: bool) -> tuple[type[AbstractPartitionAssignor], ...]:

@@ -45,3 +45,19 @@ async def test_a_loop_kept_busy_runs_behind_and_one_watcher_serves_the_whole_loo
         busy.set()
         await hogging
     await until(lambda: watcher.behind_ms < 5)  # on time again (a tick is never exactly on time)
+
+
+async def test_the_watcher_rests_while_nobody_asks_and_wakes_with_an_empty_window() -> None:
+    lag = LoopLag(window=4, rest_after_s=0.05)
+    watching = asyncio.create_task(lag.watch())
+    try:
+        await until(lambda: lag.resting)
+        for _ in range(4):
+            lag.tick(0.03)  # a window that says behind, left from before the rest
+        await asyncio.sleep(0.1)
+        assert lag.resting
+        assert 29 < lag.behind_ms < 31  # no tick replaced them while it rested
+        await until(lambda: lag.behind_ms < 5)  # the read woke it, and the old window was emptied
+        assert not lag.resting
+    finally:
+        watching.cancel()

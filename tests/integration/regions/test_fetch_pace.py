@@ -1,0 +1,48 @@
+"""A live consumer's fetches paced by what its stream carries (regions/stores/kafka/clients.py FetchPace),
+on the real broker: quiet, a fetch is answered by the first record that lands instead of waiting
+out the busy wait for fetch_min_bytes."""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka import TopicPartition
+
+from regions.runtime.settings import Settings
+from regions.stores.kafka.clients import FetchPace, make_consumer, make_producer
+
+BUSY_WAIT_MS = 20_000  # far longer than the test waits for a record: only a quiet fetch answers in time
+
+
+async def test_a_quiet_fetch_is_answered_by_the_first_record_and_an_award_makes_the_pace_busy_again(
+    topics: Settings,
+) -> None:
+    kafka = topics.kafka.model_copy(update={"quiet_fetch_wait_ms": 1_000, "fetch_min_bytes": 1 << 20})
+    tp = TopicPartition(kafka.topic("awards"), 0)
+    consumer = make_consumer(kafka, group_id=None, fetch_wait_ms=BUSY_WAIT_MS)
+    producer = make_producer(kafka)
+    await consumer.start()
+    await producer.start()
+    try:
+        pace = FetchPace(consumer, kafka, BUSY_WAIT_MS)
+        pace.after({})  # nothing came: quiet before the first fetch is sent
+        assert pace.quiet
+        consumer.assign([tp])
+        await consumer.seek_to_end(tp)
+        await consumer.getmany(timeout_ms=300)  # a quiet fetch is now waiting at the broker
+        await producer.send_and_wait(tp.topic, b"{}", key=b"board|ann", partition=0)
+        polled = await consumer.getmany(timeout_ms=10_000)
+        assert [r.key for r in polled.get(tp, [])] == [b"board|ann"]  # a busy fetch would still wait
+        pace.after(polled)
+        assert not pace.quiet
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+async def test_pacing_refuses_a_consumer_that_was_not_started(topics: Settings) -> None:
+    consumer = make_consumer(topics.kafka, group_id=None, fetch_wait_ms=100)
+    try:
+        with pytest.raises(RuntimeError, match="started aiokafka consumer"):
+            FetchPace(consumer, topics.kafka, 100)
+    finally:
+        await consumer.stop()
