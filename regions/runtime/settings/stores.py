@@ -52,9 +52,10 @@ class KafkaSettings(BaseModel):
         1_000,
         ge=0,
         le=10_000,
-        description="How long a live consumer's fetch waits at the broker while its stream carries nothing but "
-        "heartbeats and watermarks; such a fetch is answered by the first record that lands, so an idle stream "
-        "costs a fetch per heartbeat or per this wait, and the first award after it is read at once.",
+        description="How long a live consumer's fetch waits at the broker once its stream has carried nothing "
+        "but heartbeats and watermarks for this long; such a fetch is answered by the first record that lands, "
+        "so an idle stream costs a fetch per heartbeat or per this wait, and the first award after it is read "
+        "at once.",
     )
     fetch_min_bytes: int = Field(
         262_144,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -205,17 +206,20 @@ def live_fetch(kafka: KafkaSettings, wait_ms: int) -> dict[str, int]:
 class FetchPace:
     """How long a started live consumer's fetches wait, by what its stream carries. While it carries
     work, each fetch waits up to ``busy_wait_ms`` for ``fetch_min_bytes`` (``live_fetch``), so a flow
-    is read in a few large fetches. Once a poll brings nothing but records that only say time passed
-    (heartbeats, watermarks), the next fetches are answered by the first record that lands
-    (fetch.min.bytes 1) and otherwise wait ``kafka.quiet_fetch_wait_ms``: an idle stream costs the
-    broker a fetch per heartbeat or per quiet wait instead of one per busy wait, and the first award
-    after a quiet spell is read at once, not after a busy wait.
+    is read in a few large fetches. Once its polls have brought nothing but records that only say time
+    passed (heartbeats, watermarks) for ``quiet_after_s`` (as long as one quiet wait), the next fetches are answered by
+    the first record that lands (fetch.min.bytes 1) and otherwise wait that long: an idle stream costs
+    the broker a fetch per heartbeat or per quiet wait instead of one per busy wait, and the first
+    award after a quiet spell is read at once, not after a busy wait. A trickle of work stays busy: a
+    quiet fetch would be answered by each record, a round and a transaction each.
 
     aiokafka builds every fetch request from its fetcher's ``_fetch_max_wait_ms`` and
     ``_fetch_min_bytes`` (the version is pinned in the lock files); ``FetchPace`` refuses to start
     if they are gone, rather than pace nothing."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, kafka: KafkaSettings, busy_wait_ms: int) -> None:
+    def __init__(
+        self, consumer: AIOKafkaConsumer, kafka: KafkaSettings, busy_wait_ms: int, quiet_after_s: float | None = None
+    ) -> None:
         fetcher = getattr(consumer, "_fetcher", None)
         if fetcher is None or not {"_fetch_max_wait_ms", "_fetch_min_bytes"} <= vars(fetcher).keys():
             raise RuntimeError("FetchPace needs a started aiokafka consumer whose fetcher keeps its fetch options; "
@@ -223,11 +227,16 @@ class FetchPace:
         self._fetcher = fetcher
         self._busy = (busy_wait_ms, kafka.fetch_min_bytes)
         self._quiet = (kafka.quiet_fetch_wait_ms, 1)
+        self._quiet_after_s = kafka.quiet_fetch_wait_ms / 1000 if quiet_after_s is None else quiet_after_s
+        self._worked_at = time.monotonic()
         self.quiet = False
 
     def after(self, polled: Mapping[TopicPartition, Sequence[ConsumerRecord]]) -> None:
         """Set the pace of the next fetches from what a poll brought."""
-        quiet = all(only_time(r.key) for records in polled.values() for r in records)
+        now = time.monotonic()
+        if not all(only_time(r.key) for records in polled.values() for r in records):
+            self._worked_at = now
+        quiet = now - self._worked_at >= self._quiet_after_s
         if quiet != self.quiet:
             self.quiet = quiet
             wait_ms, min_bytes = self._quiet if quiet else self._busy

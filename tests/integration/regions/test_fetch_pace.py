@@ -4,27 +4,30 @@ out the busy wait for fetch_min_bytes."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from aiokafka import TopicPartition
 
 from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import FetchPace, make_consumer, make_producer
 
-BUSY_WAIT_MS = 20_000  # far longer than the test waits for a record: only a quiet fetch answers in time
+BUSY_WAIT_MS = 20_000  # far longer than the test waits for a record: only fetch.min.bytes 1 answers in time
 
 
 async def test_a_quiet_fetch_is_answered_by_the_first_record_and_an_award_makes_the_pace_busy_again(
     topics: Settings,
 ) -> None:
-    kafka = topics.kafka.model_copy(update={"quiet_fetch_wait_ms": 1_000, "fetch_min_bytes": 1 << 20})
+    kafka = topics.kafka.model_copy(update={"quiet_fetch_wait_ms": BUSY_WAIT_MS, "fetch_min_bytes": 1 << 20})
     tp = TopicPartition(kafka.topic("awards"), 0)
     consumer = make_consumer(kafka, group_id=None, fetch_wait_ms=BUSY_WAIT_MS)
     producer = make_producer(kafka)
     await consumer.start()
     await producer.start()
     try:
-        pace = FetchPace(consumer, kafka, BUSY_WAIT_MS)
-        pace.after({})  # nothing came: quiet before the first fetch is sent
+        pace = FetchPace(consumer, kafka, BUSY_WAIT_MS, quiet_after_s=0.2)
+        await asyncio.sleep(0.3)
+        pace.after({})  # nothing came: quiet before the first fetch is sent, with a wait as long as the busy one
         assert pace.quiet
         consumer.assign([tp])
         await consumer.seek_to_end(tp)
