@@ -50,7 +50,7 @@ class KafkaSettings(BaseModel):
     )
     quiet_fetch_wait_ms: int = Field(
         1_000,
-        ge=0,
+        ge=100,
         le=10_000,
         description="How long a live consumer's fetch waits at the broker once its stream has carried nothing "
         "but heartbeats and watermarks for this long; such a fetch is answered by the first record that lands, "

@@ -207,23 +207,30 @@ class FetchPace:
     """How long a started live consumer's fetches wait, by what its stream carries. While it carries
     work, each fetch waits up to ``busy_wait_ms`` for ``fetch_min_bytes`` (``live_fetch``), so a flow
     is read in a few large fetches. Once its polls have brought nothing but records that only say time
-    passed (heartbeats, watermarks) for ``quiet_after_s`` (as long as one quiet wait), the next fetches are answered by
-    the first record that lands (fetch.min.bytes 1) and otherwise wait that long: an idle stream costs
-    the broker a fetch per heartbeat or per quiet wait instead of one per busy wait, and the first
-    award after a quiet spell is read at once, not after a busy wait. A trickle of work stays busy: a
-    quiet fetch would be answered by each record, a round and a transaction each.
+    passed (heartbeats, watermarks) for ``quiet_after_s`` (default: one quiet wait), the next fetches
+    are answered by the first record that lands (fetch.min.bytes 1) and otherwise wait
+    ``kafka.quiet_fetch_wait_ms``: an idle stream costs the broker a fetch per heartbeat or per quiet
+    wait instead of one per busy wait, and the first award after a quiet spell is read at once, not
+    after a busy wait. A trickle of work stays busy: a quiet fetch would be answered by each record,
+    a round and a transaction each.
 
     aiokafka builds every fetch request from its fetcher's ``_fetch_max_wait_ms`` and
     ``_fetch_min_bytes`` (the version is pinned in the lock files); ``FetchPace`` refuses to start
     if they are gone, rather than pace nothing."""
 
     def __init__(
-        self, consumer: AIOKafkaConsumer, kafka: KafkaSettings, busy_wait_ms: int, quiet_after_s: float | None = None
+        self,
+        consumer: AIOKafkaConsumer,
+        kafka: KafkaSettings,
+        busy_wait_ms: int,
+        quiet_after_s: float | None = None,
     ) -> None:
         fetcher = getattr(consumer, "_fetcher", None)
         if fetcher is None or not {"_fetch_max_wait_ms", "_fetch_min_bytes"} <= vars(fetcher).keys():
-            raise RuntimeError("FetchPace needs a started aiokafka consumer whose fetcher keeps its fetch options; "
-                               "check the aiokafka version against the lock file")
+            raise RuntimeError(
+                "FetchPace needs a started aiokafka consumer whose fetcher keeps its fetch options; "
+                "check the aiokafka version against the lock file"
+            )
         self._fetcher = fetcher
         self._busy = (busy_wait_ms, kafka.fetch_min_bytes)
         self._quiet = (kafka.quiet_fetch_wait_ms, 1)

@@ -12,7 +12,7 @@ from aiokafka import TopicPartition
 from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import FetchPace, make_consumer, make_producer
 
-BUSY_WAIT_MS = 20_000  # far longer than the test waits for a record: only fetch.min.bytes 1 answers in time
+BUSY_WAIT_MS = 10_000  # far longer than the test waits for a record: only fetch.min.bytes 1 answers in time
 
 
 async def test_a_quiet_fetch_is_answered_by_the_first_record_and_an_award_makes_the_pace_busy_again(
@@ -33,7 +33,7 @@ async def test_a_quiet_fetch_is_answered_by_the_first_record_and_an_award_makes_
         await consumer.seek_to_end(tp)
         await consumer.getmany(timeout_ms=300)  # a quiet fetch is now waiting at the broker
         await producer.send_and_wait(tp.topic, b"{}", key=b"board|ann", partition=0)
-        polled = await consumer.getmany(timeout_ms=10_000)
+        polled = await consumer.getmany(timeout_ms=5_000)
         assert [r.key for r in polled.get(tp, [])] == [b"board|ann"]  # a busy fetch would still wait
         pace.after(polled)
         assert not pace.quiet
