@@ -150,7 +150,7 @@ class Replicator:
             consumer.seek(tp, self.checkpoints[tp.partition].next_offset)
         probe = asyncio.create_task(self._probe(consumer, tps, stop))
         cadence = Cadence(self._cfg.round_interval_ms / 1000)
-        pace = FetchPace(consumer, self._source, int(self._cfg.round_interval_ms))
+        pace = FetchPace(consumer, self._source)
         try:
             while not stop.is_set():
                 cadence.begin()

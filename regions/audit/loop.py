@@ -267,7 +267,7 @@ class AuditSink:
             unsure = {tp: unsure_before(done[tp], intents.get(tp, "")) for tp in tps}
             self._report = lambda: self._report_backlog(consumer, done)
             cadence, reported = Cadence(interval_ms / 1000), 0.0
-            pace = FetchPace(consumer, self._settings.kafka, int(interval_ms))
+            pace = FetchPace(consumer, self._settings.kafka)
             while not stop.is_set():
                 cadence.begin()
                 polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)

@@ -209,7 +209,7 @@ class Processor:
         consumer.subscribe(list(self.sources), listener=_RebalanceListener(self, consumer))
         await consumer.start()
         try:
-            pace = FetchPace(consumer, self._kafka, int(self._cfg.round_interval_ms))
+            pace = FetchPace(consumer, self._kafka)
             loop = asyncio.get_running_loop()
             next_lag = 0.0
             cadence = Cadence(self._cfg.round_interval_ms / 1000)

@@ -138,7 +138,7 @@ class Projector:
         lease: Lease,
     ) -> None:
         loop, next_tick = asyncio.get_running_loop(), 0.0
-        pace = FetchPace(consumer, self._kafka, self._kafka.fetch_wait_ms)
+        pace = FetchPace(consumer, self._kafka)
         while not stop.is_set():
             await self._collect_rebuild()
             if not self._positions.rebuilding:

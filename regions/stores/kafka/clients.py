@@ -205,8 +205,8 @@ def live_fetch(kafka: KafkaSettings, wait_ms: int) -> dict[str, int]:
 
 class FetchPace:
     """How long a started live consumer's fetches wait, by what its stream carries. While it carries
-    work, each fetch waits up to ``busy_wait_ms`` for ``fetch_min_bytes`` (``live_fetch``), so a flow
-    is read in a few large fetches. Once its polls have brought nothing but records that only say time
+    work, each fetch waits as the consumer was made to (``live_fetch``: its busy wait for
+    ``fetch_min_bytes``), so a flow is read in a few large fetches. Once its polls have brought nothing but records that only say time
     passed (heartbeats, watermarks) for ``quiet_after_s`` (default: one quiet wait), the next fetches
     are answered by the first record that lands (fetch.min.bytes 1) and otherwise wait
     ``kafka.quiet_fetch_wait_ms``: an idle stream costs the broker a fetch per heartbeat or per quiet
@@ -222,7 +222,6 @@ class FetchPace:
         self,
         consumer: AIOKafkaConsumer,
         kafka: KafkaSettings,
-        busy_wait_ms: int,
         quiet_after_s: float | None = None,
     ) -> None:
         fetcher = getattr(consumer, "_fetcher", None)
@@ -232,7 +231,7 @@ class FetchPace:
                 "check the aiokafka version against the lock file"
             )
         self._fetcher = fetcher
-        self._busy = (busy_wait_ms, kafka.fetch_min_bytes)
+        self._busy = (fetcher._fetch_max_wait_ms, fetcher._fetch_min_bytes)
         self._quiet = (kafka.quiet_fetch_wait_ms, 1)
         self._quiet_after_s = kafka.quiet_fetch_wait_ms / 1000 if quiet_after_s is None else quiet_after_s
         self._worked_at = time.monotonic()

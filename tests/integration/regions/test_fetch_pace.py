@@ -25,7 +25,7 @@ async def test_a_quiet_fetch_is_answered_by_the_first_record_and_an_award_makes_
     await consumer.start()
     await producer.start()
     try:
-        pace = FetchPace(consumer, kafka, BUSY_WAIT_MS, quiet_after_s=0.2)
+        pace = FetchPace(consumer, kafka, quiet_after_s=0.2)
         await asyncio.sleep(0.3)
         pace.after({})  # nothing came: quiet before the first fetch is sent, with a wait as long as the busy one
         assert pace.quiet
@@ -37,6 +37,8 @@ async def test_a_quiet_fetch_is_answered_by_the_first_record_and_an_award_makes_
         assert [r.key for r in polled.get(tp, [])] == [b"board|ann"]  # a busy fetch would still wait
         pace.after(polled)
         assert not pace.quiet
+        fetcher = consumer._fetcher  # the options the consumer was made with are back
+        assert (fetcher._fetch_max_wait_ms, fetcher._fetch_min_bytes) == (BUSY_WAIT_MS, 1 << 20)
     finally:
         await producer.stop()
         await consumer.stop()
@@ -46,6 +48,6 @@ async def test_pacing_refuses_a_consumer_that_was_not_started(topics: Settings) 
     consumer = make_consumer(topics.kafka, group_id=None, fetch_wait_ms=100)
     try:
         with pytest.raises(RuntimeError, match="started aiokafka consumer"):
-            FetchPace(consumer, topics.kafka, 100)
+            FetchPace(consumer, topics.kafka)
     finally:
         await consumer.stop()

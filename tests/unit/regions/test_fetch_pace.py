@@ -21,7 +21,7 @@ def _polled(*keys: bytes) -> dict[str, list[Any]]:
 
 def test_a_stream_turns_quiet_only_after_a_spell_without_work_and_busy_at_its_first_award() -> None:
     fetcher = SimpleNamespace(_fetch_max_wait_ms=100, _fetch_min_bytes=4096)
-    pace = FetchPace(SimpleNamespace(_fetcher=fetcher), KAFKA, 100, quiet_after_s=0.05)  # type: ignore[arg-type]
+    pace = FetchPace(SimpleNamespace(_fetcher=fetcher), KAFKA, quiet_after_s=0.05)  # type: ignore[arg-type]
     pace.after({})
     pace.after(_polled(HEARTBEAT_KEY))
     assert not pace.quiet  # a poll that found nothing in a flow of work: no spell yet
