@@ -121,12 +121,13 @@ async def send_awards(
     return sent
 
 
-async def delete_before(settings: Settings, partition: int, offset: int) -> None:
-    """Delete the region's awards before ``offset`` in ``partition``, as retention would."""
+async def delete_before(settings: Settings, partition: int, offset: int, topic: str = "awards") -> None:
+    """Delete the region's records of ``topic`` (its awards by default) before ``offset`` in
+    ``partition``, as retention would."""
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap_servers)
     await admin.start()
     try:
-        tp = TopicPartition(settings.kafka.topic("awards"), partition)
+        tp = TopicPartition(settings.kafka.topic(topic), partition)
         await admin.delete_records({tp: RecordsToDelete(before_offset=offset)})
     finally:
         await admin.close()

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka.errors import OffsetOutOfRangeError
 from cassandra import InvalidRequest
 
 from regions.core.audit_progress import intent_metadata, unsure_before
@@ -44,6 +45,7 @@ from regions.runtime.health import Health
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import (
     AUDIT_BACKLOG,
+    AUDIT_DELETED,
     AUDIT_LEFT_TO_HOME,
     AUDIT_PRESENT,
     AUDIT_RECONCILED,
@@ -250,9 +252,29 @@ class AuditSink:
         self._health.report_lag(self._topic, lag)
         AUDIT_BACKLOG.set(sum(lag.values()))
 
+    async def _past_deleted(self, consumer: AIOKafkaConsumer, error: OffsetOutOfRangeError) -> None:
+        """Continue from the oldest record left where a position's records are gone. Records retention
+        deleted before their rows were written are history rows missing for good: counted and logged,
+        never skipped in silence. A position past the end (a topic made again) reads from the start:
+        rows are idempotent."""
+        positions: dict[TopicPartition, int] = error.args[0]
+        first = await consumer.beginning_offsets(list(positions))
+        for tp, position in positions.items():
+            if position < first[tp]:
+                AUDIT_DELETED.inc(first[tp] - position)
+                log.error("audit: %s partition %d lost offsets %d..%d to retention before their rows were "
+                          "written (%d history rows missing); continuing from %d", tp.topic, tp.partition,
+                          position, first[tp] - 1, first[tp] - position, first[tp])  # fmt: skip
+            else:
+                log.error("audit: %s partition %d has no offset %d (the topic was made again?); reading it "
+                          "again from %d", tp.topic, tp.partition, position, first[tp])  # fmt: skip
+            consumer.seek(tp, first[tp])
+
     async def run(self, stop: asyncio.Event) -> None:
         interval_ms = self._settings.audit.round_interval_ms
-        consumer = make_consumer(self._settings.kafka, group_id=self._group, fetch_wait_ms=int(interval_ms))
+        consumer = make_consumer(
+            self._settings.kafka, group_id=self._group, fetch_wait_ms=int(interval_ms), skip_deleted=False
+        )
         producer = make_producer(self._settings.kafka)
         await consumer.start()
         await producer.start()
@@ -270,7 +292,11 @@ class AuditSink:
             pace = FetchPace(consumer, self._settings.kafka)
             while not stop.is_set():
                 cadence.begin()
-                polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
+                try:
+                    polled = await consumer.getmany(*tps, timeout_ms=200, max_records=2000)
+                except OffsetOutOfRangeError as exc:
+                    await self._past_deleted(consumer, exc)
+                    polled = {}
                 pace.after(polled)
                 records = [r for rs in polled.values() for r in rs]
                 # Every record before the position is handled once this batch is; it also steps over

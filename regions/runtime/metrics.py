@@ -65,6 +65,11 @@ AUDIT_PRESENT = Counter(
     "Audit rows found already written when their records were read again (a sink stopped before "
     "committing them), so not written again",
 )
+AUDIT_DELETED = Counter(
+    "lb_audit_deleted_records_total",
+    "Applied-award records retention deleted before the audit sink wrote their rows: history rows "
+    "missing for good (the sink was behind longer than the applied topic keeps records)",
+)
 AUDIT_RECONCILED = Counter(
     "lb_audit_reconciled",
     "Applied-award records the audit could not write, sent to reconciliation",

@@ -174,12 +174,15 @@ def make_consumer(
     session_timeout_ms: int = 10_000,
     co_partitioned: bool = False,
     fetch_wait_ms: int | None = None,
+    skip_deleted: bool = True,
 ) -> AIOKafkaConsumer:
     """A read_committed consumer that never auto-commits. ``co_partitioned``: the group gives the same
     partition number of every subscribed topic to one member (range assignment; the topics must
     have equal partition counts), so one member owns partition p of every source. ``fetch_wait_ms``: it
     follows a stream as it grows, and its fetches wait at the broker that long for a full response
-    (``live_fetch``); otherwise (a restore, a replay to the end) every fetch is answered at once."""
+    (``live_fetch``); otherwise (a restore, a replay to the end) every fetch is answered at once.
+    ``skip_deleted=False``: a position whose records were deleted (retention) is not moved on
+    silently; ``getmany`` raises ``OffsetOutOfRangeError`` naming it, for the caller to report."""
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap_servers,
@@ -188,7 +191,7 @@ def make_consumer(
         group_id=group_id,
         isolation_level="read_committed",
         enable_auto_commit=False,
-        auto_offset_reset="earliest" if from_beginning else "latest",
+        auto_offset_reset=("earliest" if from_beginning else "latest") if skip_deleted else "none",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=session_timeout_ms // 3,
         partition_assignment_strategy=assignment_strategy(co_partitioned),

@@ -1,10 +1,12 @@
 """The audit sink on real Kafka and Cassandra: records delivered again after a sink stopped in the
-middle of a batch still leave one row each, and the metrics tell rows written from rows found."""
+middle of a batch still leave one row each, and the metrics tell rows written from rows found;
+records deleted before the sink wrote their rows are counted and passed, never waited for."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -22,8 +24,10 @@ from regions.stores.cassandra.session import CassandraConnection
 from regions.stores.kafka.clients import make_consumer, make_producer
 from schema.event_id import event_id, payload_digest
 from schema.records import AppliedAward, AwardEvent, Codec
+from tests.clusters import delete_before
 
-ACCEPTED_MS = 1_764_000_000_000
+# Record times within the applied topic's retention: older ones the broker may delete at any moment.
+ACCEPTED_MS = int(time.time()) * 1000
 
 
 def _applied(board: str, i: int) -> AppliedAward:
@@ -145,3 +149,22 @@ async def test_without_the_intent_the_rows_are_still_one_each_but_counted_as_wri
 
     assert await _rows_per_award(cassandra_session, awards) == [1] * 20
     assert (written, present) == (20, 0)
+
+
+async def test_records_deleted_before_their_rows_were_written_are_counted_and_passed(
+    topics: Settings, cassandra_session: Session
+) -> None:
+    """A sink behind by longer than the applied topic keeps records (a long Cassandra outage): the
+    rows of the deleted records are missing for good. The sink says how many and goes on from the
+    oldest record left, instead of waiting for them or passing them in silence."""
+    board = f"b-{uuid.uuid4().hex[:8]}"
+    awards = [_applied(board, i) for i in range(20)]
+    offsets = await _publish(topics, awards)
+    await _commit(topics, offsets[0], "")
+    await delete_before(topics, 0, offsets[10], topic="applied")
+    deleted = _count("lb_audit_deleted_records_total")
+    async with _sink(topics, cassandra_session):
+        await _until_backlog_done(topics, offsets[-1])
+
+    assert _count("lb_audit_deleted_records_total") - deleted == 10
+    assert await _rows_per_award(cassandra_session, awards) == [0] * 10 + [1] * 10
