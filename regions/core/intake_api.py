@@ -34,8 +34,9 @@ _AUTH_WHEN = {
 REFUSALS: dict[str, Refusal] = {
     "overloaded": Refusal(
         503,
-        "the intake process holds intake.max_in_flight_awards awards between reading their requests and "
-        "Kafka's acknowledgement (after waiting intake.admission_wait_s, if set), or its event loop has run "
+        "the intake process holds as many awards as it may between reading their requests and Kafka's "
+        "acknowledgement (intake.max_in_flight_awards, lowered while acknowledgements take longer than "
+        "intake.ack_target_ms; after waiting intake.admission_wait_s, if set), or its event loop has run "
         "more than intake.max_loop_behind_ms behind its work for 100 ms: refused before the body is parsed "
         "when it can be; nothing was written, send the same awards after Retry-After",
         retry_after=True,

@@ -99,7 +99,7 @@ class Intake:
             max_stale_s=intake.catalog_max_stale_s,
         )
         self._admission = AwardAdmission(
-            intake.max_in_flight_awards, intake.admission_wait_s, intake.max_loop_behind_ms
+            intake.max_in_flight_awards, intake.admission_wait_s, intake.max_loop_behind_ms, intake.ack_target_ms
         )
         self._produce = AwardRouter(settings.region, publish, home).produce
         self._secrets = {k: v.get_secret_value() for k, v in settings.intake.award_keys.items()}
@@ -245,10 +245,13 @@ class Intake:
         held = len(parsed.awards)
         if not await self._admission.enter(held):
             raise self._overloaded()
+        admitted, acknowledged_after_s = time.monotonic(), None
         try:
             events, positions, pending = await self._admitted(parsed, key_id, waiting)
+            if all(e.region == self._settings.region for e in events):  # not another region's: farther
+                acknowledged_after_s = time.monotonic() - admitted  # the bound follows this (ack_target_ms)
         finally:
-            self._admission.leave(held)
+            self._admission.leave(held, acknowledged_after_s)
         accepted = [
             {"eventId": e.event_id, "region": e.region, "partition": p, "offset": o}
             for e, (p, o) in zip(events, positions, strict=True)
@@ -296,11 +299,7 @@ class Intake:
     def _overloaded(self, behind_ms: float | None = None) -> Rejection:
         intake = self._settings.intake
         INTAKE_OVERLOADED.labels("in_flight" if behind_ms is None else "behind").inc()
-        why = (
-            f"holds as many awards in flight as it may (intake.max_in_flight_awards = {intake.max_in_flight_awards})"
-            if behind_ms is None
-            else f"is {behind_ms:.0f} ms behind its work, over intake.max_loop_behind_ms = {intake.max_loop_behind_ms:g}"
-        )
+        why = self._admission.why_full() if behind_ms is None else self._admission.why_behind(behind_ms)
         return Rejection(
             503, "overloaded", f"this intake {why}; nothing was written: send the same awards again after "
             "Retry-After seconds", retry_after=intake.overload_retry_after_s,

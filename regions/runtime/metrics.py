@@ -34,6 +34,11 @@ INTAKE_IN_FLIGHT = Gauge(
     "lb_intake_awards_in_flight",
     "Awards this intake process holds between reading their request and Kafka's acknowledgement",
 )
+INTAKE_IN_FLIGHT_LIMIT = Gauge(
+    "lb_intake_awards_in_flight_limit",
+    "The bound of awards this intake process holds in flight now: intake.max_in_flight_awards, lowered "
+    "while Kafka acknowledges slower than intake.ack_target_ms",
+)
 INTAKE_APPLIED = Counter(
     "lb_intake_applied_waits",
     "Awards answered with wait=applied, by outcome (applied: the projection covered the award; timeout: "

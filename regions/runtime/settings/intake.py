@@ -38,6 +38,16 @@ class IntakeSettings(BaseModel):
         "flight is always admitted, whatever its size. The default is about 200 ms of what one process has "
         "Kafka acknowledge on a 2-core machine (~2,500 awards/s) and one full batch (max_batch).",
     )
+    ack_target_ms: float = Field(
+        100.0,
+        ge=0,
+        description="The bound of awards in flight follows the region's own Kafka's acknowledgements (not a "
+        "HOME_ROUTED board's home region's): while the p90 of a "
+        "quarter second's acknowledgements is over this, the bound is lowered (to 20 at least), and it climbs "
+        "back toward max_in_flight_awards while they are faster and the bound is reached "
+        "(regions/core/admission.py, AckTarget). A machine past its knee then refuses the excess at once "
+        "instead of accepting awards at any latency. 0: the bound stays max_in_flight_awards.",
+    )
     max_loop_behind_ms: float = Field(
         50.0,
         ge=0,

@@ -1,6 +1,7 @@
 """The intake over its bound of awards in flight, against real Kafka and Cassandra: the excess is
 refused 503 overloaded with Retry-After at once, the admitted awards are answered 202 once Kafka
-acknowledged them, and the awards topic holds exactly the admitted ones."""
+acknowledged them, and the awards topic holds exactly the admitted ones; the bound falls while Kafka
+acknowledges slower than the target and climbs back when it is fast."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class HeldIntake:
     client: httpx.AsyncClient
     acks: asyncio.Event
     board: Board
+    ack_delay_s: float = 0.0  # each acknowledgement, once let through, comes this much later
 
 
 @pytest.fixture
@@ -49,9 +51,12 @@ async def held(
     await producer.start()
     publisher = AwardPublisher(producer, settings.kafka.topic("awards"), settings.kafka.delivery_timeout_s)
     acks = asyncio.Event()
+    intake: HeldIntake | None = None
 
     async def publish(records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
         await acks.wait()  # the awards are produced to the real topic once the test lets them
+        assert intake is not None
+        await asyncio.sleep(intake.ack_delay_s)
         return await publisher.publish(records)
 
     app = create_app(settings, CassandraCatalog(cassandra_session).get, publish, Health("intake"))
@@ -59,7 +64,8 @@ async def held(
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://intake"
         ) as client:
-            yield HeldIntake(client, acks, board)
+            intake = HeldIntake(client, acks, board)
+            yield intake
     finally:
         await producer.stop()
 
@@ -155,6 +161,44 @@ async def test_requests_are_refused_while_the_process_runs_behind_its_work_and_t
     taken, _ = await _post(held, _award(held.board.id, "b2"))
     assert taken.status_code == 202
     assert await _matches_in_topic(topics) == ["b2"]
+
+
+@pytest.mark.parametrize(
+    "held", [{"max_in_flight_awards": 40, "ack_target_ms": 200, "max_loop_behind_ms": 0}], indirect=True
+)
+async def test_the_bound_falls_while_kafka_acknowledges_slowly_and_climbs_back_when_it_is_fast(
+    held: HeldIntake, topics: Settings
+) -> None:
+    held.acks.set()
+    sent: dict[str, int] = {}
+
+    async def wave(tag: str, awards: int) -> None:
+        answers = await asyncio.gather(*(_post(held, _award(held.board.id, f"{tag}-{i}")) for i in range(awards)))
+        sent.update({f"{tag}-{i}": r.status_code for i, (r, _) in enumerate(answers)})
+
+    held.ack_delay_s = 1.0  # five times the target
+    for n in range(30):
+        await wave(f"slow{n}", 20)
+        if await _limit(held) < 40:
+            break
+    assert await _limit(held) == 20  # halved at once (the p90 is 5 times the target), not under the floor
+    assert set(sent.values()) == {202}  # 20 at a time were always under the bound
+    await wave("over", 30)
+    refused = [m for m, status in sent.items() if m.startswith("over") and status == 503]
+    assert len(refused) == 10
+    held.ack_delay_s = 0
+    for n in range(100):
+        await wave(f"fast{n}", 20)
+        if await _limit(held) > 20:
+            break
+    assert await _limit(held) > 20
+    assert await _matches_in_topic(topics) == sorted(m for m, status in sent.items() if status == 202)
+
+
+async def _limit(held: HeldIntake) -> float:
+    text = (await held.client.get("/metrics")).text
+    return float(next(line.split()[1] for line in text.splitlines()
+                      if line.startswith("lb_intake_awards_in_flight_limit ")))  # fmt: skip
 
 
 async def _behind_over(ms: float) -> bool:

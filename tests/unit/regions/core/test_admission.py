@@ -1,5 +1,5 @@
 """The admission rule: never over the bound, a reserved share for priority work, and a request
-arriving when nothing is in flight always admitted."""
+arriving when nothing is in flight always admitted; the bound that follows acknowledgement times."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regions.core.admission import Bound
+from regions.core.admission import AckTarget, Bound
 
 
 def test_awards_are_admitted_up_to_the_bound_and_a_batch_counts_its_awards() -> None:
@@ -59,3 +59,63 @@ def test_what_is_in_flight_never_exceeds_the_bound_but_for_one_lone_request(
             assert in_flight == 0 or in_flight + cost <= ceiling
         else:
             assert in_flight > 0
+
+
+def _window(target: AckTarget, seconds: float, in_flight: int, samples: int = 10) -> int | None:
+    """One window: ``samples`` acknowledgements of ``seconds`` each over 0.3 s (the last closes it),
+    with ``in_flight`` at its peak; what it changed."""
+    target.in_flight(in_flight)
+    start = _clock[0]
+    changed = None
+    for i in range(samples):
+        _clock[0] = start + 0.01 + 0.3 * i / (samples - 1)
+        changed = target.acknowledged(seconds, _clock[0])
+    return changed
+
+
+_clock = [0.0]
+
+
+def test_slow_acknowledgements_lower_the_bound_in_proportion_by_half_at_most_and_never_under_the_floor() -> None:
+    target = AckTarget(ceiling=400, target_s=0.1, floor=20)
+    assert _window(target, 0.125, 400) == 320  # p90 25 % over: the bound shrinks by a fifth
+    assert _window(target, 1.0, 400) == 160  # ten times over: by half, no more
+    for _ in range(4):
+        _window(target, 1.0, 400)
+    assert target.limit == 20  # the floor
+
+
+def test_fast_acknowledgements_raise_the_bound_only_while_it_is_reached() -> None:
+    target = AckTarget(ceiling=100, target_s=0.1, floor=20)
+    assert _window(target, 1.0, 100) == 50
+    assert _window(target, 0.01, 20) is None  # far from the bound: nothing to learn
+    assert _window(target, 0.01, 45) == 56  # the bound reached (90 %): a tenth more, plus one
+    while target.limit < 100:
+        _window(target, 0.01, target.limit)
+    assert target.limit == 100  # up to the ceiling, not over
+    assert _window(target, 0.01, 100) is None
+
+
+def test_a_window_needs_its_time_and_its_samples() -> None:
+    target = AckTarget(ceiling=100, target_s=0.1)
+    target.in_flight(100)
+    assert all(target.acknowledged(1.0, 0.01 * i) is None for i in range(20))  # 20 samples in 0.19 s
+    assert target.acknowledged(1.0, 0.3) == 50  # the window opened with its first sample
+    assert all(target.acknowledged(1.0, 10.0 + i) is None for i in range(9))  # 9 samples in 8 s
+    assert target.acknowledged(1.0, 20.0) == 25
+
+
+def test_the_p90_not_the_worst_decides() -> None:
+    target = AckTarget(ceiling=100, target_s=0.1)
+    target.in_flight(100)
+    for i in range(10):  # one acknowledgement in ten is slow: the p90 is fast
+        target.acknowledged(5.0 if i == 9 else 0.01, 0.03 * (i + 1))
+    assert target.limit == 100
+
+
+def test_a_floor_over_the_ceiling_is_the_ceiling_and_bad_arguments_are_refused() -> None:
+    assert AckTarget(ceiling=3, target_s=0.1).floor == 3
+    with pytest.raises(ValueError, match="ceiling"):
+        AckTarget(ceiling=0, target_s=0.1)
+    with pytest.raises(ValueError, match="target_s"):
+        AckTarget(ceiling=10, target_s=0)
