@@ -40,6 +40,16 @@ class Frame:
         self._epoch_last = False  # the epoch was read after every key read so far
         self._running, self._overlapped = 0, False  # rounds in flight; whether two ever were at once
 
+    async def begin(self) -> bool:
+        """Read the positions now, in a round of their own, unless a round has already: for a read
+        about to rely on a key it read before its first round (a board's layout, none yet), which
+        must then be read again after them. Whether it read them; the epoch is read at ``close``."""
+        if self._positions is not None:
+            return False
+        self._positions = positions_of(_hash((await self._rounds.run([self._read_positions]))[0]))
+        self._epoch_last = False
+        return True
+
     async def round(self, commands: Sequence[Command], *, last: bool = False) -> list[Any]:
         """The replies to ``commands``, read after the positions. The first round runs alone (the
         positions it reads come before every key of the read); ``last``: no round follows, so one
@@ -75,7 +85,7 @@ class Frame:
         try:
             replies = await self._rounds.run(sent, in_order=True)
         except Rerouted:  # a slot is moving: no order to count on
-            self._positions = positions_of(_hash((await self._rounds.run([self._read_positions]))[0]))
+            await self.begin()
             replies = await self._send([*near, *far], False)
             return replies[: len(near)], replies[len(near) :]
         self._positions = positions_of(_hash(replies[0]))
@@ -115,6 +125,9 @@ class Unframed:
 
     def __init__(self, rounds: Rounds) -> None:
         self._rounds = rounds
+
+    async def begin(self) -> bool:
+        return False  # no positions to read before anything
 
     async def round(self, commands: Sequence[Command], *, last: bool = False) -> list[Any]:
         return await self._rounds.run(commands)

@@ -2,7 +2,9 @@
 each with asOf.
 
 asOf is read before the board's keys. Positions only move forward after the totals they cover are
-applied, so every award at or before a reported position is in the response (it may hold more).
+applied, so every award at or before a reported position is in the response (it may hold more). A
+board's layout (which keys hold it) may be known before the positions are read, but a board found
+to have none yet is looked up again after them: it may have been laid out and filled in between.
 A projection without an epoch (lost) or marked rebuilding answers ``stale``. A CLOSED board's reads
 claim its cutoffs (``regions.core.reads.board_positions``): they come from its frozen standings.
 
@@ -112,26 +114,41 @@ class RankReader:
     def _frame(self, positions: Positions | None = None) -> Frame:
         return Frame(self._rounds, positions_key(self._prefix), positions)
 
-    async def _laid_out(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> T:
+    async def _live(self, frame: Frame | Unframed, board_ids: Sequence[str]) -> dict[str, Layout | None]:
+        """The boards' live layouts. A board with none yet is looked up again once the ``frame``'s
+        positions are read: the projector lays a board out before it applies its first totals, and
+        those before it moves the positions past them, so a board without a layout after the
+        positions holds nothing they cover (looked up before them, it may have been laid out,
+        filled and covered since)."""
+        layouts = self._projection.layouts
+        found = await layouts.live(board_ids)
+        if None in found.values() and await frame.begin():
+            found = await layouts.live(board_ids)
+        return found
+
+    async def _laid_out(
+        self, frame: Frame | Unframed, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T
+    ) -> T:
         """``read`` on the board's live layout (``empty`` when it has none), again on the new
         layout when the one read was swapped out meanwhile; ShardLost when a shard of the layout
         still named live refused (it lost its keys)."""
-        layouts = self._projection.layouts
         for _ in range(MOVED_RETRIES):
-            layout = await layouts.live_one(board.id)
+            layout = (await self._live(frame, [board.id]))[board.id]
             if layout is None:
                 return empty
             try:
                 return await read(layout)
             except Moved:
-                if await layouts.still_named(layout):
+                if await self._projection.layouts.still_named(layout):
                     raise ShardLost(f"a shard of the live layout {layout} lost its keys") from None
         raise LayoutMoved(f"the layout of {board.id} changed {MOVED_RETRIES} times during one read")
 
-    async def _answer(self, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T) -> tuple[T, bool]:
+    async def _answer(
+        self, frame: Frame | Unframed, board: Board, read: Callable[[Layout], Awaitable[T]], empty: T
+    ) -> tuple[T, bool]:
         """``read`` as ``_laid_out`` does, and whether the board lost a shard (then ``empty``)."""
         try:
-            return await self._laid_out(board, read, empty), False
+            return await self._laid_out(frame, board, read, empty), False
         except ShardLost:
             return empty, True
 
@@ -185,7 +202,7 @@ class RankReader:
     async def top(self, board: Board, k: int) -> RankPage:
         frame = self._frame()
         window, lost = await self._answer(
-            board, lambda layout: self._top(frame.round, board, layout, k), EMPTY
+            frame, board, lambda layout: self._top(frame.round, board, layout, k), EMPTY
         )
         return RankPage(entries_of(board, window), await self._closed(frame, board, lost))
 
@@ -193,7 +210,7 @@ class RankReader:
         """A keyset page (``regions.stores.redis.pages``) with its asOf, read as ``top`` is."""
         frame = self._frame()
         page, lost = await self._answer(
-            board, lambda layout: read_page(self._round(frame.round, board, layout), layout.shards, request),
+            frame, board, lambda layout: read_page(self._round(frame.round, board, layout), layout.shards, request),
             EMPTY_PAGE,
         )  # fmt: skip
         return page, await self._closed(frame, board, lost)
@@ -210,7 +227,7 @@ class RankReader:
     async def _around(self, board: Board, user_id: str, around: int) -> tuple[PlayerContext | None, AsOf]:
         frame = self._frame()
         window, lost = await self._answer(
-            board, lambda layout: self._player(frame.round, board, layout, user_id, around), None
+            frame, board, lambda layout: self._player(frame.round, board, layout, user_id, around), None
         )
         as_of = await self._closed(frame, board, lost)
         return (None if window is None else context_of(board, window, as_of)), as_of
@@ -231,22 +248,22 @@ class RankReader:
         of players on any boards, with one asOf (``entries``, between the positions and the epoch).
         ``before``: the positions the caller has just read, which are then the asOf."""
         frame = self._frame(before)
-        entries, lost = await self._entries(frame.round, wanted)
+        entries, lost = await self._entries(frame, wanted)
         return entries, await self._closed(frame, None, lost)
 
     async def entries(self, wanted: Sequence[tuple[Board, str]]) -> list[RankedEntry | None]:
         """What ``entries_as_of`` reads, without its asOf (so the positions and the epoch are not
         read): for a caller that knows nothing of what the read covers and needs not (a look before
         an award is sent)."""
-        return (await self._entries(Unframed(self._rounds).round, wanted))[0]
+        return (await self._entries(Unframed(self._rounds), wanted))[0]
 
     async def _entries(
-        self, send: Send, wanted: Sequence[tuple[Board, str]]
+        self, frame: Frame | Unframed, wanted: Sequence[tuple[Board, str]]
     ) -> tuple[list[RankedEntry | None], bool]:
         """The entries of ``entries_as_of`` and whether a board lost a shard: one pipelined round trip to
         the players' shards (and one more per player found on a sharded board, for the other
         shards). A board whose layout was swapped meanwhile is read again on its own."""
-        layouts = await self._projection.layouts.live(board.id for board, _ in wanted)
+        send, layouts = frame.round, await self._live(frame, [board.id for board, _ in wanted])
         asked = [
             (i, b, u, layout) for i, (b, u) in enumerate(wanted) if (layout := layouts[b.id]) is not None
         ]
@@ -256,7 +273,7 @@ class RankReader:
         replies = await send(calls)
         found = await asyncio.gather(
             *(
-                self._player_of(send, b, u, layout, r)
+                self._player_of(frame, b, u, layout, r)
                 for (_, b, u, layout), r in zip(asked, replies, strict=True)
             )
         )
@@ -266,16 +283,18 @@ class RankReader:
         return entries, any(gone for _, gone in found)
 
     async def _player_of(
-        self, send: Send, board: Board, user_id: str, layout: Layout, reply: Any
+        self, frame: Frame | Unframed, board: Board, user_id: str, layout: Layout, reply: Any
     ) -> tuple[Window | None, bool]:
         """A ``player`` reply as the player's window across shards, and whether a shard was lost."""
         try:
             owner = window_of(reply)
             return (
-                None if owner is None else await self._others(send, board, layout, user_id, owner, 0)
+                None if owner is None else await self._others(frame.round, board, layout, user_id, owner, 0)
             ), False
         except Moved:
-            return await self._answer(board, lambda fresh: self._player(send, board, fresh, user_id, 0), None)
+            return await self._answer(
+                frame, board, lambda fresh: self._player(frame.round, board, fresh, user_id, 0), None
+            )
 
     def claimed(self, positions: Positions) -> AsOf:
         """What a read of the whole projection at ``positions`` claims."""
@@ -295,7 +314,7 @@ class RankReader:
         none: list[Window | None] = [None for _ in user_ids]
         frame = self._frame()
         (top, players), lost = await self._answer(
-            board, lambda layout: self._windows(frame.round, board, layout, user_ids, k), (EMPTY, none)
+            frame, board, lambda layout: self._windows(frame.round, board, layout, user_ids, k), (EMPTY, none)
         )
         return await self._closed(frame, board, lost), top, players
 
@@ -319,7 +338,7 @@ class RankReader:
         counts at the players' scores in the other shards)."""
         frame, none = self._frame(), dict[str, RankedEntry]()
         found, lost = await self._answer(
-            board, lambda layout: self._players(frame.round, board, layout, user_ids), none
+            frame, board, lambda layout: self._players(frame.round, board, layout, user_ids), none
         )
         return found, await self._closed(frame, board, lost)
 
@@ -354,7 +373,7 @@ class RankReader:
             return first_rows(lambda s, at, n: self.slice(board, layout, s, at, n), layout.shards, size)
 
         none: list[ShardRows] = []
-        shards = await self._laid_out(board, first, none)
+        shards = await self._laid_out(Unframed(self._rounds), board, first, none)
         try:
             async for part in merged_rows(shards, size):
                 yield part

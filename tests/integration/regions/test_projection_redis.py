@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -10,7 +10,9 @@ from redis.asyncio import Redis, RedisCluster
 
 from regions.core.boards import Board, TiePolicy
 from regions.core.ordering import encode, reached_position
+from regions.core.paging import PageRequest
 from regions.core.positions import SourcePosition
+from regions.core.reads import AsOf
 from regions.projector.rebuild import begin_after_loss, rebuild_to_run
 from regions.runtime.settings import Settings
 from regions.stores.redis.control import (
@@ -350,6 +352,62 @@ async def test_the_same_reads_while_the_epoch_holds_are_not_stale(
     assert entry is not None and entry.rank == 2 and not as_of.stale
     as_of, top, windows = await reader.windows(board, ["w", "x"], 10)
     assert top is not None and top.count == 3 and windows[1] is None and not as_of.stale
+
+
+LATE_READS = ["top", "page", "player", "context", "windows", "players", "entries_as_of"]
+
+
+async def _late_read(reader: RankReader, board: Board, how: str) -> tuple[list[str], AsOf]:
+    """The players one read of ``board`` shows, and its asOf."""
+    if how == "top":
+        page = await reader.top(board, 10)
+        return [e.user_id for e in page.entries], page.as_of
+    if how == "page":
+        rows, as_of = await reader.page(board, PageRequest(10, forward=True))
+        return [row[0] for row in rows.rows], as_of
+    if how == "player":
+        entry, as_of = await reader.player(board, "p1")
+        return [] if entry is None else [entry.user_id], as_of
+    if how == "context":  # (a player not found comes without an asOf: it claims nothing)
+        context = await reader.context(board, "p1", 2)
+        assert context is not None, "the context of p1 was not found"
+        return [context.player.user_id], context.as_of
+    if how == "windows":
+        as_of, top, _ = await reader.windows(board, ["p1"], 10)
+        return [row[0] for row in top.rows], as_of
+    if how == "players":
+        found, as_of = await reader.players(board, ["p1"])
+        return list(found), as_of
+    entries, as_of = await reader.entries_as_of([(board, "p1")])
+    return [e.user_id for e in entries if e is not None], as_of
+
+
+@pytest.mark.parametrize("how", LATE_READS)
+async def test_a_board_laid_out_after_a_read_found_no_layout_is_in_the_answer_its_asof_covers(
+    settings: Settings, redis_client: Redis, how: str
+) -> None:
+    """A read looks for the board's layout and finds none; before it reads the positions, the
+    projector lays the board out, applies its first total and moves the positions past it. The
+    answer claims those positions, so it must show that total (I5)."""
+    prefix, region = settings.redis.key_prefix, settings.region
+    writer, board = RedisProjection(redis_client, prefix), Board("late", "Late", region, shards=2)
+    await writer.start_epoch("e1")
+    projection = RedisProjection(redis_client, prefix)
+    look, steps = projection.layouts.live, [writer]
+
+    async def look_then_the_projector_steps(board_ids: Iterable[str]) -> dict[str, Layout | None]:
+        found = await look(board_ids)
+        while steps:
+            await steps.pop().apply(board.id, [ProjectedTotal("p1", 1, 13, -13.0, "p1")], 2)
+            assert await writer.advance("e1", {(region, 2): SourcePosition(1)})
+        return found
+
+    projection.layouts.live = look_then_the_projector_steps  # type: ignore[method-assign]
+    shown, as_of = await _late_read(RankReader(projection, prefix, region), board, how)
+
+    assert not steps  # the projector stepped in between
+    assert not as_of.stale and as_of.positions == {(region, 2): 1}
+    assert shown == ["p1"]
 
 
 async def test_a_projection_in_its_first_life_starts_fresh_instead_of_rebuilding(

@@ -103,6 +103,25 @@ async def test_a_read_of_no_key_reads_the_positions_and_the_epoch_together() -> 
     assert rounds.sent == [(["positions", "epoch"], True)] and (positions.epoch, epoch) == ("e1", "e1")
 
 
+async def test_positions_begun_alone_come_before_the_keys_read_next_and_the_epoch_after_them() -> None:
+    rounds = RecordedRounds()
+    frame = Frame(rounds, KEY)
+    assert await frame.begin()
+    assert not await frame.begin()  # once: the positions a read claims are the first it read
+    assert await frame.round(_read("s0")) == ["reply s0"]
+    positions, epoch = await frame.close()
+    assert rounds.sent == [(["positions"], False), (["s0", "epoch"], True)]
+    assert (positions.epoch, epoch) == ("e1", "e1")
+
+
+async def test_positions_begun_with_no_key_read_after_them_still_have_the_epoch_read_at_the_close() -> None:
+    rounds = RecordedRounds()
+    frame = Frame(rounds, KEY)
+    await frame.begin()
+    await frame.close()
+    assert rounds.sent == [(["positions"], False), (["epoch"], True)]
+
+
 async def test_rounds_of_one_read_at_once_have_the_epoch_read_after_them_all() -> None:
     rounds = RecordedRounds()
     frame = Frame(rounds, KEY)
