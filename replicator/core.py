@@ -1,8 +1,8 @@
 """Rules of copying one region's accepted awards into another region. Pure: no I/O, no clock.
 
-- **Where to resume** a source partition, given the checkpoint and the source's log start and end:
-  from the checkpoint; or, when the source deleted records that were never copied, from its log
-  start after reporting a gap; never silently from somewhere else.
+- **Where to resume** a source partition, given the checkpoint and the source's log start and end
+  (``regions.core.resume``): from the checkpoint; or, when the source deleted records that were
+  never copied, from its log start after reporting a gap; never silently from somewhere else.
 - **No second hop**: only records the source region accepted itself are copied. A record that
   carries another origin, or a hop count above 0, is a copy and is skipped (still checkpointed).
 - **A batch** becomes copies with provenance headers and the next checkpoint, in one unit.
@@ -18,6 +18,7 @@ from itertools import pairwise
 
 import msgspec
 
+from regions.core.resume import Gap
 from schema.replication import (
     HOP_HEADER,
     ORIGIN_HEADER,
@@ -59,48 +60,9 @@ class BatchPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class Resume:
-    """Continue copying at ``offset``."""
-
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """Source records ``first_missing`` .. ``first_available - 1`` are gone uncopied: report them,
-    then continue at ``first_available``."""
-
-    first_missing: int
-    first_available: int
-
-    @property
-    def missing(self) -> int:
-        return self.first_available - self.first_missing
-
-
-@dataclass(frozen=True, slots=True)
-class Rewound:
-    """The source partition ends before the checkpoint: its topic was recreated or truncated. Its
-    offsets no longer name the records copied so far, so only an operator can say what to do."""
-
-    checkpoint: int
-    log_end: int
-
-
-@dataclass(frozen=True, slots=True)
 class Lag:
     records: int
     seconds: float | None  # None: behind, but no copied record's time is known yet
-
-
-def resume(next_offset: int, log_start: int, log_end: int) -> Resume | Gap | Rewound:
-    """Where to continue a source partition whose checkpoint is ``next_offset`` (0 when nothing was
-    copied yet, so records the source deleted before the first copy are a gap too)."""
-    if next_offset > log_end:
-        return Rewound(next_offset, log_end)
-    if next_offset < log_start:
-        return Gap(next_offset, log_start)
-    return Resume(next_offset)
 
 
 def header(headers: Headers, name: str) -> bytes | None:

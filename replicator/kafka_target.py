@@ -14,11 +14,12 @@ from aiokafka import AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.errors import IllegalOperation, KafkaError
 from aiokafka.producer.message_accumulator import BatchBuilder
 
+from regions.core.resume import Gap
 from regions.runtime.settings import KafkaSettings
 from regions.stores.kafka.clients import make_producer, partitions_of, replay
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
-from replicator.core import BatchPlan, Gap, Headers, latest_checkpoints, provenance
+from replicator.core import BatchPlan, Headers, latest_checkpoints, provenance
 from schema.replication import (
     CHECKPOINTS_TOPIC,
     GAP_KEY,

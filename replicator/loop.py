@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError, ProducerFenced
 
+from regions.core.resume import Gap, Rewound, resume
 from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
@@ -32,7 +33,7 @@ from regions.stores.kafka.clients import FetchPace, live_fetch, partitions_of
 from regions.stores.kafka.security import connection_options
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
-from replicator.core import BatchPlan, Gap, Rewound, SourceRecord, after_gap, plan_batch, resume
+from replicator.core import BatchPlan, SourceRecord, after_gap, plan_batch
 from replicator.kafka_target import LocalTopics, PartitionsMismatch
 from schema.replication import ReplicationCheckpoint
 

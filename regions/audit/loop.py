@@ -39,6 +39,7 @@ from cassandra import InvalidRequest
 
 from regions.core.audit_progress import intent_metadata, unsure_before
 from regions.core.rate_limit import TokenBuckets
+from regions.core.resume import Gap, Resume, Rewound, resume
 from regions.runtime.cadence import Cadence
 from regions.runtime.erasure_list import ErasureList
 from regions.runtime.health import Health
@@ -253,22 +254,24 @@ class AuditSink:
         AUDIT_BACKLOG.set(sum(lag.values()))
 
     async def _past_deleted(self, consumer: AIOKafkaConsumer, error: OffsetOutOfRangeError) -> None:
-        """Continue from the oldest record left where a position's records are gone. Records retention
-        deleted before their rows were written are history rows missing for good: counted and logged,
-        never skipped in silence. A position past the end (a topic made again) reads from the start:
-        rows are idempotent."""
+        """Continue from the oldest record left where a position's records are gone
+        (``regions.core.resume``). Records retention deleted before their rows were written are
+        history rows missing for good: counted and logged, never skipped in silence. A position past
+        the end (a topic made again) reads from the start: rows are idempotent."""
         positions: dict[TopicPartition, int] = error.args[0]
         first = await consumer.beginning_offsets(list(positions))
+        last = await consumer.end_offsets(list(positions))
         for tp, position in positions.items():
-            if position < first[tp]:
-                AUDIT_DELETED.inc(first[tp] - position)
+            outcome = resume(position, first[tp], last[tp])
+            if isinstance(outcome, Gap):
+                AUDIT_DELETED.inc(outcome.missing)
                 log.error("audit: %s partition %d lost offsets %d..%d to retention before their rows were "
                           "written (%d history rows missing); continuing from %d", tp.topic, tp.partition,
-                          position, first[tp] - 1, first[tp] - position, first[tp])  # fmt: skip
-            else:
+                          position, first[tp] - 1, outcome.missing, first[tp])  # fmt: skip
+            elif isinstance(outcome, Rewound):
                 log.error("audit: %s partition %d has no offset %d (the topic was made again?); reading it "
                           "again from %d", tp.topic, tp.partition, position, first[tp])  # fmt: skip
-            consumer.seek(tp, first[tp])
+            consumer.seek(tp, first[tp] if not isinstance(outcome, Resume) else position)
 
     async def run(self, stop: asyncio.Event) -> None:
         interval_ms = self._settings.audit.round_interval_ms

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 
+from regions.core.resume import Gap, Resume, Rewound, resume
 from regions.processor.ownership import OwnedTask, TaskOwnership
-from regions.processor.reports import report_lag, report_memory
+from regions.processor.reports import report_deleted, report_lag, report_memory
 from regions.processor.restore import restore
 from regions.processor.round import Round, Source
 from regions.processor.transactions import TaskTransactions
@@ -116,22 +117,59 @@ class Processor:
                 "partition %d restored (%s%s): %d changelog records in %.2f s",
                 partition, done.mode, f": {done.reason}" if done.reason else "", done.records, done.seconds,
             )  # fmt: skip
-            offsets = await self._committed(consumer, partition)
+            offsets, deleted = await self._continue_at(consumer, partition)
         except BaseException:
             if store is not None:
                 store.close()
             await producer.stop()
             raise
-        return OwnedTask(partition, producer, store, offsets, done, remembered=done.remembered)
+        return OwnedTask(partition, producer, store, offsets, done, remembered=done.remembered, deleted=deleted)
 
-    async def _committed(self, consumer: AIOKafkaConsumer, partition: int) -> dict[TopicPartition, int]:
+    async def _continue_at(
+        self, consumer: AIOKafkaConsumer, partition: int
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, Gap]]:
+        """Where each source partition of the task continues (``regions.core.resume``): from its
+        committed offset (0 when none), past what retention deleted unread (reported), or from the
+        start of a topic made again since."""
         tps = [TopicPartition(topic, partition) for topic in self.sources]
-        beginning = await consumer.beginning_offsets(tps)
-        offsets = {}
+        starts, ends = await consumer.beginning_offsets(tps), await consumer.end_offsets(tps)
+        offsets, deleted = {}, {}
         for tp in tps:
-            committed = await consumer.committed(tp)
-            offsets[tp] = committed if committed is not None else beginning[tp]
-        return offsets
+            outcome = resume(await consumer.committed(tp) or 0, starts[tp], ends[tp])
+            if isinstance(outcome, Gap):
+                report_deleted(self.sources[tp.topic], tp, outcome)
+                deleted[tp] = outcome
+            elif isinstance(outcome, Rewound):
+                log.error("%s partition %d ends at %d, before the committed offset %d: the topic was made "
+                          "again; reading it from its start", tp.topic, tp.partition, outcome.log_end,
+                          outcome.checkpoint)  # fmt: skip
+            offsets[tp] = outcome.offset if isinstance(outcome, Resume) else starts[tp]
+        return offsets, deleted
+
+    async def _deleted_unread(
+        self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord]]
+    ) -> None:
+        """Find records retention deleted while the task was behind: the consumer then moves on to the
+        oldest record left by itself, so a fetch starts further than one offset (a transaction's
+        marker) past what the task has read. Such a jump is checked against the log's start."""
+        jumped: dict[TopicPartition, int] = {}
+        for tp, records in batch.items():
+            task = self.owned.get(tp.partition)
+            if task is not None and tp not in task.deleted:
+                held = task.held.get(tp)
+                expected = held[-1].offset + 1 if held else task.next_offsets[tp]
+                first = next((r.offset for r in records if r.offset >= expected), None)
+                if first is not None and first > expected + 1:
+                    jumped[tp] = expected
+        if not jumped:
+            return
+        starts = await consumer.beginning_offsets(list(jumped))
+        for tp, expected in jumped.items():
+            task = self.owned.get(tp.partition)
+            outcome = resume(expected, starts[tp], batch[tp][-1].offset + 1)
+            if task is not None and isinstance(outcome, Gap):
+                report_deleted(self.sources[tp.topic], tp, outcome)
+                task.deleted[tp] = outcome
 
     async def take(self, consumer: AIOKafkaConsumer, assigned: Iterable[TopicPartition]) -> None:
         """Own exactly the tasks of ``assigned`` (``TaskOwnership.take``); a failure is raised by ``run``."""
@@ -160,6 +198,7 @@ class Processor:
         """One round: what was fetched, one transaction per task it holds records of; whether any did."""
         batch = await consumer.getmany(timeout_ms=100, max_records=self._cfg.max_batch)
         pace.after(batch)
+        await self._deleted_unread(consumer, batch)
         # Which task the records were fetched for: ownership may change before the lock.
         fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
         async with self._tasks.lock:

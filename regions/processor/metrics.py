@@ -13,6 +13,12 @@ REPEATS_IGNORED = Counter(
 RECONCILED = Counter(
     "lb_processor_reconciled_total", "Records sent to reconciliation instead of being applied", ["reason"]
 )
+DELETED_UNREAD = Counter(
+    "lb_processor_deleted_records_total",
+    "Source records retention deleted before the processor read them: awards acknowledged and never "
+    "applied (by the accepting region)",
+    ["source_region"],
+)
 CONTROL_RECORDS = Counter(
     "lb_processor_control_records_total", "Control records read from the sources", ["kind"]
 )

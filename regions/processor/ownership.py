@@ -16,6 +16,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
+from regions.core.resume import Gap
 from regions.processor.restore import Restored
 from regions.stores.task_state import TaskStore
 
@@ -36,6 +37,8 @@ class OwnedTask:
     remembered: int = 0  # copies the dedupe memory holds (approximate: restored records, then counted)
     held: dict[TopicPartition, list[ConsumerRecord]] = field(default_factory=dict)
     """Records fetched and not yet folded: heartbeats only, waiting for the task's next round."""
+    deleted: dict[TopicPartition, Gap] = field(default_factory=dict)
+    """Source records retention deleted unread, reported and not yet counted into a position."""
 
 
 Takeover = Callable[[AIOKafkaConsumer, int], Coroutine[Any, Any, OwnedTask]]

@@ -1,16 +1,21 @@
-"""What a processor reports about the tasks it owns: the lag of every source partition (health) and
-how much its dedupe memory holds (metrics)."""
+"""What a processor reports about the tasks it owns: the lag of every source partition (health), how
+much its dedupe memory holds (metrics), and source records retention deleted before it read them."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Collection, Iterable
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from regions.core.resume import Gap
 from regions.processor import metrics
 from regions.processor.ownership import OwnedTask
+from regions.processor.round import Source
 from regions.runtime.health import Health
+
+log = logging.getLogger(__name__)
 
 
 def report_memory(owned: Iterable[OwnedTask]) -> None:
@@ -36,3 +41,16 @@ async def report_lag(
             if tp.topic == topic
         }
         health.report_lag(topic, lag)
+
+
+def report_deleted(source: Source, tp: TopicPartition, gap: Gap) -> None:
+    """Records of a source partition deleted unread: whatever awards they held were acknowledged and
+    are never applied here. Counted and logged once found; the next round counts a gap into the
+    accepting region's position, which every asOf of it then shows."""
+    metrics.DELETED_UNREAD.labels(source.region).inc(gap.missing)
+    log.error(
+        "%s partition %d lost offsets %d..%d to retention before they were read (%d records: awards "
+        "acknowledged by %s among them are never applied here); continuing from %d",
+        tp.topic, tp.partition, gap.first_missing, gap.first_available - 1, gap.missing, source.region,
+        gap.first_available,
+    )  # fmt: skip

@@ -37,6 +37,9 @@ class TaskTransactions:
                      honour_cutoffs=self._cfg.honour_cutoffs,
                      forget_event_ids=self._cfg.fault_forget_event_ids)  # fmt: skip
         self._forget(task, fold)
+        deleted = dict(task.deleted)
+        for tp, gap in deleted.items():
+            fold.deleted(self._sources[tp.topic], gap)
         for tp, records in batch.items():
             source = self._sources[tp.topic]
             for record in records:
@@ -57,6 +60,8 @@ class TaskTransactions:
         changelog = {topic: end for topic, end in ends.items() if topic in self._changelogs}
         task.store.write(fold.store_batch(changelog))
         task.next_offsets.update(fold.offsets)
+        for tp in deleted:
+            task.deleted.pop(tp, None)
         task.remembered += fold.counts["dedupe_remembered"] - fold.counts["dedupe_forgotten"]
         metrics.count_round(fold.counts)
         return fold

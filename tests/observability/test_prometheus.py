@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 SITUATIONAL = {
     "lb_audit_reconciled_total": "only once the audit sets a record aside (undecodable, refused by Cassandra)",
     "lb_audit_deleted_records_total": "only once retention deleted records before the audit wrote them",
+    "lb_processor_deleted_records_total": "only once retention deleted awards before a processor read them",
     "lb_projector_unprojectable_total": "only once the projector sets a totals record aside",
     "lb_gateway_updates_total": "only once an update is offered to a subscriber",
     "lb_gateway_resyncs_total": "only once a subscriber is sent a Resync",

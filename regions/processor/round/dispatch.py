@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from aiokafka import ConsumerRecord, TopicPartition
 
+from regions.core.resume import Gap
 from regions.processor.round.approximate import Trending
 from regions.processor.round.awards import Awards
 from regions.processor.round.corrections import Corrections
@@ -89,6 +90,10 @@ class Round:
     def counts(self) -> Counter[str]:
         """What the round met, by kind (the processor's metrics)."""
         return self.state.counts
+
+    def deleted(self, source: Source, gap: Gap) -> None:
+        """Fold in records of ``source`` that retention deleted before any round read them."""
+        self._positions.deleted(source, gap)
 
     def add(self, source: Source, record: ConsumerRecord) -> None:
         """Fold one source record into the round."""

@@ -1,10 +1,12 @@
-"""Heartbeats and replication gaps, the control records that only move their region's position, and
-the watermarks that report every position the round read at the end of its transaction."""
+"""Heartbeats and replication gaps, the control records that only move their region's position, the
+records retention deleted unread (a gap too), and the watermarks that report every position the
+round read at the end of its transaction."""
 
 from __future__ import annotations
 
 import logging
 
+from regions.core.resume import Gap
 from regions.processor.round.state import Output, RoundState, Source, decode_or_refuse
 from schema.records import Watermark, watermark_key
 from schema.replication import ReplicationCodec
@@ -35,6 +37,15 @@ class SourcePositions:
         )  # fmt: skip
         state.positions[source.region] = state.position(source.region).after_gap(offset)
         state.counts["gap"] += 1
+
+    def deleted(self, source: Source, gap: Gap) -> None:
+        """Retention deleted records of ``source`` before the processor read them: a gap in their
+        region's position, as a replication gap is. The position passes them when its offsets are
+        the source's own; a replicated source's offsets name the accepting region's records, which
+        the records left say."""
+        state = self._state
+        passed = -1 if source.replicated else gap.first_available - 1
+        state.positions[source.region] = state.position(source.region).after_gap(passed)
 
     def watermarks(self) -> list[Output]:
         """One watermark per (region, partition) this round read, for the end of the transaction."""

@@ -15,11 +15,12 @@ from pathlib import Path
 import msgspec
 import pytest
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from prometheus_client import REGISTRY
 
 from regions.processor.loop import Processor
 from regions.runtime.health import Health
 from regions.runtime.settings import RegionEndpoint, Settings
-from regions.stores.kafka.clients import ensure_topics, make_consumer, make_producer, replay
+from regions.stores.kafka.clients import FetchPace, ensure_topics, make_consumer, make_producer, replay
 from regions.stores.rocksdb import RocksStore, store_options
 from regions.stores.task_state import StoreBatch, StoreIdentity
 from schema.event_id import event_id, payload_digest
@@ -43,6 +44,7 @@ from schema.replication import (
     ReplicationGap,
     replicated_awards_topic,
 )
+from tests.clusters import delete_before
 
 CODEC = Codec()
 
@@ -212,6 +214,52 @@ async def test_heartbeats_and_gaps_advance_watermarks_without_changing_totals(
         marks = {w.region: (w.source_offset, w.heartbeat_at_ms, w.gaps) for w in await sources.watermarks()}
         assert marks == {"eu": (0, 5_000, 0), "us": (60, 6_000, 1)}
         assert await sources.reconciled() == []
+
+
+def _deleted_unread(region: str) -> float:
+    return REGISTRY.get_sample_value("lb_processor_deleted_records_total", {"source_region": region}) or 0.0
+
+
+async def test_awards_deleted_before_a_takeover_read_them_are_counted_and_shown_as_a_gap(
+    sources: Sources, consumer: AIOKafkaConsumer
+) -> None:
+    """The processor was down longer than the awards topic keeps records: awards acknowledged and
+    never applied. The new owner says how many, goes on from the oldest left, and its region's
+    position carries a gap (what every asOf of it shows), never passing them in silence."""
+    for i in range(5):
+        await sources.award(_award(f"m{i}", 1, "eu"))
+    await delete_before(sources.settings, 0, 3)
+    before = _deleted_unread("eu")
+    async with _owner(sources, consumer) as processor:
+        assert processor.owned[0].next_offsets[sources.local] == 3
+        assert _deleted_unread("eu") - before == 3
+        await _round(processor, consumer, local=2, remote=0)
+
+        assert await sources.totals() == [("ann", 1, 1), ("ann", 2, 2)]
+        marks = {w.region: (w.source_offset, w.gaps) for w in await sources.watermarks()}
+        assert marks == {"eu": (4, 1)}
+        assert processor.owned[0].deleted == {}
+
+
+async def test_awards_deleted_while_the_owner_was_behind_are_counted_and_shown_as_a_gap(
+    sources: Sources, consumer: AIOKafkaConsumer
+) -> None:
+    """Retention deletes awards the owning processor has not read yet: its consumer moves on to the
+    oldest record left by itself, and the processor finds out from the jump in offsets."""
+    async with _owner(sources, consumer) as processor:
+        for i in range(10):
+            await sources.award(_award(f"m{i}", 1, "eu"))
+        await delete_before(sources.settings, 0, 7)
+        before = _deleted_unread("eu")
+        consumer.seek(sources.local, 0)  # where the task stands: the fetch finds offset 0 gone
+        pace = FetchPace(consumer, sources.settings.kafka)
+        while not await processor._round(consumer, pace):
+            pass
+
+        assert _deleted_unread("eu") - before == 7
+        assert [total for _, total, _ in await sources.totals()] == [1, 2, 3]
+        marks = {w.region: (w.source_offset, w.gaps) for w in await sources.watermarks()}
+        assert marks == {"eu": (9, 1)}
 
 
 async def test_poison_records_are_reconciled_and_the_partition_goes_on(

@@ -1,4 +1,4 @@
-"""The replicator's rules: resume or report a gap, never a second hop, batches with their checkpoint.
+"""The replicator's rules: resume or report a gap (``regions.core.resume``), never a second hop, batches with their checkpoint.
 
 A state machine runs the rules against a reference model of a source partition whose retention
 deletes records and of a replicator that crashes between fetching and committing: every source
@@ -13,11 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from regions.core.resume import Gap, Rewound, resume
 from replicator.core import (
     Copy,
-    Gap,
-    Resume,
-    Rewound,
     SourceRecord,
     accepted_by,
     after_gap,
@@ -25,7 +23,6 @@ from replicator.core import (
     lag,
     latest_checkpoints,
     plan_batch,
-    resume,
 )
 from schema.replication import (
     HOP_HEADER,
@@ -36,7 +33,6 @@ from schema.replication import (
 )
 
 SOURCE = "us"
-offsets = st.integers(min_value=0, max_value=10**6)
 
 
 def start(partition: int = 0, at: int = 0, last_ms: int | None = None) -> ReplicationCheckpoint:
@@ -68,23 +64,6 @@ def partition_records(draw: st.DrawFn) -> list[SourceRecord]:
         records.append(SourceRecord(at, f"k{i}".encode(), f"v{i}".encode(), 1000 + at, draw(provenances)))
         at += step
     return records
-
-
-@given(offsets, offsets, offsets)
-def test_resume_continues_reports_a_gap_or_refuses_a_rewound_source(at: int, a: int, b: int) -> None:
-    log_start, log_end = min(a, b), max(a, b)
-    outcome = resume(at, log_start, log_end)
-    if at > log_end:
-        assert outcome == Rewound(at, log_end)
-    elif at < log_start:
-        assert outcome == Gap(at, log_start) and outcome.missing == log_start - at > 0
-    else:
-        assert outcome == Resume(at)
-
-
-def test_nothing_copied_yet_and_the_source_already_deleted_some_is_a_gap() -> None:
-    assert resume(0, 5, 9) == Gap(0, 5)
-    assert resume(0, 0, 0) == Resume(0)
 
 
 @given(partition_records())
