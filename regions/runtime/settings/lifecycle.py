@@ -10,7 +10,11 @@ from regions.runtime.settings.fields import HealthPort
 class LifecycleSettings(BaseModel):
     health_port: HealthPort = 8089
     poll_interval_s: float = Field(
-        1.0, gt=0, description="How often the lifecycle worker reads the catalog for closing boards."
+        2.0,
+        gt=0,
+        description="How often the lifecycle worker reads the catalog, moderation, corrections and erasure "
+        "queue for work (about six Cassandra reads a pass, most of an idle region's Cassandra load). Other "
+        "gateways learn a status change within it, and within gateway.board_cache_ttl_s at worst.",
     )
     erasure_sweep_s: float = Field(
         300.0,
