@@ -150,7 +150,7 @@ class Replicator:
         for tp in tps:  # before the fetcher runs: with no reset policy it needs a position
             consumer.seek(tp, self.checkpoints[tp.partition].next_offset)
         probe = asyncio.create_task(self._probe(consumer, tps, stop))
-        cadence = Cadence(self._cfg.round_interval_ms / 1000)
+        cadence = Cadence(self._cfg.round_interval_ms / 1000, self._cfg.busy_round_interval_ms / 1000)
         pace = FetchPace(consumer, self._source)
         try:
             while not stop.is_set():

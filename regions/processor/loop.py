@@ -251,7 +251,7 @@ class Processor:
             pace = FetchPace(consumer, self._kafka)
             loop = asyncio.get_running_loop()
             next_lag = 0.0
-            cadence = Cadence(self._cfg.round_interval_ms / 1000)
+            cadence = Cadence(self._cfg.round_interval_ms / 1000, self._cfg.busy_round_interval_ms / 1000)
             while not stop.is_set():
                 self._tasks.raise_failure()
                 await self._tasks.adopt(consumer)

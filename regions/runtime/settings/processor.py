@@ -60,8 +60,17 @@ class ProcessorSettings(BaseModel):
         le=5_000,
         description="Least time from the start of a round that found awards to the start of the next: a round "
         "takes every record fetched meanwhile, so the transactions a second stay bounded however high the "
-        "rate and each carries more awards (regions/runtime/cadence.py). Adds at most this to freshness; "
-        "0: a round as soon as the last one committed.",
+        "rate and each carries more awards (regions/runtime/cadence.py). 0: a round as soon as the last one "
+        "committed.",
+    )
+    busy_round_interval_ms: float = Field(
+        250.0,
+        ge=0,
+        le=5_000,
+        description="How far the interval between rounds stretches while rounds take long (their transactions "
+        "wait on busy brokers): the next round begins no sooner than four times the last one's length after "
+        "it, up to this (regions/runtime/cadence.py). Adds at most this to freshness; below "
+        "round_interval_ms: never stretched.",
     )
     idle_round_interval_ms: float = Field(
         1_000.0,

@@ -39,7 +39,16 @@ class ReplicatorSettings(BaseModel):
         le=5_000,
         description="Least time from the start of a copy transaction to the start of the next while the source "
         "has records: each transaction takes every record fetched meanwhile (regions/runtime/cadence.py). "
-        "Adds at most this to how soon another region's awards are seen here; 0: copy as soon as fetched.",
+        "0: copy as soon as fetched.",
+    )
+    busy_round_interval_ms: float = Field(
+        250.0,
+        ge=0,
+        le=5_000,
+        description="How far the interval between copy transactions stretches while they take long (busy "
+        "brokers): the next begins no sooner than four times the last one's length after it, up to this "
+        "(regions/runtime/cadence.py). Adds at most this to how soon another region's awards are seen here; "
+        "below round_interval_ms: never stretched.",
     )
     lag_interval_s: float = Field(
         1.0, gt=0, description="How often the source's offsets are read for the lag metrics."
