@@ -61,7 +61,7 @@ class ProcessorSettings(BaseModel):
         description="Least time from the start of a round that found awards to the start of the next: a round "
         "takes every record fetched meanwhile, so the transactions a second stay bounded however high the "
         "rate and each carries more awards (regions/runtime/cadence.py). 0: a round as soon as the last one "
-        "committed.",
+        "committed, unless busy_round_interval_ms stretches it.",
     )
     busy_round_interval_ms: float = Field(
         250.0,

@@ -39,7 +39,7 @@ class ReplicatorSettings(BaseModel):
         le=5_000,
         description="Least time from the start of a copy transaction to the start of the next while the source "
         "has records: each transaction takes every record fetched meanwhile (regions/runtime/cadence.py). "
-        "0: copy as soon as fetched.",
+        "0: copy as soon as fetched, unless busy_round_interval_ms stretches it.",
     )
     busy_round_interval_ms: float = Field(
         250.0,
