@@ -152,7 +152,7 @@ class Processor:
         """Find records retention deleted while the task was behind: the consumer then moves on to the
         oldest record left by itself, so a fetch starts further than one offset (a transaction's
         marker) past what the task has read. Such a jump is checked against the log's start."""
-        jumped: dict[TopicPartition, int] = {}
+        jumped: dict[TopicPartition, tuple[OwnedTask, int]] = {}
         for tp, records in batch.items():
             task = self.owned.get(tp.partition)
             if task is not None and tp not in task.deleted:
@@ -160,14 +160,13 @@ class Processor:
                 expected = held[-1].offset + 1 if held else task.next_offsets[tp]
                 first = next((r.offset for r in records if r.offset >= expected), None)
                 if first is not None and first > expected + 1:
-                    jumped[tp] = expected
+                    jumped[tp] = (task, expected)
         if not jumped:
             return
         starts = await consumer.beginning_offsets(list(jumped))
-        for tp, expected in jumped.items():
-            task = self.owned.get(tp.partition)
+        for tp, (task, expected) in jumped.items():
             outcome = resume(expected, starts[tp], batch[tp][-1].offset + 1)
-            if task is not None and isinstance(outcome, Gap):
+            if isinstance(outcome, Gap):
                 report_deleted(self.sources[tp.topic], tp, outcome)
                 task.deleted[tp] = outcome
 
