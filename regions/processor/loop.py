@@ -201,14 +201,16 @@ class Processor:
         # Which task the records were fetched for: ownership may change before the lock.
         fetched_for = {tp: self.owned.get(tp.partition) for tp in batch}
         async with self._tasks.lock:
+            now = asyncio.get_running_loop().time()
             for tp, records in batch.items() if not self._tasks.rebalancing else ():
                 task = fetched_for[tp]
                 if task is None or self.owned.get(tp.partition) is not task:
                     continue
                 fresh = [r for r in records if r.offset >= task.next_offsets[tp]]
                 if fresh:
+                    if not task.held:
+                        task.held_since = now
                     task.held.setdefault(tp, []).extend(fresh)
-            now = asyncio.get_running_loop().time()
             work = {p: t.held for p, t in self.owned.items() if t.held and self._due(t, now)}
             for p in work:
                 self.owned[p].held = {}
@@ -225,12 +227,16 @@ class Processor:
 
     def _due(self, task: OwnedTask, now: float) -> bool:
         """Whether the task's held records are folded in this round: at once when they hold anything
-        but heartbeats; heartbeats alone (an idle partition) once ``idle_round_interval_ms`` has
-        passed since the task's last commit, so an idle region commits about one transaction per
-        partition per interval, with the heartbeats of every source that arrived meanwhile."""
+        but heartbeats; heartbeats alone (an idle partition) once every source has one held, or once
+        the oldest has waited ``idle_round_interval_ms``. The regions' heartbeats come at the same
+        interval, so an idle partition commits about one transaction per heartbeat interval carrying
+        every region's heartbeat, and a heartbeat waits at most the idle interval (a region that is
+        cut off or slow only makes the others wait that long)."""
         if any(r.key != HEARTBEAT_KEY for records in task.held.values() for r in records):
             return True
-        return now >= task.committed_at + self._cfg.idle_round_interval_ms / 1000
+        if len(task.held) == len(self.sources):
+            return True
+        return now >= task.held_since + self._cfg.idle_round_interval_ms / 1000
 
     async def run(self, stop: asyncio.Event) -> None:
         """Join the group and process until ``stop`` is set. Raises on Kafka errors (the caller reruns,

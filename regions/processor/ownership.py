@@ -37,6 +37,7 @@ class OwnedTask:
     remembered: int = 0  # copies the dedupe memory holds (approximate: restored records, then counted)
     held: dict[TopicPartition, list[ConsumerRecord]] = field(default_factory=dict)
     """Records fetched and not yet folded: heartbeats only, waiting for the task's next round."""
+    held_since: float = 0.0  # when the oldest of ``held`` was fetched (the event loop's clock)
     deleted: dict[TopicPartition, Gap] = field(default_factory=dict)
     """Source records retention deleted unread, reported and not yet counted into a position."""
 

@@ -76,10 +76,10 @@ class ProcessorSettings(BaseModel):
         1_000.0,
         ge=0,
         le=10_000,
-        description="How often a partition that receives only heartbeats (an idle region) is committed: its "
-        "heartbeats wait up to this long after its last transaction, so the heartbeats of every source that "
-        "arrive meanwhile share one. Positions of an idle region advance this much later (keep it well below "
-        "gateway.region_stale_after_s); awards are never held.",
+        description="Longest a heartbeat waits in a partition that receives only heartbeats (an idle region): "
+        "it is committed once every source's heartbeat has arrived, or once it has waited this long, so the "
+        "regions' heartbeats share one transaction. Positions of an idle region advance up to this much later "
+        "(keep it well below gateway.region_stale_after_s); awards are never held.",
     )
     commit_gap_ms: float = Field(
         5.0, ge=0, description="Least time between a commit and the next transaction (see processor loop)."
