@@ -135,7 +135,8 @@ class LifecycleWorker:
         """One pass over the boards (closing, corrections, then status hints) and the windowed
         boards' periods; a board that fails is tried again next pass."""
         stores = self._cassandra.adapter
-        records = await stores.lifecycle.records()
+        scan = await stores.lifecycle.scan()
+        records = scan.records
         assigned = await stores.corrections.last_versions()
         metrics.report_closing(records, self.now_ms())
         publisher = CorrectionPublisher(
@@ -159,7 +160,8 @@ class LifecycleWorker:
         await publish_periods(publisher, stores.periods, homed, assigned, self._published,
                               (producer, partitions), self.guarded)  # fmt: skip
         await self._announcer.announce(records)
-        await self.guarded("time windows", windows.tick(self, stores.periods, producer, partitions, required))
+        windowed = windows.tick(self, stores.periods, producer, partitions, required, scan.windowed)
+        await self.guarded("time windows", windowed)
         periods = PeriodStores(stores.moderation, stores.corrections, stores.periods, stores.results)
         await self.guarded("moderation", write_moderation(stores.lifecycle, periods, self._projection, producer,
                                                           topic=self.awards_topic, partitions=partitions,

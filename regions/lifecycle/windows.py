@@ -76,9 +76,10 @@ async def tick(
     producer: AIOKafkaProducer,
     partitions: list[int],
     required: frozenset[str],
+    boards: list[WindowedBoard],
 ) -> None:
     """One pass over every windowed board."""
-    for entry in await periods.windowed():
+    for entry in boards:
         spec = entry.board.window_spec
         if spec is None:
             continue

@@ -19,6 +19,7 @@ from regions.core.boards import Board, BoardStatus
 from regions.stores.cassandra.base import Row, Statements
 from regions.stores.cassandra.catalog import READ_COLUMNS, board_of
 from regions.stores.cassandra.closing import CloseTable, ClosingTable, close_fields
+from regions.stores.cassandra.periods import WINDOWED_COLUMNS, WindowedBoard, windowed_of
 
 _CLOSE_COLUMNS = f"{READ_COLUMNS}, closing_at, close_reason, markers, result_version, closed_at"
 BOARD_CLOSES = CloseTable("boards", ("board_id",), lambda board_id: (board_id,))
@@ -35,6 +36,14 @@ class CloseRecord:
     cutoffs: Mapping[str, int] = field(default_factory=dict)  # recorded at CLOSED
     result_version: int | None = None
     closed_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogScan:
+    """Every board with its close, and those with a time window."""
+
+    records: list[CloseRecord]
+    windowed: list[WindowedBoard]
 
 
 def _record(row: Row) -> CloseRecord:
@@ -54,10 +63,14 @@ class CassandraLifecycle(ClosingTable):
     async def record(self, board_id: str) -> CloseRecord | None:
         return await self._one("get", (board_id,), _record)
 
+    async def scan(self) -> CatalogScan:
+        """One scan of the catalog (it holds boards, not players)."""
+        rows = list(await self._query(f"SELECT {_CLOSE_COLUMNS}, {WINDOWED_COLUMNS} FROM boards"))
+        return CatalogScan([_record(row) for row in rows], [w for row in rows if (w := windowed_of(row))])
+
     async def records(self) -> list[CloseRecord]:
-        """Every board with its close (a scan of the catalog, which holds boards, not players)."""
-        rows = await self._query(f"SELECT {_CLOSE_COLUMNS} FROM boards")
-        return [_record(row) for row in rows]
+        """Every board with its close."""
+        return (await self.scan()).records
 
     async def closing(self) -> list[CloseRecord]:
         """Every CLOSING board."""

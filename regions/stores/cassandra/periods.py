@@ -17,7 +17,7 @@ from typing import ClassVar
 from regions.core.boards import Board, BoardStatus
 from regions.core.periods import PeriodSpan
 from regions.stores.cassandra.base import Row, Statements, ms
-from regions.stores.cassandra.catalog import READ_COLUMNS, board_of
+from regions.stores.cassandra.catalog import board_of
 from regions.stores.cassandra.closing import CloseTable, ClosingTable, close_fields
 from schema.scoped import split_board_id
 
@@ -49,6 +49,14 @@ class WindowedBoard:
     board: Board
     created_at_ms: int | None
     expired_through: int | None
+
+
+WINDOWED_COLUMNS = "created_at, expired_through"  # read with a board's READ_COLUMNS for windowed_of
+
+
+def windowed_of(row: Row) -> WindowedBoard | None:
+    """The board of a catalog row read with ``WINDOWED_COLUMNS``, when it has a time window."""
+    return WindowedBoard(board_of(row), ms(row.created_at), row.expired_through) if row.time_window else None
 
 
 def _at(at_ms: int) -> datetime:
@@ -95,15 +103,6 @@ class CassandraPeriods(ClosingTable):
             "IF status = 'CLOSED' AND result_version = ?"
         ),
     }
-
-    async def windowed(self) -> list[WindowedBoard]:
-        """Every board with a time window (a scan of the catalog, which holds boards, not players)."""
-        rows = await self._query(f"SELECT {READ_COLUMNS}, created_at, expired_through FROM boards")
-        found = []
-        for row in rows:
-            if row.time_window:
-                found.append(WindowedBoard(board_of(row), ms(row.created_at), row.expired_through))
-        return found
 
     async def created_at_ms(self, board_id: str) -> int | None:
         """When the board was created (None: unknown board, or a row from before it was recorded)."""
