@@ -63,12 +63,14 @@ class ErasureWorker:
 
     async def tick(
         self, erasures: CassandraErasures, players: PlayerStores, producer: AIOKafkaProducer, partitions: list[int]
-    ) -> None:
-        """One step of each erasure and lift queued for this region (after a sweep, when one is due)."""
+    ) -> bool:
+        """One step of each erasure and lift queued for this region (after a sweep, when one is due);
+        whether any was queued."""
         if self._clock() >= self._next_sweep:
             await self.sweep(erasures)
             self._next_sweep = self._clock() + self._settings.lifecycle.erasure_sweep_s
-        for token in await erasures.queued(self._region):
+        queued = await erasures.queued(self._region)
+        for token in queued:
             entry = await erasures.get(token)
             if entry is None:
                 continue
@@ -78,6 +80,7 @@ class ErasureWorker:
                 await self._lift(erasures, entry, producer, partitions)
             else:
                 await self._step(erasures, players, entry, producer, partitions)
+        return bool(queued)
 
     async def sweep(self, erasures: CassandraErasures) -> list[str]:
         """Queue here every erasure asked in this region (and its lift) with work left and queued in

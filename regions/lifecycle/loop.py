@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from aiokafka import AIOKafkaProducer
 
@@ -57,6 +57,7 @@ from schema.lifecycle import CutoffMarker, LifecycleCodec, cutoff_marker_key
 
 log = logging.getLogger(__name__)
 RESULT_VERSION = FIRST_RESULT_VERSION  # the result a close archives; corrections make the next ones
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,16 +125,19 @@ class LifecycleWorker:
         try:
             self.running.set()
             while not stop.is_set():
-                await self.tick(producer, partitions, required)
+                busy = await self.tick(producer, partitions, required)
+                wait = self._settings.lifecycle.pass_interval_s(busy)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self._settings.lifecycle.poll_interval_s)
+                    await asyncio.wait_for(stop.wait(), wait)
         finally:
             self.running.clear()
             await producer.stop()
 
-    async def tick(self, producer: AIOKafkaProducer, partitions: list[int], required: frozenset[str]) -> None:
+    async def tick(self, producer: AIOKafkaProducer, partitions: list[int], required: frozenset[str]) -> bool:
         """One pass over the boards (closing, corrections, then status hints) and the windowed
-        boards' periods; a board that fails is tried again next pass."""
+        boards' periods; a board that fails is tried again next pass. Whether any work is in progress
+        (a board or period closing, a correction, moderation action or erasure to write, or a step
+        that failed), so the next pass comes at the poll interval rather than the idle one."""
         stores = self._cassandra.adapter
         scan = await stores.lifecycle.scan()
         records = scan.records
@@ -145,34 +149,42 @@ class LifecycleWorker:
             self._projection,
             self._errors,
         )
+        busy = False
         for record in records:
             board = record.board
             try:
                 if board.status is BoardStatus.CLOSING:
+                    busy = True
                     await self.step(stores.lifecycle, record, producer, partitions, required)
                 elif self._correction_due(record, assigned.get(board.id)):
+                    busy = True
                     await publisher.step(record, producer, partitions)
             except Exception as exc:  # one board's trouble (e.g. a timeout) must not stop the others
                 self._errors.log(logging.WARNING, board.id, "%s %s: %r; trying again",
                                  "closing" if board.status is BoardStatus.CLOSING else "correcting",
                                  board.id, exc)  # fmt: skip
         homed = {r.board.id: r.board for r in records if r.board.home_region == self._region}
-        await publish_periods(publisher, stores.periods, homed, assigned, self._published,
-                              (producer, partitions), self.guarded)  # fmt: skip
+        busy = await publish_periods(publisher, stores.periods, homed, assigned, self._published,
+                                     (producer, partitions), self.guarded) or busy  # fmt: skip
         await self._announcer.announce(records)
-        windowed = windows.tick(self, stores.periods, producer, partitions, required, scan.windowed)
-        await self.guarded("time windows", windowed)
         periods = PeriodStores(stores.moderation, stores.corrections, stores.periods, stores.results)
-        await self.guarded("moderation", write_moderation(stores.lifecycle, periods, self._projection, producer,
-                                                          topic=self.awards_topic, partitions=partitions,
-                                                          region=self._region))  # fmt: skip
-        await self.guarded("erasures", self._erasures.tick(stores.erasures, stores.players, producer, partitions))
+        # A step that failed (None) counts as work in progress: it is tried again soon.
+        windowed = windows.tick(self, stores.periods, producer, partitions, required, scan.windowed)
+        busy = await self.guarded("time windows", windowed) is not False or busy
+        moderated = write_moderation(stores.lifecycle, periods, self._projection, producer,
+                                     topic=self.awards_topic, partitions=partitions, region=self._region)  # fmt: skip
+        busy = await self.guarded("moderation", moderated) is not False or busy
+        erasing = self._erasures.tick(stores.erasures, stores.players, producer, partitions)
+        return await self.guarded("erasures", erasing) is not False or busy
 
-    async def guarded(self, what: str, step: Coroutine[Any, Any, None]) -> None:
+    async def guarded(self, what: str, step: Coroutine[Any, Any, T]) -> T | None:
+        """Run ``step`` and return what it returns; its failure is logged (None), and tried again next
+        pass."""
         try:
-            await step
+            return await step
         except Exception as exc:  # one board's trouble (e.g. a timeout) must not stop the others
             self._errors.log(logging.WARNING, what, "%s: %r; trying again", what, exc)
+            return None
 
     def _correction_due(self, record: CloseRecord, assigned: int | None) -> bool:
         """A CLOSED board homed here has a recorded correction not yet published."""

@@ -51,15 +51,18 @@ async def write_moderation(
     topic: str,
     partitions: list[int],
     region: str,
-) -> None:
-    """Write every recorded action of the boards homed in ``region`` that is not in ``topic`` yet."""
+) -> bool:
+    """Write every recorded action of the boards homed in ``region`` that is not in ``topic`` yet;
+    whether there were any."""
     moderation = stores.moderation
+    pending = False
     for progress in await moderation.progress():
         if not progress.pending:
             continue
         record = await lifecycle.record(progress.board_id)
         if record is None or record.board.home_region != region:
             continue
+        pending = True
         entries = await moderation.page(progress.board_id, progress.written_through, BATCH)
         board = record.board
         for entry in entries:  # one after another: a board's actions land in sequence order
@@ -69,6 +72,7 @@ async def write_moderation(
             await moderation.record_written(board.id, entries[-1].sequence)
             log.info("%s: moderation actions %d..%d written to %s", board.id, entries[0].sequence,
                      entries[-1].sequence, topic)  # fmt: skip
+    return pending
 
 
 async def _write_action(

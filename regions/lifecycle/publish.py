@@ -156,10 +156,12 @@ async def publish_periods(
     published: dict[str, int],
     kafka: tuple[AIOKafkaProducer, list[int]],
     guarded: Callable[[str, Coroutine[Any, Any, None]], Awaitable[None]],
-) -> None:
+) -> bool:
     """The next step of every CLOSED period (of ``boards``, those homed here) with a version assigned
-    (``assigned``, by board id) past its published one. ``published`` remembers the periods found
-    up to date, so a pass reads only the periods whose assigned version moved since."""
+    (``assigned``, by board id) past its published one; whether there was any. ``published``
+    remembers the periods found up to date, so a pass reads only the periods whose assigned version
+    moved since."""
+    stepped = False
     for board_id, last in assigned.items():
         base, key = split_board_id(board_id)
         if key is None or base not in boards or published.get(board_id) == last:
@@ -174,3 +176,5 @@ async def publish_periods(
                              markers=period.markers, cutoffs=period.cutoffs,
                              result_version=period.result_version)  # fmt: skip
         await guarded(board_id, publisher.step(record, *kafka, periods))
+        stepped = True
+    return stepped

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from aiokafka import AIOKafkaProducer
 
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 RECENT_PERIODS = 20  # period rows read per board and pass: the closes in progress are among the newest
 PERIODS_PER_PASS = 10  # periods one pass begins closing per board (a board created long ago catches up)
 _encode = Codec().encode
+T = TypeVar("T")
 
 
 class Worker(Protocol):
@@ -56,8 +57,9 @@ class Worker(Protocol):
     def now_ms(self) -> int:
         """The worker's time (its clock, plus ``windows.clock_offset_s`` in tests)."""
 
-    async def guarded(self, what: str, step: Coroutine[Any, Any, None]) -> None:
-        """Run ``step``; its failure is logged, and tried again next pass."""
+    async def guarded(self, what: str, step: Coroutine[Any, Any, T]) -> T | None:
+        """Run ``step`` and return what it returns; its failure is logged (None), and tried again next
+        pass."""
 
     async def step(
         self,
@@ -77,21 +79,22 @@ async def tick(
     partitions: list[int],
     required: frozenset[str],
     boards: list[WindowedBoard],
-) -> None:
-    """One pass over every windowed board."""
+) -> bool:
+    """One pass over every windowed board; whether any has work in progress (a period closing, days
+    expiring) or failed, so the next pass comes soon."""
+    busy = False
     for entry in boards:
         spec = entry.board.window_spec
         if spec is None:
             continue
         if spec.rolling:
             if entry.board.home_region == worker.region and entry.board.status is BoardStatus.OPEN:
-                await worker.guarded(
-                    entry.board.id, _expire(worker, periods, producer, partitions, entry, spec)
-                )
+                expired = _expire(worker, periods, producer, partitions, entry, spec)
+                busy = await worker.guarded(entry.board.id, expired) is not False or busy
             continue
-        await worker.guarded(
-            entry.board.id, _periods(worker, periods, producer, partitions, required, entry, spec)
-        )
+        closing = _periods(worker, periods, producer, partitions, required, entry, spec)
+        busy = await worker.guarded(entry.board.id, closing) is not False or busy
+    return busy
 
 
 async def _periods(
@@ -102,7 +105,8 @@ async def _periods(
     required: frozenset[str],
     entry: WindowedBoard,
     spec: WindowSpec,
-) -> None:
+) -> bool:
+    """Begin closing the periods that are due, and step those closing; whether any is closing."""
     board = entry.board
     recent = await periods.recent(board.id, RECENT_PERIODS)
     if board.home_region == worker.region:
@@ -118,9 +122,10 @@ async def _periods(
                 log.info("%s: period %s ended; closing it", board.id, span.key)
         if due:
             recent = await periods.recent(board.id, RECENT_PERIODS)
-    for period in reversed(recent):  # oldest first
-        if period.status is BoardStatus.CLOSING:
-            await worker.step(periods, _close_record(entry, period), producer, partitions, required)
+    closing = [period for period in reversed(recent) if period.status is BoardStatus.CLOSING]  # oldest first
+    for period in closing:
+        await worker.step(periods, _close_record(entry, period), producer, partitions, required)
+    return bool(closing)
 
 
 def _close_record(entry: WindowedBoard, period: PeriodRecord) -> CloseRecord:
@@ -137,11 +142,12 @@ async def _expire(
     partitions: list[int],
     entry: WindowedBoard,
     spec: WindowSpec,
-) -> None:
+) -> bool:
+    """Write the expiry markers of the days that left the window, if any; whether there were."""
     board = entry.board
     through = expiry_due(spec, entry.expired_through, worker.now_ms())
     if through is None:
-        return
+        return False
     marker = ExpiryMarker(board_id=board.id, region=worker.region, expired_through=through,
                           aggregation=board.aggregation.value, sort_order=board.sort_order.value,
                           tie_policy=board.tie_policy.value, window=board.window or "",
@@ -151,3 +157,4 @@ async def _expire(
     await periods.record_expiry(board.id, through)
     log.info("%s: days up to %s left the rolling window (expiry markers in %d partitions)",
              board.id, day_key(through), len(partitions))  # fmt: skip
+    return True

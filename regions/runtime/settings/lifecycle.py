@@ -13,8 +13,16 @@ class LifecycleSettings(BaseModel):
         2.0,
         gt=0,
         description="How often the lifecycle worker reads the catalog, moderation, corrections and erasure "
-        "queue for work (about six Cassandra reads a pass, most of an idle region's Cassandra load). Other "
-        "gateways learn a status change within it, and within gateway.board_cache_ttl_s at worst.",
+        "queue while work is in progress: a board or period closing, a correction, moderation action or "
+        "erasure to write (about five Cassandra reads a pass, most of an idle region's Cassandra load).",
+    )
+    idle_poll_interval_s: float | None = Field(
+        None,
+        gt=0,
+        description="How long the lifecycle worker waits after a pass that found no work in progress: a "
+        "close, correction, moderation action or erasure asked meanwhile is taken up at most this much later, "
+        "and other gateways learn a status change within gateway.board_cache_ttl_s. null: three times "
+        "poll_interval_s. Never shorter than poll_interval_s.",
     )
     erasure_sweep_s: float = Field(
         300.0,
@@ -40,3 +48,10 @@ class LifecycleSettings(BaseModel):
         description="A pause after each round of chunk writes of an archive: a fault for tests, which kill "
         "the worker mid-archive; 0 (none) otherwise.",
     )
+
+    def pass_interval_s(self, busy: bool) -> float:
+        """How long the worker waits before its next pass: ``busy``, the last one found work in progress."""
+        if busy:
+            return self.poll_interval_s
+        idle = self.idle_poll_interval_s if self.idle_poll_interval_s is not None else 3 * self.poll_interval_s
+        return max(self.poll_interval_s, idle)

@@ -66,9 +66,9 @@ class DrivenWorker:
         await self.worker.step(self.stores.lifecycle, record, self.producer, self.partitions, self._required)
         assert self.worker.region in ((await self.stores.lifecycle.record(board_id)) or record).markers
 
-    async def write_moderation(self) -> None:
+    async def write_moderation(self) -> bool:
         stores = self.stores
-        await write_moderation(
+        return await write_moderation(
             stores.lifecycle, PeriodStores(stores.moderation, stores.corrections, stores.periods, stores.results),
             RedisProjection(self.redis, self.settings.redis.key_prefix), self.producer,
             topic=self.settings.kafka.topic("awards"), partitions=self.partitions, region=self.settings.region,
@@ -137,11 +137,11 @@ async def test_an_action_whose_record_lands_after_the_cutoff_gets_a_version_and_
     board = await _board(region, {"ann": 30, "bob": 20, "cat": 10})
 
     assert await _act(stores, board, "cat", hidden=True) == 1
-    await driven.write_moderation()  # written while OPEN: before any cutoff, in the close's result
+    assert await driven.write_moderation()  # written while OPEN: before any cutoff, in the close's result
     assert await _act(stores, board, "bob", hidden=True) == 2  # recorded while OPEN ...
     assert await stores.lifecycle.begin_close(board.id, "season over", datetime.now(UTC))
     await driven.write_markers(board.id)
-    await driven.write_moderation()  # ... written after the cutoff markers
+    assert await driven.write_moderation()  # ... written after the cutoff markers
     assert await _claims(stores, board) == [(2, "moderation:2", (("bob", True),))]
 
     await Region.wait_until(lambda: driven.published(board.id, 2), 60, "version 2 published")

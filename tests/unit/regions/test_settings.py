@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from regions.runtime.settings import (
     TEST_ONLY,
+    LifecycleSettings,
     Settings,
     UnknownSettingsError,
     UnsafeSettingsError,
@@ -227,3 +228,11 @@ def test_ops_variables_sections_and_named_entries_are_not_unknown(monkeypatch: p
 
 def test_unrelated_variables_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     check_environment({"LBX_SOMETHING": "1", "PATH": "/bin", "LB_MODE": "development"})
+
+
+def test_the_lifecycle_worker_polls_slower_while_nothing_is_in_progress() -> None:
+    lifecycle = LifecycleSettings(poll_interval_s=2.0)
+    assert (lifecycle.pass_interval_s(busy=True), lifecycle.pass_interval_s(busy=False)) == (2.0, 6.0)
+    given = LifecycleSettings(poll_interval_s=0.5, idle_poll_interval_s=4.0)
+    assert (given.pass_interval_s(busy=True), given.pass_interval_s(busy=False)) == (0.5, 4.0)
+    assert LifecycleSettings(poll_interval_s=3.0, idle_poll_interval_s=1.0).pass_interval_s(busy=False) == 3.0
