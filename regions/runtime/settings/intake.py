@@ -110,7 +110,8 @@ class IntakeSettings(BaseModel):
         description="How often a heartbeat is written to every awards partition, so positions advance while "
         "the region is idle and a silent region is told apart (keep well below gateway.region_stale_after_s: "
         "an idle region's positions are about this old, plus the processor's idle_round_interval_ms at most). "
-        "Each heartbeat costs every region's processor one transaction per partition.",
+        "Each interval costs every region's processor about one transaction per partition (the regions' "
+        "heartbeats share it: processor.idle_round_interval_ms).",
     )
     applied_poll_ms: float = Field(
         10.0,
