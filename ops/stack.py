@@ -97,6 +97,8 @@ def region_env(settings: Settings) -> dict[str, str]:
     }
     if settings.lifecycle.marker_delay_s is not None:
         lifecycle["LB_LIFECYCLE__MARKER_DELAY_S"] = str(settings.lifecycle.marker_delay_s)
+    if settings.lifecycle.idle_poll_interval_s is not None:
+        lifecycle["LB_LIFECYCLE__IDLE_POLL_INTERVAL_S"] = str(settings.lifecycle.idle_poll_interval_s)
     if settings.regions:
         lifecycle["LB_REGIONS"] = json.dumps({n: r.model_dump() for n, r in settings.regions.items()})
     return lifecycle | {

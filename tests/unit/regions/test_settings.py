@@ -42,7 +42,7 @@ PRIVATE_NETWORK = {
 }
 
 
-def _load(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Settings:
+def settings_from_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Settings:
     """Settings from exactly ``env``: whatever LB_* the shell exported is set aside."""
     for name in [n for n in os.environ if n.startswith("LB_")]:
         monkeypatch.delenv(name)
@@ -53,17 +53,17 @@ def _load(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Settings:
 
 def _checked(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Settings:
     """Settings as a process loads them: the environment is checked first."""
-    _load(monkeypatch, env)
+    settings_from_env(monkeypatch, env)
     return load_settings()
 
 
 def test_development_defaults_load_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = _load(monkeypatch, {})
+    settings = settings_from_env(monkeypatch, {})
     assert settings.kafka.replication_factor == 1 and settings.mode.value == "development"
 
 
 def test_production_with_real_secrets_and_replicas_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = _load(monkeypatch, SAFE)
+    settings = settings_from_env(monkeypatch, SAFE)
     assert settings.kafka.min_insync_replicas == 2
 
 
@@ -99,12 +99,12 @@ def test_production_refuses_each_unsafe_setting_by_name(
     monkeypatch: pytest.MonkeyPatch, override: dict[str, str], named: str
 ) -> None:
     with pytest.raises(ValidationError, match=named):
-        _load(monkeypatch, {**SAFE, **override})
+        settings_from_env(monkeypatch, {**SAFE, **override})
 
 
 def test_production_defaults_are_all_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValidationError) as refused:
-        _load(monkeypatch, {"LB_MODE": "production"})
+        settings_from_env(monkeypatch, {"LB_MODE": "production"})
     message = str(refused.value)
     for named in ("LB_KAFKA__SECURITY_PROTOCOL", "LB_CASSANDRA__USERNAME", "LB_KAFKA__REPLICATION_FACTOR",
                   "LB_KAFKA__MIN_INSYNC_REPLICAS", "LB_CASSANDRA__REPLICATION_FACTOR"):  # fmt: skip
@@ -119,8 +119,8 @@ def test_production_refuses_every_switch_for_tests_by_name(
     other = {bool: lambda d: str(not d).lower(), float: lambda d: str(d + 1)}[type(default)](default)
     variable = f"LB_{section.upper()}__{name.upper()}"
     with pytest.raises(ValidationError, match=f"{variable} is .*a switch for tests only"):
-        _load(monkeypatch, {**SAFE, variable: other})
-    _load(monkeypatch, {**SAFE, "LB_MODE": "development", variable: other})  # development takes it
+        settings_from_env(monkeypatch, {**SAFE, variable: other})
+    settings_from_env(monkeypatch, {**SAFE, "LB_MODE": "development", variable: other})  # development takes it
 
 
 def _fields(model: type[BaseModel], prefix: str = "") -> dict[str, str]:
@@ -151,7 +151,7 @@ def test_a_store_in_a_private_network_is_accepted_by_its_opt_out_with_a_warning(
 ) -> None:
     unprotected = {**SAFE, **PRIVATE_NETWORK[opt_out]}
     with pytest.raises(ValidationError, match=opt_out):  # the refusal names the way out
-        _load(monkeypatch, unprotected)
+        settings_from_env(monkeypatch, unprotected)
     with caplog.at_level(logging.WARNING):
         _checked(monkeypatch, {**unprotected, opt_out: "true"})
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -180,7 +180,7 @@ def test_a_production_process_given_no_secret_has_none_never_the_development_one
 
 
 def test_the_secrets_of_the_settings_are_every_secret_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = _load(monkeypatch, {**SAFE, "LB_GATEWAY__ADMIN_TOKEN": "new-token, old-token",
+    settings = settings_from_env(monkeypatch, {**SAFE, "LB_GATEWAY__ADMIN_TOKEN": "new-token, old-token",
                                    "LB_REGIONS": '{"us": {"kafka_bootstrap_servers": "us:9092", '
                                    '"redis_url": "redis://:us%2Fpassword@us:6379"}}'})  # fmt: skip
     assert settings.secret_values() == {
@@ -191,7 +191,7 @@ def test_the_secrets_of_the_settings_are_every_secret_value(monkeypatch: pytest.
 
 def test_a_refusal_names_the_settings_and_never_shows_their_values(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValidationError) as refused:
-        _load(
+        settings_from_env(
             monkeypatch,
             {**SAFE, "LB_GATEWAY__ADMIN_TOKEN": "dev-admin-token", "LB_KAFKA__PARTITIONS": "many"},
         )
