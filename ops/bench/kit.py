@@ -151,6 +151,47 @@ class CpuClock:
         return CpuUse(wall, {name: cpu_seconds(pid) - self._cpu[name] for name, pid in self._pids.items()})
 
 
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+"""The names of a JVM's JIT compiler threads as /proc gives them (cut to 15 characters)."""
+
+
+def jit_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds each live JIT compiler thread of a JVM has used, by thread id; none for any other
+    process. The JVM starts and ends compiler threads as its compile queue grows and shrinks, so
+    compare two readings thread by thread (``JitClock``). A process that has exited has none."""
+    hz = os.sysconf("SC_CLK_TCK")
+    used: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            if (task / "comm").read_text().strip() not in JIT_THREADS:
+                continue
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended between the listing and the read
+            continue
+        used[int(task.name)] = (int(fields[11]) + int(fields[12])) / hz
+    return used
+
+
+class JitClock:
+    """The CPU the JVMs among the named processes spend compiling code (their JIT compiler threads),
+    from the moment the clock is made. A compiler thread that ends before ``read`` takes its share
+    of the interval with it, so the figure is a floor."""
+
+    def __init__(self, pids: Mapping[str, int]) -> None:
+        self._pids = dict(pids)
+        self._started = time.perf_counter()
+        self._threads = {name: jit_seconds(pid) for name, pid in self._pids.items()}
+
+    def read(self) -> CpuUse:
+        wall = time.perf_counter() - self._started
+        used = {}
+        for name, pid in self._pids.items():
+            before, now = self._threads[name], jit_seconds(pid)
+            if now or before:
+                used[name] = sum(cpu - before.get(tid, 0.0) for tid, cpu in now.items())
+        return CpuUse(wall, used)
+
+
 # ------------------------------------------------------------------ load
 
 

@@ -119,16 +119,23 @@ def regions(run: RecordedRun) -> Lines:
                       "meets the targets"], rows)  # fmt: skip
     if all("cpu_ms_per_award" in x for p in figures["points"] for x in p["processes"].values()):
         lines += ["", *per_process(figures["points"])]
-    return lines + _idle(figures.get("idle_cpu_percent")) + _overload(figures.get("overload"))
+    return (lines + _idle(figures.get("idle_cpu_percent"), figures.get("idle_jit_cpu_percent"))
+            + _overload(figures.get("overload")))  # fmt: skip
 
 
-def _idle(idle: Mapping[str, float] | None) -> Lines:
-    """Each process's CPU with no load, the largest first, and their sum."""
+def _idle(idle: Mapping[str, float] | None, compiling: Mapping[str, float] | None) -> Lines:
+    """Each process's CPU with no load, the largest first, and their sum; and how much of it the JVMs
+    spent compiling code (runs recorded before it was measured do not say)."""
     if not idle:
         return []
     largest = sorted(idle.items(), key=lambda kv: -kv[1])
     parts = ", ".join(f"{name} {percent:.1f}%" for name, percent in largest[:4])
-    return ["", f"Idle (no load): {sum(idle.values()):.0f}% of one core for every process, {parts}, the others less."]
+    line = f"Idle (no load): {sum(idle.values()):.0f}% of one core for every process, {parts}, the others less."
+    if compiling is not None:
+        jit = sum(compiling.values())
+        line += (f" Of it, {jit:.1f}% was the JVMs' JIT compiling code, which fades as it runs out of code to compile:"
+                 f" {sum(idle.values()) - jit:.1f}% without it.")  # fmt: skip
+    return ["", line]
 
 
 def _overload(overload: Mapping[str, Any] | None) -> Lines:

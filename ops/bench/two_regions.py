@@ -46,6 +46,7 @@ from ops.bench.freshness import PositionHistory
 from ops.bench.kit import (
     Column,
     CpuClock,
+    JitClock,
     by_process,
     distribution,
     parser,
@@ -279,7 +280,7 @@ async def main(args: argparse.Namespace) -> Figures:
         await asyncio.sleep(args.warmup)
         if args.warm_load:
             await warm_up(args, regions, board, rates[0])
-        idle = await idle_cpu(regions, args.idle) if args.idle else {}
+        idle, compiling = await idle_cpu(regions, args.idle) if args.idle else ({}, {})
         for rate in rates:
             row, figures = await measure(args, regions, board, rate)
             rows.append(row)
@@ -300,6 +301,7 @@ async def main(args: argparse.Namespace) -> Figures:
     targets = {"ack_p99_ms": ACK_P99_MS, "regional_p99_ms": REGIONAL_P99_MS, "home_p99_ms": HOME_P99_MS,
                "carried": CARRIED}  # fmt: skip
     return {"regions": names, "home": names[0], "targets": targets, "points": points, "idle_cpu_percent": idle,
+            "idle_jit_cpu_percent": compiling,
             "overload": overload,
             "highest_rate_meeting_targets": max(met, default=None)}  # fmt: skip
 
@@ -369,16 +371,19 @@ def process_pids(regions: list[Region]) -> dict[str, int]:
     return pids | bench_servers(regions) | {"bench (load + watch)": os.getpid()}
 
 
-async def idle_cpu(regions: list[Region], seconds: float) -> dict[str, float]:
-    """The CPU each process takes while no award is sent, as % of one core over ``seconds``."""
+async def idle_cpu(regions: list[Region], seconds: float) -> tuple[dict[str, float], dict[str, float]]:
+    """The CPU each process takes while no award is sent, as % of one core over ``seconds``; and the
+    part of it the JVMs (brokers, Cassandra) spent compiling code, which fades as their JIT finishes
+    with the paths the load and the quiet use."""
     print(f"== idle: {seconds:.0f} s with no load ...", flush=True)
     pids = process_pids(regions)
     pids.pop("bench (load + watch)")
-    clock = CpuClock(pids)
+    clock, jit_clock = CpuClock(pids), JitClock(pids)
     await asyncio.sleep(seconds)
-    idle = clock.read().percent()
-    print("\n".join(table(32, [Column("idle CPU %", idle, "10.1f")])))
-    return idle
+    idle, compiling = clock.read().percent(), jit_clock.read().percent()
+    jit = {name: compiling.get(name, 0.0) for name in idle}  # the processes that are no JVM compile nothing
+    print("\n".join(table(32, [Column("idle CPU %", idle, "10.1f"), Column("of it JIT %", jit, "12.1f")])))
+    return idle, compiling
 
 
 async def warm_up(args: argparse.Namespace, regions: list[Region], board: Board, rate: int) -> None:

@@ -70,7 +70,8 @@ def regions_figures() -> Figures:
             "misses": [] if rate == 1000 else ["REGIONAL p99 eu 1200 ms"],
         })  # fmt: skip
     targets = {"ack_p99_ms": 200.0, "regional_p99_ms": 1000.0, "home_p99_ms": 2000.0, "carried": 0.95}
-    return {"regions": ["eu", "us"], "home": "eu", "targets": targets, "points": points}
+    return {"regions": ["eu", "us"], "home": "eu", "targets": targets, "points": points,
+            "idle_cpu_percent": {"kafka-eu": 4.0, "eu processor": 1.0}, "idle_jit_cpu_percent": {"kafka-eu": 1.5}}
 
 
 def reads_figures() -> Figures:
@@ -130,10 +131,24 @@ def test_the_blocks_are_rendered_from_the_newest_runs_and_name_them(site: dict[s
     regions = block(text, "regions")
     assert "| 1,000 | 999 | 94 / 94 | 634 / 607 | 674 / 885 / 903 | 86 records | yes |" in regions
     assert "| 2,000 | 1,999 | 95 / 95 | 634 / 607 | 674 / 885 / 903 | 86 records | no: REGIONAL p99 eu 1200 ms |" in regions
+    assert ("Idle (no load): 5% of one core for every process, kafka-eu 4.0%, eu processor 1.0%, the others less. "
+            "Of it, 1.5% was the JVMs' JIT compiling code, which fades as it runs out of code to compile: 3.5% "
+            "without it.") in regions  # fmt: skip
     reads = block(text, "reads")
     assert "| `player` | 1,282 | 2,573 | 0.50x | 0.50x |" in reads
     assert "| `context(4)` | 2 | 4.8 / 5.4 / 5.5 |" in reads
     assert "20,000 of 20,000 TopKChanged delivered (100.0%)" in reads
+
+
+def test_a_run_recorded_before_the_jit_was_measured_says_nothing_of_it(site: dict[str, Path]) -> None:
+    figures = regions_figures()
+    del figures["idle_jit_cpu_percent"]
+    newer = record(site["data"], "regions", figures, batch=10)
+    newer.rename(newer.with_name("29991231T235959Z-abcdef0.json"))
+    report.main(options(site))
+
+    regions = block(site["readme"].read_text(), "regions")
+    assert "Idle (no load): 5% of one core for every process" in regions and "JIT" not in regions
 
 
 def test_the_plots_are_png_files_next_to_the_runs(site: dict[str, Path]) -> None:
