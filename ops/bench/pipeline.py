@@ -57,7 +57,7 @@ from ops.bench.load import (
 )
 from ops.bench.record import Figures, recorded
 from ops.bench.steps import redis_benchmark
-from ops.bench.vegeta import Vegeta
+from ops.bench.vegeta import Vegeta, vegeta_binary
 from ops.stack import SERVICES, data_dir, region_env, server_pids, start_service, stop_all, until_ready
 from regions.core.boards import Board
 from regions.projector.rebuild import rebuild
@@ -116,6 +116,8 @@ async def main(args: argparse.Namespace) -> Figures:
     tag = uuid.uuid4().hex[:8]
     settings = bench_settings(f"bench{tag}")
     rates = args.rates or [args.rate]
+    if args.generator == "vegeta":
+        vegeta_binary()  # a build takes the cores for a minute: before anything is measured, not during
     print(
         f"== setup: topics {settings.kafka.topic_prefix}.*, {args.duration:.0f}s at {' then '.join(map(str, rates))}/s"
         f" in batches of {args.batch}"

@@ -58,7 +58,7 @@ from ops.bench.kit import (
 )
 from ops.bench.load import Pending, Results, Schedule, add_options, drive
 from ops.bench.record import Figures, recorded
-from ops.bench.vegeta import Vegeta
+from ops.bench.vegeta import Vegeta, vegeta_binary
 from ops.clusters import bootstrap_topics
 from ops.stack import (
     data_dir,
@@ -251,6 +251,8 @@ async def main(args: argparse.Namespace) -> Figures:
     if len(names) != 2:
         raise SystemExit("--regions names exactly two regions")
     rates = [args.rate, 2 * args.rate] if args.overload else args.rates or [args.rate]
+    if args.generator == "vegeta":
+        vegeta_binary()  # a build takes the cores for a minute: before anything is measured, not during
     print(f"== setup: topics bench{tag}.*, {args.duration:.0f} s at {' then '.join(map(str, rates))} awards/s in "
           f"batches of {args.batch}, half into each region's intake; board homed in {names[0]}", flush=True)  # fmt: skip
     regions = []
