@@ -88,9 +88,16 @@ def shown(figures: Mapping[float, float], spec: str = ".0f", *, unit: str = "", 
 # ------------------------------------------------------------------ processes
 
 
-def _stat(pid: int) -> list[str]:
-    """The fields of /proc/PID/stat after the command's name (which may hold spaces): state first."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def _stat(pid: int | Path) -> list[str]:
+    """The fields of /proc/PID/stat (or of a thread's folder, /proc/PID/task/TID) after the command's
+    name (which may hold spaces): state first."""
+    folder = pid if isinstance(pid, Path) else Path(f"/proc/{pid}")
+    return (folder / "stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _cpu_ticks(fields: list[str]) -> int:
+    """User and system CPU of a process or thread, in clock ticks, from its ``_stat`` fields."""
+    return int(fields[11]) + int(fields[12])
 
 
 def parent_pid(pid: int) -> int:
@@ -113,7 +120,7 @@ def cpu_seconds(*pids: int) -> float:
             fields = _stat(pid)
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
+        total += _cpu_ticks(fields)
     return total / os.sysconf("SC_CLK_TCK")
 
 
@@ -165,10 +172,10 @@ def jit_seconds(pid: int) -> dict[int, float]:
         try:
             if (task / "comm").read_text().strip() not in JIT_THREADS:
                 continue
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = _stat(task)
         except OSError:  # the thread ended between the listing and the read
             continue
-        used[int(task.name)] = (int(fields[11]) + int(fields[12])) / hz
+        used[int(task.name)] = _cpu_ticks(fields) / hz
     return used
 
 
