@@ -22,7 +22,8 @@ from aiokafka import TopicPartition
 
 from ops.stack import ROOT, free_port, log_tail, spawn, terminate, wait_ready
 from regions.runtime.settings import RegionEndpoint, Settings
-from regions.stores.kafka.clients import ensure_topics, make_consumer
+from regions.stores.kafka.clients import make_consumer
+from regions.stores.kafka.topics import ensure_topics
 
 
 @dataclass

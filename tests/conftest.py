@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from regions.runtime.settings import Settings, load_settings
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.session import apply_migrations, connect
-from regions.stores.kafka.clients import ensure_topics
+from regions.stores.kafka.topics import ensure_topics
 from regions.stores.redis.projection import RedisProjection, connect_redis
 from tests.clusters import eu_us, region_servers, replicators, second_kafka  # noqa: F401  (other regions' fixtures)
 from tests.harness import Region, delete_topics, with_free_ports

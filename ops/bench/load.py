@@ -42,7 +42,7 @@ from regions.core.signing import sign
 from regions.runtime.settings import Settings, load_settings
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.session import apply_migrations, connect
-from regions.stores.kafka.clients import ensure_topics
+from regions.stores.kafka.topics import ensure_topics
 
 LATE_S = 0.005  # a request sent later than this after its scheduled time was not offered on time
 

@@ -33,7 +33,8 @@ from regions.processor.loop import Processor
 from regions.processor.restore import restore
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings, load_settings
-from regions.stores.kafka.clients import ensure_topics, make_producer, replay
+from regions.stores.kafka.clients import make_producer, replay
+from regions.stores.kafka.topics import ensure_topics
 from regions.stores.rocksdb import RocksStore
 from schema.event_id import event_id, payload_digest
 from schema.records import Codec, PlayerTotal, dedupe_key, pack_seen, totals_key

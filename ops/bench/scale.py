@@ -75,7 +75,8 @@ from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.cassandra.session import apply_migrations
 from regions.stores.cassandra.session import connect as connect_cassandra
-from regions.stores.kafka.clients import ensure_topics, make_producer
+from regions.stores.kafka.clients import make_producer
+from regions.stores.kafka.topics import ensure_topics
 from regions.stores.redis.control import ProjectionControl, RebuildCause, RebuildRequest
 from regions.stores.redis.projection import BoardTotals, ProjectedTotal, RedisProjection, connect_redis
 from regions.stores.redis.reads import RankReader

@@ -36,7 +36,8 @@ from regions.core.windows import encode_window
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.session import apply_migrations, connect
-from regions.stores.kafka.clients import ensure_topics, make_producer
+from regions.stores.kafka.clients import make_producer
+from regions.stores.kafka.topics import ensure_topics
 from regions.stores.redis.projection import RedisProjection, connect_redis
 from schema.event_id import event_id, payload_digest
 from schema.records import AwardEvent, Codec, totals_key

@@ -6,6 +6,9 @@ DATA_DIR="${LB_OPS_DATA_DIR:-$ROOT/.data}"
 CACHE_DIR="${LB_OPS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leaderboard-platform}"
 VENV="${LB_OPS_VENV:-$ROOT/.venv}"
 PYTHON_BIN="${LB_OPS_PYTHON:-python3.11}"
+# Partitions of the topics of a region that ops/run runs, unless LB_KAFKA__PARTITIONS says otherwise:
+# one processor works each region here, and each partition costs it a transaction a round.
+RUN_KAFKA_PARTITIONS="${LB_KAFKA__PARTITIONS:-1}"
 
 say() { printf '\033[1m==>\033[0m %s\n' "$*"; }
 warn() { printf '\033[33mwarning:\033[0m %s\n' "$*" >&2; }

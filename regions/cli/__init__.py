@@ -30,6 +30,7 @@ from regions.core.redaction import redact
 from regions.runtime.settings import UnknownSettingsError, describe_refusal, load_settings
 from regions.stores.cassandra.session import CassandraUnavailable
 from regions.stores.kafka.clients import TopicMissing
+from regions.stores.kafka.topics import PartitionsMismatch
 
 #: The groups of commands, in the order ``lb --help`` lists them.
 GROUPS: tuple[Callable[[Commands], None], ...] = (
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     run: Command = args.run
     try:
         return asyncio.run(run(settings, args))
-    except (TopicMissing, CassandraUnavailable, CommandError, ActionRefused) as exc:
+    except (TopicMissing, PartitionsMismatch, CassandraUnavailable, CommandError, ActionRefused) as exc:
         print(f"error: {redact(str(exc), settings.secret_values())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from regions.cli.command import Commands, add_command, say
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.session import apply_migrations
-from regions.stores.kafka.clients import ensure_topics
+from regions.stores.kafka.topics import ensure_topics
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,16 +34,13 @@ from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
 from regions.stores.kafka.clients import FetchPace, cluster_id, make_consumer, make_producer, partitions_of
+from regions.stores.kafka.topics import PartitionsMismatch, partitions_differ
 from regions.stores.rocksdb import open_store, store_options
 from regions.stores.task_state import MemoryStore, StoreIdentity, TaskStore
 from schema.records import HEARTBEAT_KEY
 from schema.replication import replicated_awards_topic
 
 log = logging.getLogger(__name__)
-
-
-class PartitionsMismatch(RuntimeError):
-    """Every source and changelog must have the same partitions, or state would land elsewhere."""
 
 
 class Processor:
@@ -93,6 +90,9 @@ class Processor:
                     f"{topic} has {len(partitions)} partitions and {changelog} has {len(expected)}; they must "
                     "be equal. Fix the topics before starting the processor."
                 )
+        wrong = partitions_differ(self._kafka, {changelog: len(expected)})
+        if wrong is not None:
+            raise PartitionsMismatch(wrong)
         self._cluster = await cluster_id(self._kafka)
 
     def _open_store(self, partition: int) -> TaskStore:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from regions.runtime.settings import KafkaSettings, Settings
-from regions.stores.kafka.clients import _topic_config, platform_topics
+from regions.stores.kafka.topics import _topic_config, platform_topics
 from tests.helm.chart import CHART, CI_VALUES, ROOT, Manifest, env_of, helm, kube_version, pod_specs, render
 
 EU = CHART / "ci" / "eu-values.yaml"

@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaProducer
 
 from regions.cli import parse_command
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import ensure_topics
+from regions.stores.kafka.topics import ensure_topics
 from schema.records import AwardEvent, Codec, Reconciliation
 from tests.helm.chart import CHART, ROOT, render
 from tests.helm.test_values_rejected import EU

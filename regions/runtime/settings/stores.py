@@ -26,7 +26,13 @@ class SaslMechanism(StrEnum):
 class KafkaSettings(BaseModel):
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers, host:port,...")
     topic_prefix: str = Field("lb", description="Prefix of every topic this deployment owns.")
-    partitions: int = Field(6, ge=1, description="Partitions of the awards and totals topics.")
+    partitions: int = Field(
+        6,
+        ge=1,
+        description="Partitions of every platform topic, and at most this many processor instances work a "
+        "region; each partition is a task with a transaction per round, so a region on one machine "
+        "runs best on few (ops/run uses 1). Topics made with another count are refused.",
+    )
     replication_factor: int = Field(1, ge=1, description="Replication of created topics (3 in production).")
     min_insync_replicas: int = Field(1, ge=1, description="min.insync.replicas of topics (2 in production).")
     request_timeout_ms: int = Field(10_000, ge=100, description="Producer request timeout.")

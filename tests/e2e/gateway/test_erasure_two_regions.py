@@ -35,7 +35,8 @@ from regions.core.profiles import Profile
 from regions.core.windows import encode_window
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.profiles import CassandraProfiles
-from regions.stores.kafka.clients import _topic_config, make_consumer, partition_of_key, platform_topics
+from regions.stores.kafka.clients import make_consumer, partition_of_key
+from regions.stores.kafka.topics import _topic_config, platform_topics
 from schema.records import totals_key
 from tests.clusters import read_all
 from tests.e2e.gateway.conftest import GatewayProcess

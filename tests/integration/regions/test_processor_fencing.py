@@ -15,7 +15,8 @@ from aiokafka.errors import KafkaError
 from regions.processor.loop import Processor
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import ensure_topics, make_consumer, make_producer, replay
+from regions.stores.kafka.clients import make_consumer, make_producer, replay
+from regions.stores.kafka.topics import ensure_topics
 from schema.event_id import event_id, payload_digest
 from schema.records import CONTROL_PREFIX, AwardEvent, Codec, PlayerTotal, totals_key
 

@@ -20,7 +20,8 @@ from prometheus_client import REGISTRY
 from regions.processor.loop import Processor
 from regions.runtime.health import Health
 from regions.runtime.settings import RegionEndpoint, Settings
-from regions.stores.kafka.clients import FetchPace, ensure_topics, make_consumer, make_producer, replay
+from regions.stores.kafka.clients import FetchPace, make_consumer, make_producer, replay
+from regions.stores.kafka.topics import ensure_topics
 from regions.stores.rocksdb import RocksStore, store_options
 from regions.stores.task_state import StoreBatch, StoreIdentity
 from schema.event_id import event_id, payload_digest

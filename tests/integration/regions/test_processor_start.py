@@ -1,5 +1,5 @@
-"""The processor refuses a changelog that is not co-partitioned with its source, and waits for topics
-that do not exist yet."""
+"""The processor refuses a changelog that is not co-partitioned with its source, or topics of another
+partition count than its settings, and waits for topics that do not exist yet."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from aiokafka.errors import KafkaError
 
 from regions.processor import loop as loop_module
 from regions.processor import restore as restore_module
-from regions.processor.loop import PartitionsMismatch, Processor
+from regions.processor.loop import Processor
 from regions.runtime.health import Health
 from regions.runtime.settings import KafkaSettings, Settings
 from regions.stores.kafka.clients import TopicMissing, make_consumer, partitions_of
+from regions.stores.kafka.topics import PartitionsMismatch, ensure_topics
 
 
 async def wait_until_described(kafka: KafkaSettings, topic: str) -> None:
@@ -46,6 +47,20 @@ async def test_processor_fails_fast_when_changelog_partitions_differ(
 
     with pytest.raises(PartitionsMismatch, match=r"has 6 partitions and .* has 3"):
         await Processor(settings, Health("processor")).run(asyncio.Event())
+
+
+async def test_topics_of_another_partition_count_than_the_settings_are_refused(
+    topics: Settings,
+) -> None:
+    """Topics made with 6 partitions, settings that say 2: bootstrap and the processor both refuse,
+    naming the setting and what to do (readers would judge freshness over 2 of the 6 partitions)."""
+    fewer = topics.model_copy(update={"kafka": topics.kafka.model_copy(update={"partitions": 2})})
+    expected = r"LB_KAFKA__PARTITIONS\) is 2 but .*\.v1 ha(s|ve) 6.*Set LB_KAFKA__PARTITIONS"
+    with pytest.raises(PartitionsMismatch, match=expected):
+        await ensure_topics(fewer.kafka)
+    with pytest.raises(PartitionsMismatch, match=expected):
+        await Processor(fewer, Health("processor")).run(asyncio.Event())
+    assert await ensure_topics(topics.kafka) == []  # the settings the topics were made with still pass
 
 
 async def test_processor_started_before_bootstrap_waits_for_the_topics(

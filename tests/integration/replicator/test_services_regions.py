@@ -15,7 +15,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import ensure_topics, make_consumer
+from regions.stores.kafka.clients import make_consumer
+from regions.stores.kafka.topics import ensure_topics
 from tests.clusters import RegionServerPool
 from tests.harness import delete_topics, free_port
 
@@ -73,6 +74,7 @@ def test_two_regions_run_side_by_side_and_each_gets_its_own_settings(
         assert (us.gateway.port, us.intake.port, us.replicator.health_port) == (8180, 8181, 8185)
         assert us.replicator.source_region == "eu" and us.remote_regions() == ["eu"]
         assert json.loads(exported["LB_REGIONS"]).keys() == {"eu", "us"}
+        assert us.kafka.partitions == 1  # ops/run's: one processor per region, one transaction a round
 
         # Without --source: the region's first replicator port (a supervisor adds the source's
         # index in LB_REGIONS, as ops/run does) and a note of each replicator of the region.
