@@ -41,7 +41,7 @@ def partitions_differ(kafka: KafkaSettings, counts: Mapping[str, int]) -> str | 
     )
     return (
         f"kafka.partitions (LB_KAFKA__PARTITIONS) is {kafka.partitions} but {found}: they must be equal. "
-        f"Set LB_KAFKA__PARTITIONS to the topics' count, or use new topics (another LB_KAFKA__TOPIC_PREFIX, "
+        "Set LB_KAFKA__PARTITIONS to the topics' count, or use new topics (another LB_KAFKA__TOPIC_PREFIX, "
         "or 'ops/services reset' for the local servers' data)."
     )
 
