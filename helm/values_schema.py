@@ -27,6 +27,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from regions.runtime.settings import (
+    MAX_PARTITIONS,
     TEST_ONLY,
     AuditSettings,
     CassandraSettings,
@@ -227,7 +228,7 @@ class KafkaSasl(Values):
 
 
 class Kafka(Values):
-    partitions: int = Field(6, ge=1, le=10_000, description="Awards partitions; caps processor replicas.")
+    partitions: int = Field(6, ge=1, le=MAX_PARTITIONS, description="Awards partitions; caps processor replicas.")
     topic_prefix: str = Field("lb", pattern=r"^[a-zA-Z0-9._-]{1,100}$", description="Prefix of every topic.")
     replication_factor: int = Field(3, ge=1, description="Replication of created topics.")
     min_insync_replicas: int = Field(2, ge=1, description="min.insync.replicas of created topics.")

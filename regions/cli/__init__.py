@@ -11,6 +11,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 
+from aiokafka.errors import KafkaConnectionError
 from pydantic import ValidationError
 
 from regions.actions.home import ActionRefused
@@ -79,6 +80,13 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run(settings, args))
     except (TopicMissing, PartitionsMismatch, CassandraUnavailable, CommandError, ActionRefused) as exc:
         print(f"error: {redact(str(exc), settings.secret_values())}", file=sys.stderr)
+        return 1
+    except KafkaConnectionError as exc:
+        print(
+            f"error: Kafka at {settings.kafka.bootstrap_servers} is not reachable ({type(exc).__name__}). "
+            "See 'ops/services status'; 'ops/services up' starts it.",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         return 130

@@ -33,6 +33,7 @@ from regions.runtime.settings.projector import ProjectorSettings
 from regions.runtime.settings.replicator import RegionEndpoint, ReplicatorSettings
 from regions.runtime.settings.root import Mode, Settings
 from regions.runtime.settings.stores import (
+    MAX_PARTITIONS,
     PLAINTEXT_KAFKA,
     CassandraSettings,
     KafkaSecurity,
@@ -46,6 +47,7 @@ __all__ = [
     "DEV_ADMIN_TOKEN",
     "DEV_AWARD_KEY_ID",
     "DEV_AWARD_SECRET",
+    "MAX_PARTITIONS",
     "OPS_PREFIX",
     "PLAINTEXT_KAFKA",
     "TEST_ONLY",

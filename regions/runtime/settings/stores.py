@@ -23,12 +23,17 @@ class SaslMechanism(StrEnum):
     SCRAM_SHA_512 = "SCRAM-SHA-512"
 
 
+#: Partitions a platform topic may have: past this, a topic is a misconfiguration, not a deployment.
+MAX_PARTITIONS = 10_000
+
+
 class KafkaSettings(BaseModel):
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers, host:port,...")
     topic_prefix: str = Field("lb", description="Prefix of every topic this deployment owns.")
     partitions: int = Field(
         6,
         ge=1,
+        le=MAX_PARTITIONS,
         description="Partitions of every platform topic, and at most this many processor instances work a "
         "region; each partition is a task with a transaction per round, so a region on one machine "
         "runs best on few (ops/run uses 1). Topics made with another count are refused.",

@@ -201,3 +201,15 @@ async def test_close_begins_a_close_once_and_results_says_when_there_is_none(
     assert again[1].startswith(f"{board} is CLOSING (reason: season over)")  # the first close stands
     assert unknown[0] == 1 and "'no-such-board' does not exist" in unknown[2]
     assert results[0] == 1 and f"no archived result for {board}" in results[1]
+
+
+async def test_bootstrap_with_kafka_away_says_where_and_what_to_do(topics: Settings) -> None:
+    away = topics.model_copy(
+        update={"kafka": topics.kafka.model_copy(update={"bootstrap_servers": "127.0.0.1:1"})}
+    )
+
+    code, _, err = await lb(away, "bootstrap")
+
+    assert code == 1 and "Traceback" not in err
+    assert err.splitlines()[-1].startswith("error: Kafka at 127.0.0.1:1 is not reachable (")
+    assert "'ops/services up' starts it" in err

@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from regions.runtime.settings import (
+    MAX_PARTITIONS,
     TEST_ONLY,
     LifecycleSettings,
     Settings,
@@ -199,6 +200,15 @@ def test_a_refusal_names_the_settings_and_never_shows_their_values(monkeypatch: 
     assert "kafka.partitions: Input should be a valid integer" in described
     for secret in ("a-real-secret", "a-redis-password", "a-kafka-password", "a-cassandra-password", "many"):
         assert secret not in described
+
+
+@pytest.mark.parametrize("count", ["0", str(MAX_PARTITIONS + 1), "99999999999999999999"])
+def test_a_partition_count_out_of_bounds_is_refused_by_name(monkeypatch: pytest.MonkeyPatch, count: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        settings_from_env(monkeypatch, {"LB_KAFKA__PARTITIONS": count})
+    assert describe_refusal(refused.value).startswith("kafka.partitions: Input should be")
+    highest = settings_from_env(monkeypatch, {"LB_KAFKA__PARTITIONS": str(MAX_PARTITIONS)})
+    assert highest.kafka.partitions == MAX_PARTITIONS
 
 
 def test_a_misspelt_setting_is_refused_with_the_likely_one_and_the_known_list(
