@@ -78,19 +78,12 @@ class Processor:
         return StoreIdentity(self._cluster, self.changelogs, partition)
 
     async def prepare(self) -> None:
-        """Check the topics are co-partitioned and learn the cluster: before any task is taken."""
-        changelog = self.changelogs[0]
-        found = {
-            topic: await partitions_of(self._kafka, topic) for topic in [*self.sources, *self.changelogs]
+        """Check that every source and changelog has ``kafka.partitions`` partitions (so they are
+        co-partitioned too) and learn the cluster: before any task is taken."""
+        counts = {
+            topic: len(await partitions_of(self._kafka, topic)) for topic in [*self.sources, *self.changelogs]
         }
-        expected = found[changelog]
-        for topic, partitions in found.items():
-            if partitions != expected:
-                raise PartitionsMismatch(
-                    f"{topic} has {len(partitions)} partitions and {changelog} has {len(expected)}; they must "
-                    "be equal. Fix the topics before starting the processor."
-                )
-        wrong = partitions_differ(self._kafka, {changelog: len(expected)})
+        wrong = partitions_differ(self._kafka, counts)
         if wrong is not None:
             raise PartitionsMismatch(wrong)
         self._cluster = await cluster_id(self._kafka)
