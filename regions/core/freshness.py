@@ -6,7 +6,10 @@ acceptance time) and the heartbeats the region writes to every awards partition.
 projection is only as fresh as its least advanced partition, so:
 
 - ``lag_s`` is the time since the *oldest* of its partitions' newest heard-of records; None when a
-  partition was never heard of (nothing can be said about that part of the region);
+  partition was never heard of (nothing can be said about that part of the region). The partitions
+  are ``partitions`` and any higher one the positions name: a reader configured with fewer partitions
+  than the topic has still waits for every partition it has heard of, rather than call a region fresh
+  from part of it;
 - ``stale`` when ``lag_s`` is None or above the threshold: a cut-off, silent or far-behind region;
 - ``newest_accepted_ms`` is the newest acceptance time of its awards reflected (any partition);
 - ``gap`` when the replicator reported records of the region deleted before they were copied: the
@@ -41,9 +44,10 @@ def region_status(
     stale_after_s: float,
 ) -> RegionStatus:
     """The freshness of ``region`` in a projection whose positions are ``marks``."""
-    own = [marks.get((region, p)) for p in range(partitions)]
+    count = max(partitions, 1 + max((p for r, p in marks if r == region), default=-1))
+    own = [marks.get((region, p)) for p in range(count)]
     heard = [max(m.accepted_at_ms, m.heartbeat_at_ms) for m in own if m is not None]
-    oldest = min(heard) if len(heard) == partitions and min(heard, default=0) > 0 else None
+    oldest = min(heard) if len(heard) == count and min(heard, default=0) > 0 else None
     lag_s = None if oldest is None else max(0, now_ms - oldest) / 1000
     accepted = max((m.accepted_at_ms for m in own if m is not None), default=0)
     return RegionStatus(

@@ -75,6 +75,16 @@ def test_a_reported_gap_shows_whatever_the_freshness() -> None:
     assert region_status("us", heard, 2, NOW, 5.0) == RegionStatus("us", None, 0.0, False, True)
 
 
+def test_a_reader_told_of_fewer_partitions_than_it_hears_of_still_waits_for_all_of_them() -> None:
+    heard = _beats("us", 3, NOW - 1_000) | {("us", 5): SourcePosition(4, heartbeat_at_ms=NOW - 9_000)}
+
+    assert (region_status("us", heard, 1, NOW, 5.0).lag_s, region_status("us", heard, 1, NOW, 5.0).stale) == (
+        None, True,
+    )  # partitions 3 and 4 were never heard of
+    heard |= _beats("us", 5, NOW - 1_000)
+    assert region_status("us", heard, 1, NOW, 5.0) == RegionStatus("us", None, 9.0, True, False)
+
+
 @given(marks, st.floats(0.1, 100), st.integers(1, 6))
 def test_stale_exactly_when_the_lag_is_unknown_or_over_the_threshold(
     heard: dict[SourceKey, SourcePosition], threshold: float, partitions: int
