@@ -5,7 +5,8 @@ One database per task directory. Keys start with one byte naming what they hold:
 acceptance time, amount, region: ``schema.records.pack_seen``); ``t`` + acceptance time (8 bytes,
 order-preserving) + event id -> nothing: the time index forgetting walks, so forgetting old copies
 costs what is forgotten, not the whole memory; ``s`` + region ->
-source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed);
+source position; ``c`` + ``board|region`` -> offset of the board's close cutoff (8 bytes, signed), also
+kept in memory (cutoffs are few, and every award asks);
 ``e`` + board -> the newest expired day of a ROLLING board (4 bytes); ``x`` + ``board|`` + day (4 bytes)
 + user -> nothing: the day index an expiry walks, so it visits the players with points that day and
 no other; ``h`` + board -> the correction records held for the board (absent: none); ``o`` + ``board|user``
@@ -128,14 +129,15 @@ class RocksStore:
         self._held = msgspec.msgpack.Decoder(tuple[HeldCorrection, ...]).decode
         self._counters = msgspec.msgpack.Decoder(tuple[int, ...]).decode
         self._candidates = msgspec.msgpack.Decoder(CandidateList).decode
-        self._moderation = self._moderated()
+        moderation = msgspec.msgpack.Decoder(tuple[int, bool]).decode
+        self._moderation = {key: Moderation(*moderation(value)) for key, value in self._pairs(b"o")}
+        self._cutoffs = {key: int.from_bytes(value, "big", signed=True) for key, value in self._pairs(b"c")}
 
-    def _moderated(self) -> dict[StateKey, Moderation]:
-        decode, found = msgspec.msgpack.Decoder(tuple[int, bool]).decode, {}
-        for key, value in self._scan(b"o"):
-            board, _, user = key[1:].decode().partition("|")
-            found[(board, user)] = Moderation(*decode(value))
-        return found
+    def _pairs(self, prefix: bytes) -> Iterator[tuple[tuple[str, str], bytes]]:
+        """The values under ``prefix`` of keys ``prefix`` + ``a|b``, by (a, b)."""
+        for key, value in self._scan(prefix):
+            a, _, b = key[1:].decode().partition("|")
+            yield (a, b), value
 
     def _get(self, key: bytes) -> bytes | None:
         return cast(bytes | None, self._db.get(key))
@@ -155,7 +157,7 @@ class RocksStore:
         batch.put(_FORMAT, STORE_FORMAT.to_bytes(4, "big"))
         self._db.write(batch)
         self._db.compact_range(None, None)
-        self._moderation = {}
+        self._moderation, self._cutoffs = {}, {}
 
     def changelog_positions(self) -> dict[str, int]:
         raw = self._get(_CHANGELOG)
@@ -218,8 +220,7 @@ class RocksStore:
         return [key[len(prefix) :].decode() for key, _ in self._scan(prefix)]
 
     def cutoff(self, key: CutoffKey) -> int | None:
-        raw = self._get(_cutoff_key(key))
-        return None if raw is None else int.from_bytes(raw, "big", signed=True)
+        return self._cutoffs.get(key)
 
     def held(self, board_id: str) -> tuple[HeldCorrection, ...]:
         raw = self._get(b"h" + board_id.encode())
@@ -259,9 +260,9 @@ class RocksStore:
             out.put(b"s" + region.encode(), self._encode(
                 (position.offset, position.accepted_at_ms, position.heartbeat_at_ms, position.gaps)
             ))  # fmt: skip
-        for key, offset in batch.cutoffs.items():
-            if self.cutoff(key) is None:  # the first marker stays the cutoff
-                out.put(_cutoff_key(key), offset.to_bytes(8, "big", signed=True))
+        cutoffs = {key: offset for key, offset in batch.cutoffs.items() if key not in self._cutoffs}
+        for key, offset in cutoffs.items():  # the first marker stays the cutoff
+            out.put(_cutoff_key(key), offset.to_bytes(8, "big", signed=True))
         for board_id, held in batch.held.items():
             if held:
                 out.put(b"h" + board_id.encode(), self._encode(held))
@@ -279,6 +280,7 @@ class RocksStore:
         self._put_complete_since(out, batch.complete_since_ms)
         self._db.write(out, self._bulk if bulk else self._normal)
         self._moderation.update(batch.moderation)
+        self._cutoffs.update(cutoffs)
 
     def _items(self, batch: StoreBatch) -> Iterator[tuple[bytes, bytes]]:
         """The players', their days' and the dedupe memory's keys and values. A replaced copy

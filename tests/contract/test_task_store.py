@@ -263,13 +263,17 @@ class TestRocksStore(TaskStoreContract):
         store = RocksStore(tmp_path / "p3", OPTIONS)
         store.reset(IDENTITY)
         store.write(StoreBatch(players={("b", "u"): PlayerState(1, 1, "r")}, changelog={"t": 3},
-                               held={"b": (HELD_1,)}, moderation={("b", "u"): Moderation(4, True)}))  # fmt: skip
+                               held={"b": (HELD_1,)}, moderation={("b", "u"): Moderation(4, True)},
+                               cutoffs={("b", "eu"): 7, ("b", "us"): -1}))  # fmt: skip
         store.close()
         again = RocksStore(tmp_path / "p3", OPTIONS)
         try:
             assert again.identity() == IDENTITY and again.changelog_positions() == {"t": 3}
             assert again.player(("b", "u")) == PlayerState(1, 1, "r")
             assert again.held("b") == (HELD_1,) and again.moderation(("b", "u")) == Moderation(4, True)
+            assert (again.cutoff(("b", "eu")), again.cutoff(("b", "us")), again.cutoff(("c", "eu"))) == (7, -1, None)
+            again.write(StoreBatch(cutoffs={("b", "eu"): 9}))
+            assert again.cutoff(("b", "eu")) == 7  # the first marker stays, across the reopen too
         finally:
             again.close()
 
