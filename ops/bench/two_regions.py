@@ -281,7 +281,7 @@ async def main(args: argparse.Namespace) -> Figures:
         await until_ready(regions, logs, 180)  # a loaded machine starts ten processes slowly
         await asyncio.sleep(args.warmup)
         if args.warm_load:
-            await warm_up(args, regions, board, rates[0])
+            await warm_up(args, regions, board, args.warm_rate or rates[0])
         idle, compiling = await idle_cpu(regions, args.idle) if args.idle else ({}, {})
         for rate in rates:
             row, figures = await measure(args, regions, board, rate)
@@ -423,7 +423,7 @@ async def measure(
     accepted: list[Pending] = []  # filled once the load is over: what every projection must reach
     watchers = [asyncio.create_task(histories[r.name].watch(r.projection, stop, accepted)) for r in regions]
     sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
-    clock = CpuClock(pids)
+    clock, jit_clock = CpuClock(pids), JitClock(pids)
     print(f"== load running: {rate} awards/s for {args.duration:.0f} s ({args.generator}) ...", flush=True)
     if args.generator == "vegeta":
         start_at = time.time() + 3  # both regions' loads begin together, after their targets are written
@@ -438,11 +438,12 @@ async def measure(
         for task in (*watchers, sampler):
             task.cancel()
         raise
-    use = clock.read()
+    use, compiling = clock.read(), jit_clock.read().percent()
     wall, cpu = use.wall, use.percent()
     generator_cpu = sum(r.results.generator_cpu_s for r in regions)
     if generator_cpu:
         cpu[VEGETA] = generator_cpu / wall * 100
+    jit = {name: compiling.get(name, 0.0) for name in cpu}  # the processes that are no JVM compile nothing
     rss = {n: rss_mib(p) for n, p in pids.items()} | ({VEGETA: math.nan} if VEGETA in cpu else {})
     print("== load done; waiting (at most 60 s) for every acknowledged award to be visible ...", flush=True)
     accepted.extend(p for r in regions for p in r.results.pending)
@@ -454,7 +455,7 @@ async def measure(
     await sampler
     visibility(views, histories)
     args_at_rate = argparse.Namespace(**{**vars(args), "rate": rate})
-    report(args_at_rate, regions, views, wall, cpu, rss, lag_samples)
+    report(args_at_rate, regions, views, wall, cpu, jit, rss, lag_samples)
     row = judge(rate, args.duration, regions, views)
     print(
         f"\n== targets at {rate}/s: " + ("all met" if not row.misses else "missed: " + "; ".join(row.misses))
@@ -466,7 +467,7 @@ async def measure(
                "replicators": {name: {"lag_records": distribution(s[0] for s in samples),
                                       "lag_seconds": distribution(s[1] for s in samples)}
                                for name, samples in lag_samples.items()},
-               "processes": by_process(cpu_percent=cpu, rss_mib=rss,
+               "processes": by_process(cpu_percent=cpu, jit_percent=jit, rss_mib=rss,
                                        cpu_ms_per_award=cpu_ms_per_award(cpu, wall, row.accepted_per_s * args.duration)),
                "generator": args.generator, "load_average": os.getloadavg()[0],
                "misses": row.misses}  # fmt: skip
@@ -499,6 +500,7 @@ def report(
     views: list[Visibility],
     wall: float,
     cpu: dict[str, float],
+    jit: dict[str, float],
     rss: dict[str, float],
     lag: dict[str, list[tuple[float, float]]],
 ) -> None:
@@ -525,7 +527,8 @@ def report(
               f"  max {max(records, default=0):6.0f};  lag s p99 {percentile(seconds, 0.99):5.2f}")  # fmt: skip
     per_award = cpu_ms_per_award(cpu, wall, accepted)
     print(f"\n== processes during the load ({os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f})")
-    print("\n".join(table(32, [Column("CPU %", cpu, "7.1f"), Column("CPU ms/award", per_award, "12.3f"),
+    print("\n".join(table(32, [Column("CPU %", cpu, "7.1f"), Column("of it JIT %", jit, "12.1f"),
+                                Column("CPU ms/award", per_award, "12.3f"),
                                 Column("RSS MiB", rss, "8.0f", summed=False)])))  # fmt: skip
 
 
@@ -565,6 +568,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--warm-load", type=float, default=20,
                    help="seconds of unmeasured load at the first rate before measuring, so freshly started "
                         "brokers have compiled their hot paths (default 20; 0: none)")  # fmt: skip
+    p.add_argument("--warm-rate", type=int, default=0,
+                   help="awards/s of the warm-up load (default: the first rate); the JVMs compile a hot path "
+                        "after so many calls, so a warm-up at a low rate leaves them compiling during the load")  # fmt: skip
     return p.parse_args()
 
 
