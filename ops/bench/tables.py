@@ -119,8 +119,22 @@ def regions(run: RecordedRun) -> Lines:
                       "meets the targets"], rows)  # fmt: skip
     if all("cpu_ms_per_award" in x for p in figures["points"] for x in p["processes"].values()):
         lines += ["", *per_process(figures["points"])]
+    lines += _compiling(figures["points"], run.settings)
     return (lines + _idle(figures.get("idle_cpu_percent"), figures.get("idle_jit_cpu_percent"))
             + _overload(figures.get("overload")))  # fmt: skip
+
+
+def _compiling(points: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> Lines:
+    """How much of each load's CPU the JVMs spent compiling code, after which warm-up (runs recorded
+    before it was measured do not say)."""
+    if not all("jit_percent" in x for p in points for x in p["processes"].values()):
+        return []
+    shares = ", ".join(
+        f"{sum(x['jit_percent'] for x in p['processes'].values()):.1f}% at {p['rate']:,}/s" for p in points
+    )
+    rate, seconds = settings.get("warm_rate") or points[0]["rate"], settings.get("warm_load") or 0
+    warm = f"after {seconds:.0f} s of warm-up load at {rate:,}/s" if seconds else "with no warm-up load"
+    return ["", f"Of the CPU under load, the JVMs' JIT compiling code took (of one core, {warm}): {shares}."]
 
 
 def _idle(idle: Mapping[str, float] | None, compiling: Mapping[str, float] | None) -> Lines:

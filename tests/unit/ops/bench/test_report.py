@@ -66,7 +66,8 @@ def regions_figures() -> Figures:
             "visibility": [{"label": f"{a} -> {s}", "accepted_in": a, "seen_in": s, "ms": distribution(ms),
                             "never_seen": 0} for a, s, ms in views],
             "replicators": {"eu replicator-us": {"lag_records": distribution([50, 86]), "lag_seconds": distribution([0.2])}},
-            "processes": by_process(cpu_percent={"eu intake": 10.0}, rss_mib={"eu intake": 60.0}),
+            "processes": by_process(cpu_percent={"eu intake": 10.0, "kafka-eu": 8.0}, rss_mib={"eu intake": 60.0},
+                                    jit_percent={"eu intake": 0.0, "kafka-eu": rate / 1000}),
             "misses": [] if rate == 1000 else ["REGIONAL p99 eu 1200 ms"],
         })  # fmt: skip
     targets = {"ack_p99_ms": 200.0, "regional_p99_ms": 1000.0, "home_p99_ms": 2000.0, "carried": 0.95}
@@ -98,7 +99,7 @@ def site(tmp_path: Path) -> dict[str, Path]:
     readme.write_text(README)
     data = tmp_path / "data"
     record(data, "pipeline", pipeline_figures(), "--rates", "500,1000", batch=10, rates=[500, 1000])
-    record(data, "regions", regions_figures(), batch=10)
+    record(data, "regions", regions_figures(), batch=10, warm_load=120.0, warm_rate=1000)
     record(data, "reads", reads_figures(), players=1000)
     return {"readme": readme, "docs": tmp_path / "docs" / "bench", "data": data}
 
@@ -134,6 +135,8 @@ def test_the_blocks_are_rendered_from_the_newest_runs_and_name_them(site: dict[s
     assert ("Idle (no load): 5% of one core for every process, kafka-eu 4.0%, eu processor 1.0%, the others less. "
             "Of it, 1.5% was the JVMs' JIT compiling code, which fades as it runs out of code to compile: 3.5% "
             "without it.") in regions  # fmt: skip
+    assert ("Of the CPU under load, the JVMs' JIT compiling code took (of one core, after 120 s of warm-up load at "
+            "1,000/s): 1.0% at 1,000/s, 2.0% at 2,000/s.") in regions  # fmt: skip
     reads = block(text, "reads")
     assert "| `player` | 1,282 | 2,573 | 0.50x | 0.50x |" in reads
     assert "| `context(4)` | 2 | 4.8 / 5.4 / 5.5 |" in reads
@@ -143,6 +146,9 @@ def test_the_blocks_are_rendered_from_the_newest_runs_and_name_them(site: dict[s
 def test_a_run_recorded_before_the_jit_was_measured_says_nothing_of_it(site: dict[str, Path]) -> None:
     figures = regions_figures()
     del figures["idle_jit_cpu_percent"]
+    for point in figures["points"]:
+        for process in point["processes"].values():
+            del process["jit_percent"]
     newer = record(site["data"], "regions", figures, batch=10)
     newer.rename(newer.with_name("29991231T235959Z-abcdef0.json"))
     report.main(options(site))
