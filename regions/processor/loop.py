@@ -59,7 +59,7 @@ class Processor:
         self.changelogs = (kafka.topic("totals"), kafka.topic("dedupe"))
         self._store_options = store_options(self._cfg.store_cache_mib, self._cfg.store_write_buffer_mib)
         self._cluster = ""
-        self._tasks = TaskOwnership(self._acquire)
+        self._tasks = TaskOwnership(self._acquire, on_adopted=self._report_found)
         self._transactions = TaskTransactions(settings, self.sources, self.changelogs, self._group)
 
     @property
@@ -130,14 +130,18 @@ class Processor:
         for tp in tps:
             outcome = resume(await consumer.committed(tp) or 0, starts[tp], ends[tp])
             if isinstance(outcome, Gap):
-                report_deleted(self.sources[tp.topic], tp, outcome)
-                deleted[tp] = outcome
+                deleted[tp] = outcome  # reported once the task is adopted
             elif isinstance(outcome, Rewound):
                 log.error("%s partition %d ends at %d, before the committed offset %d: the topic was made "
                           "again; reading it from its start", tp.topic, tp.partition, outcome.log_end,
                           outcome.checkpoint)  # fmt: skip
             offsets[tp] = outcome.offset if isinstance(outcome, Resume) else starts[tp]
         return offsets, deleted
+
+    def _report_found(self, task: OwnedTask) -> None:
+        """What the takeover of an adopted task found deleted unread."""
+        for tp, gap in task.deleted.items():
+            report_deleted(self.sources[tp.topic], tp, gap)
 
     async def _deleted_unread(
         self, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, list[ConsumerRecord]]

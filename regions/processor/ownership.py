@@ -3,7 +3,10 @@
 A task new to the instance is taken over (its earlier owners fenced, its store restored: minutes for
 a large partition) outside the rebalance callback, its source partitions paused meanwhile, so the
 consumer goes on polling and the group stays stable however long a restore takes; ``adopt`` then
-makes it owned. A task no longer assigned is released (its store closed, its producer stopped).
+makes it owned. A task no longer assigned is released (its store closed, its producer stopped), a
+takeover no longer assigned too, whether it is still under way or finished and not yet adopted.
+What a takeover found is reported only once its task is adopted (``on_adopted``), so a takeover
+that is dropped and made again reports it once.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ class OwnedTask:
     """Records fetched and not yet folded: heartbeats only, waiting for the task's next round."""
     held_since: float = 0.0  # when the oldest of ``held`` was fetched (the event loop's clock)
     deleted: dict[TopicPartition, Gap] = field(default_factory=dict)
-    """Source records retention deleted unread, reported and not yet counted into a position."""
+    """Source records retention deleted unread, not yet counted into a position (reported once the
+    task is adopted when its takeover found them, at once when a round did)."""
 
 
 Takeover = Callable[[AIOKafkaConsumer, int], Coroutine[Any, Any, OwnedTask]]
@@ -50,8 +54,9 @@ class TaskOwnership:
     """The owned tasks and the takeovers under way. ``lock`` is held while ownership changes and
     while a round's transactions run, so a task is never handed over in the middle of a transaction."""
 
-    def __init__(self, takeover: Takeover) -> None:
+    def __init__(self, takeover: Takeover, on_adopted: Callable[[OwnedTask], None] = lambda task: None) -> None:
         self._takeover = takeover
+        self._on_adopted = on_adopted
         self.owned: dict[int, OwnedTask] = {}
         # Tasks being taken over outside the rebalance callback: their source partitions stay paused
         # until they are owned, and the consumer keeps polling meanwhile.
@@ -88,9 +93,7 @@ class TaskOwnership:
             for partition in [p for p in self.owned if p not in wanted]:
                 await self._release(self.owned.pop(partition))
             for partition in [p for p in self._acquiring if p not in wanted]:
-                acquiring = self._acquiring.pop(partition)
-                acquiring.cancel()  # (its store and producer are closed as it ends)
-                await asyncio.gather(acquiring, return_exceptions=True)
+                await self._drop(self._acquiring.pop(partition))
             for partition in sorted(p for p in wanted if p not in self.owned and p not in self._acquiring):
                 self._acquiring[partition] = asyncio.create_task(self._takeover(consumer, partition))
             for tp in assigned:
@@ -124,6 +127,7 @@ class TaskOwnership:
                 for tp, offset in task.next_offsets.items():
                     consumer.seek(tp, offset)
                     consumer.resume(tp)
+                self._on_adopted(task)
             self._settled()
 
     async def settle(self, consumer: AIOKafkaConsumer) -> None:
@@ -141,6 +145,14 @@ class TaskOwnership:
         task.store.close()
         await task.producer.stop()
 
+    async def _drop(self, acquiring: asyncio.Task[OwnedTask]) -> None:
+        """End a takeover that is no longer wanted: one under way closes its store and producer as it is
+        cancelled; one that finished holds them, and gives them back here."""
+        acquiring.cancel()
+        (outcome,) = await asyncio.gather(acquiring, return_exceptions=True)
+        if isinstance(outcome, OwnedTask):
+            await self._release(outcome)
+
     async def pause(self) -> None:
         """Stop processing until the next assignment, once the round in flight has committed."""
         async with self.lock:
@@ -151,8 +163,7 @@ class TaskOwnership:
         """Release every task (stores closed, producers stopped), and end the takeovers under way."""
         async with self.lock:
             for acquiring in self._acquiring.values():
-                acquiring.cancel()
-            await asyncio.gather(*self._acquiring.values(), return_exceptions=True)
+                await self._drop(acquiring)
             self._acquiring.clear()
             for task in self.owned.values():
                 await self._release(task)

@@ -242,6 +242,35 @@ async def test_awards_deleted_before_a_takeover_read_them_are_counted_and_shown_
         assert processor.owned[0].deleted == {}
 
 
+async def test_a_takeover_revoked_before_its_adoption_gives_back_its_store_and_reports_once(
+    sources: Sources, consumer: AIOKafkaConsumer
+) -> None:
+    """The group rebalanced again while a takeover finished, and the task went elsewhere before it was
+    adopted: its store and producer are given back, so the next takeover on this host opens the same
+    store (a tail restore, not a full one into another slot), and what retention deleted is reported
+    once, by the takeover that is adopted."""
+    for i in range(5):
+        await sources.award(_award(f"m{i}", 1, "eu"))
+    await delete_before(sources.settings, 0, 3)
+    before = _deleted_unread("eu")
+    processor = sources.instance("a")
+    await processor.prepare()
+    try:
+        await processor.take(consumer, [sources.local, sources.remote])
+        await processor.pause()  # the next rebalance began before the takeover was adopted
+        await processor.settle(consumer)  # the takeover finishes and waits for the assignment
+        assert processor.owned == {}
+        await processor.take(consumer, [])  # the task went to another instance
+        assert _deleted_unread("eu") == before
+
+        await processor.take(consumer, [sources.local, sources.remote])  # and came back
+        await processor.settle(consumer)
+        assert processor.owned[0].restored.mode == "tail"
+        assert _deleted_unread("eu") - before == 3
+    finally:
+        await processor.close()
+
+
 async def test_awards_deleted_while_the_owner_was_behind_are_counted_and_shown_as_a_gap(
     sources: Sources, consumer: AIOKafkaConsumer
 ) -> None:
