@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Callable
 
@@ -76,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: settings refused: {describe_refusal(exc)}", file=sys.stderr)
         return 2
     run: Command = args.run
+    # The command reports Kafka's failures itself, naming the fix; aiokafka's own log lines of them
+    # (printed bare, as nothing here configures logging) would only say it twice.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         return asyncio.run(run(settings, args))
     except (TopicMissing, PartitionsMismatch, CassandraUnavailable, CommandError, ActionRefused) as exc:
