@@ -250,6 +250,8 @@ async def main(args: argparse.Namespace) -> Figures:
     names = args.regions.split(",")
     if len(names) != 2:
         raise SystemExit("--regions names exactly two regions")
+    if args.warm_rate < 0:
+        raise SystemExit(f"--warm-rate is awards/s, 0 or more (0: the first rate), got {args.warm_rate}")
     rates = [args.rate, 2 * args.rate] if args.overload else args.rates or [args.rate]
     if args.generator == "vegeta":
         vegeta_binary()  # a build takes the cores for a minute: before anything is measured, not during
@@ -566,7 +568,7 @@ def parse() -> argparse.Namespace:
                    help="seconds of no load, after the warm-up, over which each process's idle CPU is measured "
                         "(default 20; 0: not measured)")  # fmt: skip
     p.add_argument("--warm-load", type=float, default=20,
-                   help="seconds of unmeasured load at the first rate before measuring, so freshly started "
+                   help="seconds of unmeasured load (at --warm-rate) before measuring, so freshly started "
                         "brokers have compiled their hot paths (default 20; 0: none)")  # fmt: skip
     p.add_argument("--warm-rate", type=int, default=0,
                    help="awards/s of the warm-up load (default: the first rate); the JVMs compile a hot path "
