@@ -16,6 +16,7 @@ from regions.core.boards import Board
 from regions.intake.app import create_app
 from regions.intake.asgi import IntakeApp
 from regions.intake.heartbeats import HeartbeatWriter
+from regions.intake.protocol import IntakeProtocol
 from regions.intake.waits import ProjectionWaits
 from regions.runtime.erasure_list import ErasureList, after
 from regions.runtime.health import Health
@@ -100,7 +101,7 @@ async def serve(settings: Settings, sock: socket.socket | None) -> None:
     intake = settings.intake
     config = uvicorn.Config(
         build(settings), host=intake.host, port=intake.port, access_log=False,
-        timeout_keep_alive=intake.keep_alive_s,
+        timeout_keep_alive=intake.keep_alive_s, http=IntakeProtocol,
     )  # fmt: skip
     await uvicorn.Server(config).serve(sockets=None if sock is None else [sock])
 
