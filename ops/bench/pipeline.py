@@ -205,17 +205,20 @@ async def measure(
                            max_connections=max(1, args.connections // max(1, args.generators)))  # fmt: skip
     vegeta = Vegeta(schedule) if args.generator == "vegeta" else None
     generators = generator_processes(schedule, args.generators) if args.generators and not vegeta else []
-    await asyncio.sleep(max(0.0, schedule.start_at - time.time()))
-    clock = CpuClock(pids)
-    watcher = asyncio.create_task(history.watch(projection, stop, results.pending))
-    print("== load running ...", flush=True)
-    if vegeta is not None:
-        await vegeta.run(results)
-    elif generators:
-        await collect(generators, args.batch, results)
-    else:
-        await drive(schedule, results)
-    during = clock.read()
+    async with vegeta if vegeta is not None else contextlib.nullcontext():  # its targets, before the clock
+        await asyncio.sleep(max(0.0, schedule.start_at - time.time()))
+        clock = CpuClock(pids)
+        watcher = asyncio.create_task(history.watch(projection, stop, results.pending))
+        print("== load running ...", flush=True)
+        if vegeta is not None:
+            await vegeta.attack()
+        elif generators:
+            await collect(generators, args.batch, results)
+        else:
+            await drive(schedule, results)
+        during = clock.read()
+        if vegeta is not None:
+            await vegeta.collect(results)
     wall, cpu = during.wall, during.percent()
     rss = {n: rss_mib(p) for n, p in pids.items()}
     stop.set()

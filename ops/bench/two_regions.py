@@ -36,7 +36,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -423,24 +423,26 @@ async def measure(
     stop, lag_samples = asyncio.Event(), dict[str, list[tuple[float, float]]]()
     histories = {r.name: PositionHistory() for r in regions}
     accepted: list[Pending] = []  # filled once the load is over: what every projection must reach
-    watchers = [asyncio.create_task(histories[r.name].watch(r.projection, stop, accepted)) for r in regions]
-    sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
-    clock, jit_clock = CpuClock(pids), JitClock(pids)
-    print(f"== load running: {rate} awards/s for {args.duration:.0f} s ({args.generator}) ...", flush=True)
-    if args.generator == "vegeta":
-        start_at = time.time() + 3  # both regions' loads begin together, after their targets are written
-        loads = [Vegeta(replace(half(args, r, board, rate), start_at=start_at), seed=i + 1).run(r.results)
-                 for i, r in enumerate(regions)]  # fmt: skip
-    else:
-        loads = [drive(half(args, r, board, rate), r.results) for r in regions]
-    try:
-        await asyncio.gather(*loads)
-    except BaseException:
-        stop.set()
-        for task in (*watchers, sampler):
-            task.cancel()
-        raise
-    use, compiling = clock.read(), jit_clock.read().percent()
+    async with contextlib.AsyncExitStack() as vegeta_files:
+        # vegeta's signed targets are written before the clocks start, and its answers read after
+        # they stop: the CPU figures are the load's alone
+        vegetas = [await vegeta_files.enter_async_context(Vegeta(half(args, r, board, rate), seed=i + 1))
+                   for i, r in enumerate(regions)] if args.generator == "vegeta" else []  # fmt: skip
+        watchers = [asyncio.create_task(histories[r.name].watch(r.projection, stop, accepted)) for r in regions]
+        sampler = asyncio.create_task(replicator_lag(regions, lag_samples, stop))
+        clock, jit_clock = CpuClock(pids), JitClock(pids)
+        print(f"== load running: {rate} awards/s for {args.duration:.0f} s ({args.generator}) ...", flush=True)
+        loads = [v.attack() for v in vegetas] or [drive(half(args, r, board, rate), r.results) for r in regions]
+        try:
+            await asyncio.gather(*loads)
+        except BaseException:
+            stop.set()
+            for task in (*watchers, sampler):
+                task.cancel()
+            raise
+        use, compiling = clock.read(), jit_clock.read().percent()
+        for vegeta, region in zip(vegetas, regions, strict=False):
+            await vegeta.collect(region.results)
     wall, cpu = use.wall, use.percent()
     generator_cpu = sum(r.results.generator_cpu_s for r in regions)
     if generator_cpu:

@@ -3,9 +3,11 @@
 ``Vegeta`` sends a ``Schedule``'s signed award requests with vegeta (built once from the Go module
 proxy into the platform's cache), so the load's own CPU is a compiled program's, apart from every
 process measured. The requests are signed and written before the load starts (vegeta reads them as
-JSON targets), so nothing is computed per request while it runs. vegeta paces its hits at the rate
-whatever the answers (a slow intake gets more connections, up to ``max_connections``); each hit's
-latency counts from the time vegeta attempted it, so a late answer is never hidden.
+JSON targets), so nothing is computed per request while it runs, and the answers are read once it
+is over: a benchmark measures every process's CPU over ``attack`` alone, not over that work. vegeta
+paces its hits at the rate whatever the answers (a slow intake gets more connections, up to
+``max_connections``); each hit's latency counts from the time vegeta attempted it, so a late answer
+is never hidden.
 
 Each vegeta result becomes a ``Reply``: scheduled and sent at the hit's timestamp, done at timestamp
 + latency, on this process's ``time.perf_counter`` clock (so freshness is measured as with the
@@ -79,11 +81,34 @@ _accepted = msgspec.json.Decoder(dict[str, list[dict[str, object]]])
 @dataclass
 class Vegeta:
     """One vegeta process sending ``schedule`` (its port, rate, batch, duration, players and
-    ``max_connections``)."""
+    ``max_connections``). Used as an async context: entering it writes the signed targets, so a
+    caller measures the attack alone (``attack``), then adds its answers (``collect``)."""
 
     schedule: Schedule
     seed: int = 1
-    cpu_s: float = 0.0  # vegeta's own CPU (user + system), once ``run`` returned
+    cpu_s: float = 0.0  # vegeta's own CPU (user + system), once ``attack`` returned
+    _folder: tempfile.TemporaryDirectory[str] | None = None
+    _count: int = 0
+    _clock_offset: float = 0.0
+
+    async def __aenter__(self) -> Vegeta:
+        self._folder = tempfile.TemporaryDirectory(prefix="lb-vegeta-")
+        try:
+            self._count = await asyncio.to_thread(self._targets, self._path("targets.json"))
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
+
+    def _path(self, name: str) -> Path:
+        if self._folder is None:
+            raise RuntimeError("use Vegeta as an async context: entering it writes the targets")
+        return Path(self._folder.name) / name
 
     def _targets(self, path: Path) -> int:
         """Every request of the schedule, signed, as vegeta's JSON targets; returns their count."""
@@ -105,43 +130,44 @@ class Vegeta:
                 out.write(msgspec.json.encode(target) + b"\n")
         return count
 
-    async def run(self, results: Results) -> None:
-        """Send the schedule and add every answer to ``results`` (``add``, with the schedule's batch)."""
+    async def attack(self) -> None:
+        """Send the schedule (at its ``start_at``, if set) and wait for its last answer."""
         s = self.schedule
         binary = vegeta_binary()
-        with tempfile.TemporaryDirectory(prefix="lb-vegeta-") as tmp:
-            targets, out = Path(tmp) / "targets.json", Path(tmp) / "results.bin"
-            count = await asyncio.to_thread(self._targets, targets)
-            if s.start_at:
-                await asyncio.sleep(max(0.0, s.start_at - time.time()))
-            rate = f"{round(s.rate / s.batch * 60)}/1m"  # vegeta takes a whole number per unit
-            command = [str(binary), "attack", "-format=json", f"-targets={targets}", f"-rate={rate}",
-                       f"-duration={s.duration}s", f"-max-connections={s.max_connections}",
-                       f"-connections={s.max_connections}", "-workers=32", f"-max-workers={s.max_connections}",
-                       "-timeout=60s", "-keepalive=true", f"-output={out}"]  # fmt: skip
-            clock_offset = time.time() - time.perf_counter()
-            code, self.cpu_s, stderr = await asyncio.to_thread(_run_measured, command, Path(tmp) / "stderr")
-            if code != 0:
-                raise RuntimeError(f"vegeta exited with {code}: {stderr}")
-            encoded = await asyncio.to_thread(
-                subprocess.run,
-                [str(binary), "encode", "-to", "json", str(out)],
-                capture_output=True,
-                check=True,
-            )
+        if s.start_at:
+            await asyncio.sleep(max(0.0, s.start_at - time.time()))
+        rate = f"{round(s.rate / s.batch * 60)}/1m"  # vegeta takes a whole number per unit
+        command = [str(binary), "attack", "-format=json", f"-targets={self._path('targets.json')}",
+                   f"-rate={rate}", f"-duration={s.duration}s", f"-max-connections={s.max_connections}",
+                   f"-connections={s.max_connections}", "-workers=32", f"-max-workers={s.max_connections}",
+                   "-timeout=60s", "-keepalive=true", f"-output={self._path('results.bin')}"]  # fmt: skip
+        self._clock_offset = time.time() - time.perf_counter()
+        code, self.cpu_s, stderr = await asyncio.to_thread(_run_measured, command, self._path("stderr"))
+        if code != 0:
+            raise RuntimeError(f"vegeta exited with {code}: {stderr}")
+
+    async def collect(self, results: Results) -> None:
+        """Add every answer of the attack to ``results`` (``add``, with the schedule's batch)."""
+        s = self.schedule
+        encoded = await asyncio.to_thread(
+            subprocess.run,
+            [str(vegeta_binary()), "encode", "-to", "json", str(self._path("results.bin"))],
+            capture_output=True,
+            check=True,
+        )
         # Hit n was due at the first hit's time + n intervals: a hit vegeta sent later than that (its
         # workers all busy) is late, and its latency counts from when it was due.
         found = sorted((msgspec.json.decode(line, type=_Result) for line in encoded.stdout.splitlines()),
                        key=lambda r: r.seq)  # fmt: skip
         interval = s.batch / s.rate
-        first = _epoch(found[0].timestamp) - clock_offset if found else 0.0
+        first = _epoch(found[0].timestamp) - self._clock_offset if found else 0.0
         for result in found:
-            sent = _epoch(result.timestamp) - clock_offset
+            sent = _epoch(result.timestamp) - self._clock_offset
             results.add(
                 _reply(first + result.seq * interval, sent, sent + result.latency / 1e9, result), s.batch
             )
-        if len(found) < count * 0.99:
-            print(f"   vegeta sent {len(found)} of the {count} requests of its schedule", file=sys.stderr)
+        if len(found) < self._count * 0.99:
+            print(f"   vegeta sent {len(found)} of the {self._count} requests of its schedule", file=sys.stderr)
         results.generator_cpu_s += self.cpu_s
 
 
