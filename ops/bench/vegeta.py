@@ -20,6 +20,7 @@ import asyncio
 import base64
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -181,17 +182,18 @@ def _reply(due: float, sent: float, done: float, result: _Result) -> Reply:
                  int(str(last["offset"])), sum(a.get("applied") is not None for a in accepted))  # fmt: skip
 
 
+_RFC3339 = re.compile(r"(?P<whole>[^.]{19})(?:\.(?P<fraction>\d+))?(?P<zone>Z|[+-]\d\d:\d\d)")
+
+
 def _epoch(stamp: str) -> float:
-    """RFC 3339 with nanoseconds (vegeta's timestamps) as seconds since the epoch."""
-    head, _, rest = stamp.partition(".")
-    fraction, zone = rest, "Z"
-    for sign_char in ("Z", "+", "-"):
-        at = rest.find(sign_char)
-        if at >= 0:
-            fraction, zone = rest[:at], rest[at:]
-            break
-    base = datetime.fromisoformat(head + (zone if zone != "Z" else "+00:00")).timestamp()
-    return base + (float(f"0.{fraction}") if fraction else 0.0)
+    """RFC 3339 with up to nanoseconds (vegeta's timestamps, whose fraction is left out at a whole
+    second) as seconds since the epoch."""
+    found = _RFC3339.fullmatch(stamp)
+    if found is None:
+        raise ValueError(f"vegeta gave a timestamp that is not RFC 3339: {stamp!r}")
+    zone = found["zone"]
+    base = datetime.fromisoformat(found["whole"] + ("+00:00" if zone == "Z" else zone)).timestamp()
+    return base + (float(f"0.{found['fraction']}") if found["fraction"] else 0.0)
 
 
 def _run_measured(command: list[str], stderr: Path) -> tuple[int, float, str]:
