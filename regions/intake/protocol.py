@@ -2,8 +2,9 @@
 loop leave as one. uvicorn writes an answer's head and its body in two transport writes; with
 TCP_NODELAY (set on every TCP connection of uvloop's) each is a send(2) and a segment of its own, so
 every small answer cost the intake two system calls and the client two segments to read. Writes are
-gathered and written, in order, once the step that made them ends; a close writes what is gathered
-first, and nothing is written to a connection that is closing (as the transport itself would not)."""
+gathered and written, in order, once the step that made them ends; a close or an end of stream
+writes what is gathered first, and nothing is written to a connection that is closing (as the
+transport itself would not)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ class GatheredWrites:
     def close(self) -> None:
         self.flush()
         self._transport.close()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
 
     def abort(self) -> None:
         self._pending = []

@@ -32,6 +32,9 @@ class Recording:
     def abort(self) -> None:
         self.aborted = True
 
+    def write_eof(self) -> None:
+        self.writes.append(b"<eof>")
+
     def get_write_buffer_size(self) -> int:
         return 0
 
@@ -57,6 +60,13 @@ async def test_the_writes_of_one_step_leave_as_one_write_in_order() -> None:
     writes.write(b"c")
     await asyncio.sleep(0)
     assert transport.writes[1:] == [b"ab", b"c"]
+
+
+async def test_an_end_of_stream_follows_what_is_gathered() -> None:
+    writes, transport = gathered()
+    writes.write(b"last answer")
+    writes.write_eof()
+    assert transport.writes == [b"last answer", b"<eof>"]
 
 
 async def test_a_buffer_changed_after_its_write_is_written_as_it_was() -> None:
