@@ -69,6 +69,15 @@ ensure_venv() {
   echo "$want" >"$stamp"
 }
 
+# help_without_servers SCRIPT.py ARGS...: a benchmark asked for --help (or -h) prints its options and
+# exits before its wrapper starts any server.
+help_without_servers() {
+  local script="$1" arg; shift
+  for arg in "$@"; do
+    case "$arg" in -h|--help) exec "$VENV/bin/python" "$script" --help ;; esac
+  done
+}
+
 # ensure_graphiql: GraphiQL's and React's browser bundles from their npm packages (pinned in
 # gateway/graphiql/package-lock.json) copied to gateway/graphiql/assets, which the gateway serves
 # when GraphiQL is on; reinstalled only when the lock file changes.
