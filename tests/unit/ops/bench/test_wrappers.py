@@ -1,4 +1,4 @@
-"""Every benchmark's wrapper under ops/bench answers --help with its options and starts no server."""
+"""Every benchmark's wrapper under ops/bench, and ops/run, answer --help with their usage and start no server."""
 
 from __future__ import annotations
 
@@ -28,3 +28,16 @@ def test_help_prints_the_options_before_any_server_starts(wrapper: str, flag: st
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: "), done.stdout[:500]
     assert not data.exists()
+
+
+def test_ops_run_answers_help_and_refuses_an_unknown_argument_before_starting_anything(tmp_path: Path) -> None:
+    env = {**os.environ, "LB_OPS_DATA_DIR": str(tmp_path / "data")}
+    helped = subprocess.run([str(ROOT / "ops" / "run"), "--help"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=60, check=False)  # fmt: skip
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("Runs the product locally")
+    refused = subprocess.run([str(ROOT / "ops" / "run"), "--region", "eu"], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=60, check=False)  # fmt: skip
+    assert refused.returncode != 0
+    assert "unknown argument '--region'" in refused.stderr
+    assert not (tmp_path / "data").exists()
