@@ -29,7 +29,7 @@ from regions.core.resume import Gap, Rewound, resume
 from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import FetchPace, live_fetch, partitions_of
+from regions.stores.kafka.clients import FetchPace, live_fetch, partitions_of, stop_consumer
 from regions.stores.kafka.security import connection_options
 from replicator import metrics
 from replicator.config import Pair, ReplicationStopped
@@ -115,7 +115,7 @@ class Replicator:
                 await _wait(stop, delay)
                 delay = min(delay * 2, self._cfg.source_retry_max_s)
             finally:
-                await consumer.stop()
+                await stop_consumer(consumer)
 
     def _source_consumer(self) -> AIOKafkaConsumer:
         """Manual assignment, committed data only, and no automatic reset: a position the source no

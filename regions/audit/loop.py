@@ -62,6 +62,7 @@ from regions.stores.kafka.clients import (
     make_consumer,
     make_producer,
     partitions_of,
+    stop_consumer,
 )
 from schema.records import AppliedAward, Codec, Reconciliation
 
@@ -323,4 +324,4 @@ class AuditSink:
         finally:
             self._report = None
             await producer.stop()
-            await consumer.stop()
+            await stop_consumer(consumer)

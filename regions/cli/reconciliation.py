@@ -16,7 +16,7 @@ from aiokafka import ConsumerRecord, TopicPartition
 
 from regions.cli.command import Commands, add_command, say
 from regions.runtime.settings import KafkaSettings, Settings
-from regions.stores.kafka.clients import make_consumer, partitions_of, replay
+from regions.stores.kafka.clients import make_consumer, partitions_of, replay, stop_consumer
 from schema.records import Codec, Reconciliation
 
 
@@ -83,7 +83,7 @@ class ReconciliationReader:
                 batch = await consumer.getmany(*tps, timeout_ms=500)
                 self._show_records([r for records in batch.values() for r in records])
         finally:
-            await consumer.stop()
+            await stop_consumer(consumer)
 
 
 async def _reconciliation(settings: Settings, args: argparse.Namespace) -> int:

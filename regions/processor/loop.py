@@ -33,7 +33,14 @@ from regions.processor.transactions import TaskTransactions
 from regions.runtime.cadence import Cadence
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import FetchPace, cluster_id, make_consumer, make_producer, partitions_of
+from regions.stores.kafka.clients import (
+    FetchPace,
+    cluster_id,
+    make_consumer,
+    make_producer,
+    partitions_of,
+    stop_consumer,
+)
 from regions.stores.kafka.topics import PartitionsMismatch, partitions_differ
 from regions.stores.rocksdb import open_store, store_options
 from regions.stores.task_state import MemoryStore, StoreIdentity, TaskStore
@@ -265,7 +272,7 @@ class Processor:
                     next_lag = loop.time() + 2
         finally:
             self.restored.clear()
-            await consumer.stop()
+            await stop_consumer(consumer)
             await self.close()
 
 

@@ -25,7 +25,7 @@ from regions.core.moderation import Moderation
 from regions.core.positions import SourcePosition
 from regions.processor import metrics
 from regions.runtime.settings import KafkaSettings
-from regions.stores.kafka.clients import make_consumer, replay
+from regions.stores.kafka.clients import make_consumer, replay, stop_consumer
 from regions.stores.task_state import STORE_FORMAT, StoreBatch, StoreIdentity, TaskStore
 from schema.moderation import MODERATED_PREFIX
 from schema.records import (
@@ -66,7 +66,7 @@ async def _log_bounds(
         begin = await consumer.beginning_offsets(tps)
         end = await consumer.end_offsets(tps)
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
     return {tp.topic: begin[tp] for tp in tps}, {tp.topic: end[tp] for tp in tps}
 
 

@@ -46,6 +46,7 @@ from regions.stores.kafka.clients import (
     make_consumer,
     make_producer,
     partitions_of,
+    stop_consumer,
 )
 from regions.stores.redis.control import Lease, ProjectionControl, RebuildRequest
 from regions.stores.redis.cutoffs import record_cutoffs
@@ -124,7 +125,7 @@ class Projector:
                 self._deleting.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._deleting
-            await consumer.stop()
+            await stop_consumer(consumer)
             await producer.stop()
             await lease.release()
             metrics.LEASE_HELD.set(0)

@@ -207,7 +207,27 @@ async def replay(
                 progress(total - left, total)  # offsets, transaction markers included
         return end
     finally:
+        await stop_consumer(consumer)
+
+
+async def stop_consumer(consumer: AIOKafkaConsumer) -> None:
+    """Stop ``consumer``, even right after a broker went away. aiokafka (0.14) stops its fetcher by
+    cancelling every fetch in flight and awaiting each; a fetch that failed and is backing off
+    (``retry_backoff_ms``) passes that cancellation on, so ``stop`` raises ``CancelledError`` before the
+    other fetches are cancelled and the connections closed, and a service whose run ended on a Kafka
+    error would exit instead of starting again. Such a stop is finished here; a cancellation of the
+    task that is stopping the consumer still goes through."""
+    try:
         await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        fetches = list(consumer._fetcher._pending_tasks)  # what the interrupted stop left running
+        for fetch in fetches:
+            fetch.cancel()
+        await asyncio.gather(*fetches, return_exceptions=True)
+        await consumer._client.close()
 
 
 async def assign_from_committed(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> None:

@@ -15,7 +15,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
 from regions.runtime.settings import KafkaSettings
-from regions.stores.kafka.clients import TopicMissing, make_consumer
+from regions.stores.kafka.clients import TopicMissing, make_consumer, stop_consumer
 from regions.stores.kafka.security import connection_options
 from schema.replication import CHECKPOINTS_TOPIC, replicated_awards_topic
 
@@ -165,7 +165,7 @@ async def _until_served(kafka: KafkaSettings, names: list[str]) -> None:
         tps = [TopicPartition(name, p) for name in names for p in range(kafka.partitions)]
         await consumer.end_offsets(tps)
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
 def _led(partitions: list[dict[str, int]]) -> bool:
