@@ -54,6 +54,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     faults.addoption("--fault-seed", type=int, default=1, help="the fault schedule's seed")
     faults.addoption("--fault-regions", type=int, default=2, choices=(2, 3), help="regions of the schedule")
     faults.addoption("--fault-report", default=None, help="write the run's table to this file too")
+    faults.addoption("--fault-progress", default=None, help="append what the run is doing to this file as it goes")
 
 
 @pytest.fixture(scope="session")

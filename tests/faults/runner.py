@@ -56,6 +56,7 @@ REGION_SERVICES = ("processor", "projector", "audit", "lifecycle", "intake")
 CLIENT_TIMEOUT_S = 2.0
 RETRY_BUDGET_S = 1.5  # an unknown outcome is retried in its region while within the dedupe horizon
 RACE_CAP_S = 25.0  # a racing sender gives up this long after its board began closing
+PROGRESS_EVERY_S = 30.0
 
 
 @dataclass
@@ -107,6 +108,14 @@ class Run:
     exits: list[str] = field(default_factory=list)  # processes that exited by themselves
     matches: int = 0
     processes: int = 0
+    progress: Path | None = None  # where ``note`` appends what the run is doing, for ops/faults to show
+    began: float = field(default_factory=time.monotonic)
+
+    def note(self, text: str) -> None:
+        """Append ``text`` to the progress file (if any), with the run's elapsed time."""
+        if self.progress is not None:
+            with self.progress.open("a") as out:
+                out.write(f"    [{_clock(time.monotonic() - self.began)}] {text}\n")
 
     @property
     def names(self) -> list[str]:
@@ -319,6 +328,8 @@ class Run:
         stop = asyncio.Event()
         reader = asyncio.create_task(self.read(stop))
         supervisor = asyncio.create_task(self.supervise(stop))
+        end_s = max((step.at_s + step.duration_s for step in steps), default=0.0)
+        reporter = asyncio.create_task(self._report_every(PROGRESS_EVERY_S, start, end_s, stop))
         for step in steps:
             delay = start + step.at_s - time.monotonic()
             if delay > 0:
@@ -326,18 +337,34 @@ class Run:
             tasks.append(asyncio.create_task(self._guarded(step, rng)))
         results = await asyncio.gather(*tasks, return_exceptions=True)
         self.errors += [f"{type(r).__name__}: {r}" for r in results if isinstance(r, BaseException)]
+        self.note(f"schedule done: {self._tally()}; healing every link and process")
         await self.heal()
         await asyncio.gather(*self.race_tasks, return_exceptions=True)
         await asyncio.sleep(1.0)
         stop.set()
         await reader
         await supervisor
+        await reporter
+
+    async def _report_every(self, every_s: float, start: float, end_s: float, stop: asyncio.Event) -> None:
+        """A progress line every ``every_s`` until the schedule's faults and load have ended."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), every_s)
+            if not stop.is_set():
+                self.note(f"{_clock(time.monotonic() - start)} of {_clock(end_s)} of schedule: {self._tally()}")
+
+    def _tally(self) -> str:
+        outcomes = Counter(a.outcome for a in self.attempts)
+        return (f"{len(self.injected)} faults injected, requests "
+                + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items())))  # fmt: skip
 
     async def _guarded(self, step: Step, rng: random.Random) -> None:
         if step.is_load:
             await self.load(step, rng)
             return
         self.injected.append(step)
+        self.note(f"fault: {step.describe()}")
         try:
             await asyncio.wait_for(self.nemesis(step), step.duration_s + 90)
         except Exception as exc:
@@ -414,6 +441,11 @@ class Run:
         return [(e.user_id, e.score, e.version) for n in sorted(chunks) for e in chunks[n]]
 
 
+def _clock(seconds: float) -> str:
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}:{rest:02d}"
+
+
 def _last_error(tail: str) -> str:
     """The log's last line: a process that died of an exception ends with it."""
     lines = [line for line in tail.splitlines() if line.strip()]
@@ -487,12 +519,14 @@ async def check(run: Run, drain_s: float) -> dict[str, list[str]]:
             await asyncio.sleep(1.0)
         return not pending
 
+    run.note(f"draining: waiting (at most {drain_s:.0f} s) for every region to match the {len(copies)} accepted copies")
     began = time.monotonic()
     try:
         await Region.wait_until(settled, drain_s, "every region matching the oracle")
     except TimeoutError:
         run.errors.append(f"not drained within {drain_s:.0f}s: {len(pending)} pending, e.g. {pending[:1]}")
     run.drained_s = time.monotonic() - began
+    run.note(f"drained in {run.drained_s:.0f} s; running the checkers")
     await asyncio.sleep(1.0)
     found: dict[str, list[str]] = {}
     found["lost"] = checkers.check_lost(run.attempts, copies)

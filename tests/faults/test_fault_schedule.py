@@ -48,12 +48,16 @@ async def test_a_seeded_fault_schedule_leaves_every_region_exact_and_identical(
     names = REGIONS[: pytestconfig.getoption("--fault-regions")]
     profile = Profile.SHORT if minutes is None else Profile.LONG
     pacing = Pacing(horizon_s=HORIZON_S, margin_s=MARGIN_S)
-    steps = schedule(seed, SHORT_S if minutes is None else minutes * 60, names, profile, pacing)
+    length_s = SHORT_S if minutes is None else minutes * 60
+    steps = schedule(seed, length_s, names, profile, pacing)
     cassandra = (settings.cassandra.contact_points[0], settings.cassandra.port)
     began = time.monotonic()
     run = await start_run(deploy, region_servers, cassandra_session, names, cassandra)
+    progress = pytestconfig.getoption("--fault-progress")
+    run.progress = None if progress is None else Path(progress)
     try:
         setup = time.monotonic() - began
+        run.note(f"{len(names)} regions up in {setup:.0f} s; the schedule of {length_s:.0f} s begins")
         report = await run_schedule(run, steps, seed, DRAIN_S)
         report.seconds = {"setup": setup, **report.seconds}
     finally:
