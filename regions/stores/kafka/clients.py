@@ -223,7 +223,8 @@ async def stop_consumer(consumer: AIOKafkaConsumer) -> None:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise
-        fetches = list(consumer._fetcher._pending_tasks)  # what the interrupted stop left running
+        fetcher = consumer._fetcher  # what the interrupted stop left running: its fetches and the client
+        fetches = [] if fetcher is None else [fetcher._fetch_task, *fetcher._pending_tasks]
         for fetch in fetches:
             fetch.cancel()
         await asyncio.gather(*fetches, return_exceptions=True)

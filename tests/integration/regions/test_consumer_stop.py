@@ -73,7 +73,8 @@ async def test_a_consumer_stopped_while_a_failed_fetch_backs_off_stops_without_r
 
         async with _backing_off(cluster, tp, caplog) as consumer:
             await stop_consumer(consumer)
-            assert all(fetch.done() for fetch in consumer._fetcher._pending_tasks)
+            fetcher = consumer._fetcher
+            assert fetcher._fetch_task.done() and all(fetch.done() for fetch in fetcher._pending_tasks)
             assert consumer._client._sync_task is None and not consumer._client._conns  # the client closed
             task = asyncio.current_task()
             assert task is not None and not task.cancelling()
