@@ -26,7 +26,12 @@ from regions.runtime.worker import process_settings, run_process
 from regions.stores.cassandra.catalog import CassandraCatalog
 from regions.stores.cassandra.erasures import CassandraErasures
 from regions.stores.cassandra.session import CassandraConnection
-from regions.stores.kafka.clients import AcceptanceUnavailable, AwardPublisher, make_producer
+from regions.stores.kafka.clients import (
+    AcceptanceUnavailable,
+    AwardPublisher,
+    RenewableProducer,
+    make_producer,
+)
 from regions.stores.kafka.home import HomePublishers
 
 
@@ -71,7 +76,7 @@ def build(settings: Settings) -> IntakeApp:
         nonlocal publisher
         connecting = asyncio.create_task(catalog.run())
         refreshing = asyncio.create_task(after(catalog.connected, erased.run))
-        producer = make_producer(settings.kafka)
+        producer = RenewableProducer(lambda: make_producer(settings.kafka))
         await producer.start()
         publisher = AwardPublisher(
             producer, settings.kafka.topic("awards"), settings.kafka.delivery_timeout_s

@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable
 
 import msgspec
-from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from regions.runtime.logs import ThrottledLog
 from regions.runtime.metrics import INTAKE_HEARTBEATS
+from regions.stores.kafka.clients import RenewableProducer
 from schema.records import HEARTBEAT_KEY, Heartbeat
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 class HeartbeatWriter:
     def __init__(
         self,
-        producer: AIOKafkaProducer,
+        producer: RenewableProducer,
         topic: str,
         region: str,
         interval_s: float,
@@ -43,13 +43,11 @@ class HeartbeatWriter:
     async def beat(self) -> None:
         """One heartbeat to every partition, each acknowledged within the interval."""
         value = self._encode(Heartbeat(region=self._region, at_ms=int(self._clock() * 1000)))
-        partitions = sorted(await self._producer.partitions_for(self._topic))
-        async with asyncio.timeout(self._interval_s):
-            sent = [
-                await self._producer.send(self._topic, value, key=HEARTBEAT_KEY, partition=p)
-                for p in partitions
-            ]
-            await asyncio.gather(*sent)
+        with self._producer.sending() as producer:
+            partitions = sorted(await producer.partitions_for(self._topic))
+            async with asyncio.timeout(self._interval_s):
+                sent = [await producer.send(self._topic, value, key=HEARTBEAT_KEY, partition=p) for p in partitions]
+                await asyncio.gather(*sent)
 
     async def run(self) -> None:
         """Beat every interval until cancelled."""

@@ -80,6 +80,10 @@ AUDIT_RECONCILED = Counter(
     "Applied-award records the audit could not write, sent to reconciliation",
     ["reason"],
 )
+INTAKE_PRODUCER_RENEWALS = Counter(
+    "lb_intake_producer_renewals",
+    "Kafka producers replaced by a new one (a new producer id) after the brokers refused their sequence numbers",
+)
 INTAKE_HEARTBEATS = Counter(
     "lb_intake_heartbeats",
     "Rounds of heartbeats (one record per awards partition), by outcome (written, or failed)",

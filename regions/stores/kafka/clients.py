@@ -7,21 +7,37 @@ auto-commits (offsets are committed inside the processor's transaction or explic
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    KafkaError,
+    OutOfOrderSequenceNumber,
+    ProducerFenced,
+    UnknownProducerId,
+)
 from aiokafka.partitioner import DefaultPartitioner
 
+from regions.runtime.metrics import INTAKE_PRODUCER_RENEWALS
 from regions.runtime.settings import KafkaSettings
 from regions.stores.kafka.partitioner import KeyPartitioner
 from regions.stores.kafka.security import connection_options
 from schema.records import only_time
+
+log = logging.getLogger(__name__)
+
+SEQUENCE_LOST = (OutOfOrderSequenceNumber, UnknownProducerId, InvalidProducerEpoch, ProducerFenced)
+"""Refusals after which an idempotent producer's sequence numbers no longer match the broker's (the
+broker lost or dropped its state for the producer, as over a broker restart that truncated its log):
+aiokafka keeps sending with them, so every later record of that producer is refused the same way."""
 
 
 def make_producer(
@@ -147,10 +163,65 @@ class AcceptanceUnavailable(Exception):
     """Kafka did not acknowledge with the configured policy in time; the caller may retry."""
 
 
+class RenewableProducer:
+    """A long-lived idempotent producer (``make()``, started by ``start``), replaced by a new one (a new
+    producer id, its sequences from zero) once the brokers refuse its sequence numbers (``SEQUENCE_LOST``).
+    Without that, every later record would be refused until the process restarts. The records refused
+    were not written and their senders were told so; a retry that writes an award twice is counted
+    once by its event id. A replacement that fails (brokers still away) is tried again at the next refusal."""
+
+    def __init__(self, make: Callable[[], AIOKafkaProducer]) -> None:
+        self._make = make
+        self._producer = make()
+        self._renewing: asyncio.Task[None] | None = None
+        self._retired: set[asyncio.Task[None]] = set()
+
+    @property
+    def current(self) -> AIOKafkaProducer:
+        return self._producer
+
+    async def start(self) -> None:
+        await self._producer.start()
+
+    async def stop(self) -> None:
+        if self._renewing is not None:
+            self._renewing.cancel()
+            await asyncio.gather(self._renewing, return_exceptions=True)
+        await self._producer.stop()
+        await asyncio.gather(*self._retired, return_exceptions=True)
+
+    @contextlib.contextmanager
+    def sending(self) -> Iterator[AIOKafkaProducer]:
+        """The producer to send with; a refusal of its sequence numbers raised inside replaces it soon."""
+        producer = self._producer
+        try:
+            yield producer
+        except SEQUENCE_LOST as exc:
+            if producer is self._producer and (self._renewing is None or self._renewing.done()):
+                self._renewing = asyncio.create_task(self._renew(producer, exc))
+            raise
+
+    async def _renew(self, failed: AIOKafkaProducer, reason: BaseException) -> None:
+        fresh = self._make()
+        try:
+            await fresh.start()
+        except (KafkaError, OSError) as exc:
+            log.warning("the Kafka producer was refused (%r) and a new one could not start (%r); "
+                        "trying again at the next refusal", reason, exc)  # fmt: skip
+            await fresh.stop()
+            return
+        self._producer = fresh
+        INTAKE_PRODUCER_RENEWALS.inc()
+        log.warning("the brokers refused the Kafka producer's sequence numbers (%r): a new producer took over", reason)
+        retiring = asyncio.create_task(failed.stop())
+        self._retired.add(retiring)
+        retiring.add_done_callback(self._retired.discard)
+
+
 class AwardPublisher:
     """Sends awards with acks=all and returns their (partition, offset) once all are acknowledged."""
 
-    def __init__(self, producer: AIOKafkaProducer, topic: str, timeout_s: float) -> None:
+    def __init__(self, producer: RenewableProducer, topic: str, timeout_s: float) -> None:
         self._producer = producer
         self._topic = topic
         self._timeout_s = timeout_s
@@ -159,8 +230,9 @@ class AwardPublisher:
         """Publish (key, value) pairs; raises AcceptanceUnavailable unless every one is acknowledged."""
         try:
             async with asyncio.timeout(self._timeout_s):
-                futures = [await self._producer.send(self._topic, value, key=key) for key, value in records]
-                metadata = await asyncio.gather(*futures)
+                with self._producer.sending() as producer:
+                    futures = [await producer.send(self._topic, value, key=key) for key, value in records]
+                    metadata = await asyncio.gather(*futures)
         except (KafkaError, TimeoutError) as exc:
             raise AcceptanceUnavailable(f"Kafka did not acknowledge: {exc!r}") from exc
         return [(m.partition, m.offset) for m in metadata]

@@ -19,7 +19,12 @@ from aiokafka.errors import KafkaError
 
 from regions.runtime.metrics import INTAKE_HOME_PRODUCE_REQUESTS
 from regions.runtime.settings import Settings
-from regions.stores.kafka.clients import AcceptanceUnavailable, AwardPublisher, make_producer
+from regions.stores.kafka.clients import (
+    AcceptanceUnavailable,
+    AwardPublisher,
+    RenewableProducer,
+    make_producer,
+)
 
 log = logging.getLogger(__name__)
 PRODUCE_API_KEY = 0  # Kafka's Produce request
@@ -56,7 +61,7 @@ class HomePublishers:
         self._settings = settings
         self._timeout_s = settings.intake.home_delivery_timeout_s
         self._publishers: dict[str, AwardPublisher] = {}
-        self._producers: dict[str, AIOKafkaProducer] = {}
+        self._producers: dict[str, RenewableProducer] = {}
         self._starting: dict[str, asyncio.Lock] = {}
 
     async def publish(self, home: str, records: list[tuple[bytes, bytes]]) -> list[tuple[int, int]]:
@@ -75,8 +80,12 @@ class HomePublishers:
             kafka = self._settings.region_kafka(home).model_copy(
                 update={"request_timeout_ms": max(100, int(self._timeout_s * 1000))}
             )
-            producer = make_producer(kafka)
-            count_produce_requests(producer, home)
+            def counted_producer() -> AIOKafkaProducer:
+                made = make_producer(kafka)
+                count_produce_requests(made, home)
+                return made
+
+            producer = RenewableProducer(counted_producer)
             try:
                 async with asyncio.timeout(self._timeout_s):
                     await producer.start()

@@ -19,11 +19,11 @@ from regions.intake.openapi import document
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
-from regions.stores.kafka.clients import AwardPublisher, make_consumer, make_producer
+from regions.stores.kafka.clients import AwardPublisher, RenewableProducer, make_consumer, make_producer
 
 
 async def _client(settings: Settings, session: Session) -> AsyncIterator[httpx.AsyncClient]:
-    producer = make_producer(settings.kafka)
+    producer = RenewableProducer(lambda: make_producer(settings.kafka))
     await producer.start()
     publisher = AwardPublisher(producer, settings.kafka.topic("awards"), settings.kafka.delivery_timeout_s)
     app = create_app(settings, CassandraCatalog(session).get, publisher.publish, Health("intake"))

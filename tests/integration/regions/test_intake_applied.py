@@ -22,7 +22,7 @@ from regions.intake.waits import ProjectionWaits
 from regions.runtime.health import Health
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
-from regions.stores.kafka.clients import AwardPublisher, make_producer, replay
+from regions.stores.kafka.clients import AwardPublisher, RenewableProducer, make_producer, replay
 from regions.stores.redis.connection import ProjectionRedis
 from tests.conftest import RegionFactory
 from tests.harness import Region
@@ -188,7 +188,7 @@ async def test_the_plain_path_never_connects_to_redis(topics: Settings, cassandr
         connects.append(1)
         raise ConnectionError("the plain path must not connect")
 
-    producer = make_producer(topics.kafka)
+    producer = RenewableProducer(lambda: make_producer(topics.kafka))
     await producer.start()
     publisher = AwardPublisher(producer, topics.kafka.topic("awards"), topics.kafka.delivery_timeout_s)
     app = create_app(

@@ -24,7 +24,7 @@ from regions.runtime.health import Health
 from regions.runtime.loop_lag import loop_lag
 from regions.runtime.settings import Settings
 from regions.stores.cassandra.catalog import CassandraCatalog
-from regions.stores.kafka.clients import AwardPublisher, make_consumer, make_producer
+from regions.stores.kafka.clients import AwardPublisher, RenewableProducer, make_consumer, make_producer
 from schema.records import AwardEvent
 from tests.harness import Region, work
 
@@ -47,7 +47,7 @@ async def held(
     settings = topics.model_copy(update={"intake": topics.intake.model_copy(update=limits)})
     board = Board(f"overload-{uuid.uuid4().hex[:8]}", "Overload", settings.region)
     await CassandraCatalog(cassandra_session).create(board)
-    producer = make_producer(settings.kafka)
+    producer = RenewableProducer(lambda: make_producer(settings.kafka))
     await producer.start()
     publisher = AwardPublisher(producer, settings.kafka.topic("awards"), settings.kafka.delivery_timeout_s)
     acks = asyncio.Event()
