@@ -49,7 +49,7 @@ from regions.stores.cassandra.moderation import CassandraModeration
 from regions.stores.cassandra.periods import CassandraPeriods
 from regions.stores.cassandra.results import CassandraResults
 from regions.stores.cassandra.session import CassandraConnection
-from regions.stores.kafka.clients import make_producer, partitions_of
+from regions.stores.kafka.clients import SEQUENCE_LOST, make_producer, partitions_of
 from regions.stores.redis.connection import ProjectionRedis
 from regions.stores.redis.cutoffs import reached_cutoffs
 from regions.stores.redis.projection import RedisProjection
@@ -159,6 +159,8 @@ class LifecycleWorker:
                 elif self._correction_due(record, assigned.get(board.id)):
                     busy = True
                     await publisher.step(record, producer, partitions)
+            except SEQUENCE_LOST:
+                raise  # the producer's trouble, not the board's: the run starts again with a new one
             except Exception as exc:  # one board's trouble (e.g. a timeout) must not stop the others
                 self._errors.log(logging.WARNING, board.id, "%s %s: %r; trying again",
                                  "closing" if board.status is BoardStatus.CLOSING else "correcting",
@@ -179,9 +181,12 @@ class LifecycleWorker:
 
     async def guarded(self, what: str, step: Coroutine[Any, Any, T]) -> T | None:
         """Run ``step`` and return what it returns; its failure is logged (None), and tried again next
-        pass."""
+        pass, unless the brokers refused the producer's sequence numbers (``SEQUENCE_LOST``): that ends
+        the run, which starts again with a new producer."""
         try:
             return await step
+        except SEQUENCE_LOST:
+            raise  # the producer's trouble: the run starts again with a new one
         except Exception as exc:  # one board's trouble (e.g. a timeout) must not stop the others
             self._errors.log(logging.WARNING, what, "%s: %r; trying again", what, exc)
             return None

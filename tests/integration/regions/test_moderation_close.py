@@ -11,13 +11,16 @@ order of its steps is the test's:
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import msgspec
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import OutOfOrderSequenceNumber
 from cassandra.cluster import Session
 
 from regions.actions.erase_rows import PlayerStores
@@ -39,6 +42,7 @@ from regions.stores.cassandra.session import CassandraConnection
 from regions.stores.kafka.clients import make_producer, partitions_of
 from regions.stores.redis.connection import ProjectionRedis
 from regions.stores.redis.projection import RedisProjection, connect_redis
+from schema.records import HEARTBEAT_KEY, Heartbeat
 from tests.conftest import RegionFactory
 from tests.harness import Region, points
 from tests.integration.regions.test_moderation_periods import _ranks
@@ -171,3 +175,23 @@ async def test_restoring_a_player_who_never_scored_on_a_closed_board_publishes_i
     await _act(stores, board, "ghost", hidden=False)
     await Region.wait_until(lambda: driven.published(board.id, 3), 60, "version 3 (restore) published")
     assert await _ranks(results, board.id, 3) == await _ranks(results, board.id, 2) == [(1, "ann", 30)]
+
+
+async def test_a_refused_producer_ends_the_workers_pass_instead_of_failing_the_close_for_ever(
+    stack: tuple[Region, DrivenWorker],
+) -> None:
+    """The brokers refusing the worker's producer's sequence numbers (after a broker restart that
+    truncated its log) is the producer's trouble, not the board's: the pass raises it, so the run
+    starts again with a new producer, instead of logging it as the board's and retrying with the
+    same producer, which the brokers would refuse on every pass."""
+    region, driven = stack
+    board = await _board(region, {"ann": 5})
+    assert await driven.stores.lifecycle.begin_close(board.id, "season over", datetime.now(UTC))
+    awards = driven.settings.kafka.topic("awards")
+    beat = msgspec.msgpack.encode(Heartbeat(region=region.settings.region, at_ms=int(time.time() * 1000)))
+    for partition in driven.partitions:
+        await driven.producer.send_and_wait(awards, beat, key=HEARTBEAT_KEY, partition=partition)
+    for partition in driven.partitions:  # the brokers know the producer now: its next records are out of order
+        driven.producer._txn_manager.increment_sequence_number(TopicPartition(awards, partition), 5)
+    with pytest.raises(OutOfOrderSequenceNumber):
+        await driven.worker.tick(driven.producer, driven.partitions, driven._required)
