@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NoReturn
 
@@ -25,6 +27,12 @@ from regions.runtime.settings import (
 log = logging.getLogger(__name__)
 
 
+FIRST_DELAY_S, MAX_DELAY_S = 1.0, 30.0
+HEALTHY_RUN_S = 60.0
+"""A run that lasted this long before it failed had been working: its restart waits the first delay
+again, not the longest one that earlier trouble (minutes or days before) left behind."""
+
+
 async def run_until_stopped(
     name: str, run: Callable[[asyncio.Event], Awaitable[None]], recoverable: tuple[type[BaseException], ...]
 ) -> None:
@@ -35,15 +43,40 @@ async def run_until_stopped(
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    delay = 1.0
+    await keep_running(name, run, recoverable, stop)
+
+
+async def keep_running(
+    name: str,
+    run: Callable[[asyncio.Event], Awaitable[None]],
+    recoverable: tuple[type[BaseException], ...],
+    stop: asyncio.Event,
+    *,
+    pause: Callable[[asyncio.Event, float], Awaitable[None]] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """``run(stop)`` again after each recoverable error, after 1 s, 2 s, 4 s ... up to 30 s, the
+    delay starting over once a run had lasted ``HEALTHY_RUN_S``; until ``stop`` is set."""
+    wait = pause or _pause
+    delay = FIRST_DELAY_S
     while not stop.is_set():
+        started = clock()
         try:
             await run(stop)
-            delay = 1.0
         except recoverable as exc:
+            if clock() - started >= HEALTHY_RUN_S:
+                delay = FIRST_DELAY_S
             log.warning("%s failed (%r); restarting from durable state in %.0fs", name, exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 30.0)
+            await wait(stop, delay)
+            delay = min(delay * 2, MAX_DELAY_S)
+        else:
+            delay = FIRST_DELAY_S
+
+
+async def _pause(stop: asyncio.Event, seconds: float) -> None:
+    """Wait ``seconds``, or less if ``stop`` is set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
 
 
 def run_process(service: str, main: Coroutine[Any, Any, None]) -> None:
